@@ -1,0 +1,35 @@
+"""Accounts, mapped onto the trigger-managed table of accounts/sql/0001_accounts.sql.
+
+The table is the source of truth: ``managed = False``, and the fields with a database default
+carry ``db_default`` so that Django leaves them to the database on insert. Change an account's
+state through accounts/services.py, never by saving a model.
+"""
+
+from django.db import models
+from django.db.models.functions import Now
+
+
+class AccountStatus(models.TextChoices):
+    PROVISIONED = "provisioned"
+    ACTIVE = "active"
+    SUSPENDED = "suspended"
+
+
+class Account(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    email = models.CharField(max_length=254)
+    status = models.CharField(max_length=11, choices=AccountStatus, db_default=AccountStatus.PROVISIONED)
+    login = models.CharField(max_length=254)
+    created_at = models.DateTimeField(db_default=Now())
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    suspended_at = models.DateTimeField(null=True, blank=True)
+    unsuspended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        managed = False
+        db_table = "accounts"
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"{self.login} <{self.email}>"

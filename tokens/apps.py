@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class TokensConfig(AppConfig):
+    name = "tokens"
+
+    def ready(self):
+        from tokens import errors  # noqa: F401  registers the database's refusals (LT...)

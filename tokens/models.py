@@ -1,0 +1,89 @@
+"""Tokens and mail runs, mapped onto the tables of tokens/sql/0001_tokens.sql (``managed = False``).
+
+A token's secret and code are credentials: they are never shown in the admin, logged or put in
+an audit row. ``secret_to_text``/``secret_from_text`` give the URL-safe form used in links.
+"""
+
+import base64
+import binascii
+
+from django.db import models
+from django.db.models.functions import Now
+
+from accounts.models import Account
+
+# Mirrors the 5 in trg_before_token_consume (tokens/sql/0001_tokens.sql).
+MAX_CODE_ATTEMPTS = 5
+
+
+class TokenAction(models.TextChoices):
+    ACTIVATION = "activation"
+    PASSWORD_RECOVERY = "password_recovery"
+
+
+class Token(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    action = models.CharField(max_length=17, choices=TokenAction)
+    secret = models.BinaryField(editable=False, db_default=models.Func(32, function="lifecycle_random_bytes"))
+    code = models.CharField(max_length=5, editable=False, db_default=models.Func(function="lifecycle_random_code"))
+    account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, db_column="account", related_name="tokens")
+    expires_at = models.DateTimeField()
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    failed_attempts = models.SmallIntegerField(db_default=0)
+    superseded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        managed = False
+        db_table = "tokens"
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"{self.get_action_display()} token {self.id}"
+
+    @property
+    def burnt(self) -> bool:
+        return self.failed_attempts >= MAX_CODE_ATTEMPTS
+
+
+class JobType(models.TextChoices):
+    MAILROOM = "mailroom"
+
+
+class Job(models.Model):
+    """One run of a job (e.g. one drain of the mail queue): the seed's jobs table as a history."""
+
+    id = models.BigAutoField(primary_key=True)
+    job_type = models.CharField(max_length=16, choices=JobType)
+    last_seq = models.BigIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(db_default=Now())
+    finished_at = models.DateTimeField(null=True, blank=True)
+    claimed = models.IntegerField(db_default=0)
+    sent = models.IntegerField(db_default=0)
+    failed = models.IntegerField(db_default=0)
+    error = models.TextField(null=True, blank=True)
+
+    class Meta:
+        managed = False
+        db_table = "jobs"
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"{self.job_type} run {self.id}"
+
+
+def secret_to_text(secret: bytes) -> str:
+    """The URL-safe form of a secret (43 characters, no padding)."""
+    return base64.urlsafe_b64encode(bytes(secret)).rstrip(b"=").decode("ascii")
+
+
+def secret_from_text(text: str) -> bytes | None:
+    """The secret a link carries, or None when the text cannot be one."""
+    text = text.strip()
+    if len(text) != 43:
+        return None
+    try:
+        secret = base64.urlsafe_b64decode(text + "=")
+    except (binascii.Error, ValueError):
+        return None
+    return secret if len(secret) == 32 else None
