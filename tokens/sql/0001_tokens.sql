@@ -141,7 +141,7 @@ $$;
 CREATE TRIGGER before_token_consume
     BEFORE UPDATE OF consumed_at ON tokens
     FOR EACH ROW
-    WHEN (OLD.consumed_at IS DISTINCT FROM NEW.consumed_at)
+    WHEN (OLD.consumed_at IS NOT NULL OR NEW.consumed_at IS NOT NULL)
     EXECUTE FUNCTION trg_before_token_consume();
 
 -- Seed trigger 3: consuming an activation token activates a provisioned account.

@@ -1,0 +1,52 @@
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from django.utils.crypto import get_random_string
+
+from accounts.models import Account
+from lifecycle.configuration import env
+
+DEMO_DOMAIN = "demo.example.com"
+
+
+class Command(BaseCommand):
+    help = "Load demo accounts in every state (once) and make sure a local admin login exists; print it."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--force", action="store_true", help="run even when DEBUG is off")
+
+    def handle(self, *args, force, **options):
+        if not settings.DEBUG and not force:
+            raise CommandError("seed_demo makes a known admin login and fake accounts; it runs only with DEBUG on (or --force).")
+        # The factories live with the tests and depend on factory-boy, a runtime dependency for this reason.
+        from tests.factories import AccountFactory
+
+        with transaction.atomic():
+            if Account.objects.filter(email__endswith=f"@{DEMO_DOMAIN}").exists():
+                self.stdout.write("Demo accounts already loaded.")
+            else:
+                made = self._make_accounts(AccountFactory)
+                self.stdout.write(self.style.SUCCESS(f"Loaded {made} demo accounts."))
+            username, password = self._ensure_admin()
+        self.stdout.write(self.style.SUCCESS(f"Admin login: {username} / {password}"))
+
+    def _make_accounts(self, factory) -> int:
+        plan = [("provisioned", {}, 6), ("active", {"active": True}, 12), ("suspended", {"suspended": True}, 3),
+                ("never-active", {"suspended": True, "was_activated": False}, 2)]
+        made = 0
+        for label, traits, count in plan:
+            for n in range(1, count + 1):
+                factory(email=f"{label}{n}@{DEMO_DOMAIN}", login=f"{label}{n}", **traits)
+                made += 1
+        return made
+
+    def _ensure_admin(self) -> tuple[str, str]:
+        username = "admin"
+        # make run writes DEMO_ADMIN_PASSWORD to .env once, so the login stays the same between runs.
+        password = env.str("DEMO_ADMIN_PASSWORD", default="") or get_random_string(16)
+        user, _ = get_user_model().objects.get_or_create(username=username, defaults={"email": "admin@localhost"})
+        user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        return username, password

@@ -1,0 +1,15 @@
+from django.db.models import Q, QuerySet, Value
+from django.db.models.functions import Lower
+
+from accounts.models import Account
+
+
+def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
+    """Accounts whose login or e-mail is ``identifier``, ignoring case.
+
+    Both sides go through the database's lower(), the expression the indexes are built on.
+    """
+    wanted = Lower(Value(identifier.strip()))
+    return Account.objects.alias(login_lower=Lower("login"), email_lower=Lower("email")).filter(
+        Q(login_lower=wanted) | Q(email_lower=wanted)
+    )

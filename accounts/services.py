@@ -1,0 +1,60 @@
+"""The only way Python code changes an account's lifecycle state.
+
+Each service is atomic and returns the account as the triggers left it. The rules themselves
+live in the database (accounts/sql/); a refusal arrives as a LifecycleError (accounts/errors.py).
+"""
+
+from django.db import connection, transaction
+
+from accounts.errors import IllegalTransition
+from accounts.models import Account, AccountStatus
+from platform_events.errors import lifecycle_rules
+from tokens.models import Token, TokenAction
+from tokens.services import token_issue
+
+
+def account_provision(*, email: str, login: str) -> Account:
+    """Create a provisioned account; the database issues its activation token.
+
+    Leading and trailing whitespace is stripped from both (the one normalisation we make); the
+    database refuses anything else that is not a plain ASCII address or login.
+    """
+    with lifecycle_rules(), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email.strip(), login.strip()]
+            )
+            (account_id,) = cursor.fetchone()
+    return Account.objects.get(pk=account_id)
+
+
+def account_suspend(*, account: Account) -> Account:
+    with lifecycle_rules(), transaction.atomic():
+        locked = Account.objects.select_for_update().get(pk=account.pk)
+        if locked.status == AccountStatus.SUSPENDED:
+            raise IllegalTransition(f"accounts: account {account.pk} is already suspended")
+        Account.objects.filter(pk=account.pk).update(status=AccountStatus.SUSPENDED)
+    account.refresh_from_db()
+    return account
+
+
+def account_unsuspend(*, account: Account) -> Account:
+    """Lift a suspension: back to active, or to provisioned if it never activated (seed rule)."""
+    with lifecycle_rules(), transaction.atomic():
+        locked = Account.objects.select_for_update().get(pk=account.pk)
+        if locked.status != AccountStatus.SUSPENDED:
+            raise IllegalTransition(f"accounts: account {account.pk} is not suspended")
+        Account.objects.filter(pk=account.pk).update(status=AccountStatus.ACTIVE)
+    account.refresh_from_db()
+    return account
+
+
+def account_resend_activation(*, account: Account) -> Token:
+    """Issue a fresh activation token; the older one stops working."""
+    with lifecycle_rules(), transaction.atomic():
+        locked = Account.objects.select_for_update().get(pk=account.pk)
+        if locked.status != AccountStatus.PROVISIONED:
+            raise IllegalTransition(
+                f"accounts: account {account.pk} is {locked.status}; only provisioned accounts get activation e-mails"
+            )
+        return token_issue(account=locked, action=TokenAction.ACTIVATION)

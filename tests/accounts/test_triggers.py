@@ -1,0 +1,221 @@
+"""The lifecycle rules as the database keeps them, exercised with raw SQL as a psql user would."""
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def insert_account(sql, email="user@example.com", login="user123", status=None):
+    if status is None:
+        return sql("INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login])[0][0]
+    return sql(
+        "INSERT INTO accounts (email, login, status) VALUES (%s, %s, %s) RETURNING id", [email, login, status]
+    )[0][0]
+
+
+def account_row(sql, account_id):
+    (row,) = sql(
+        "SELECT status::text, status_changed_at, activated_at, suspended_at, unsuspended_at FROM accounts WHERE id = %s",
+        [account_id],
+    )
+    return dict(zip(["status", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"], row))
+
+
+class TestSeedWalkthrough:
+    """The seed's "Let's try it out", step by step, in raw SQL (timestamptz instead of epochs)."""
+
+    def test_insert_creates_a_provisioned_account_and_its_activation_token(self, sql):
+        account_id = insert_account(sql)
+        assert account_row(sql, account_id)["status"] == "provisioned"
+        assert sql("SELECT action::text, consumed_at FROM tokens WHERE account = %s", [account_id]) == [
+            ("activation", None)
+        ]
+
+    def test_consuming_the_activation_token_activates_the_account(self, sql):
+        account_id = insert_account(sql)
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s AND action = 'activation'", [account_id])
+        row = account_row(sql, account_id)
+        assert row["status"] == "active"
+        assert row["activated_at"] is not None
+
+    def test_suspending_sets_suspended_at_and_clears_unsuspended_at(self, sql):
+        account_id = insert_account(sql)
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
+        sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
+        sql("UPDATE accounts SET status = 'active' WHERE id = %s", [account_id])
+        sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
+        row = account_row(sql, account_id)
+        assert row["status"] == "suspended"
+        assert row["suspended_at"] is not None
+        assert row["unsuspended_at"] is None
+
+    def test_unsuspending_sets_unsuspended_at_and_clears_suspended_at(self, sql):
+        account_id = insert_account(sql)
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
+        sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
+        sql("UPDATE accounts SET status = 'active' WHERE id = %s", [account_id])
+        row = account_row(sql, account_id)
+        assert row["status"] == "active"
+        assert row["unsuspended_at"] is not None
+        assert row["suspended_at"] is None
+        assert row["activated_at"] is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_walkthrough_listen_session_is_notified_of_a_token_insert(psql):
+    """LISTEN token_insert in one session; a token inserted in another arrives as a notification."""
+    account_id = psql.execute(
+        "INSERT INTO accounts (email, login) VALUES ('user@example.com', 'user123') RETURNING id"
+    ).fetchone()[0]
+    from tests.conftest import connect
+
+    with connect(autocommit=True) as listener:
+        listener.execute("LISTEN token_insert")
+        psql.execute("INSERT INTO tokens (account, action) VALUES (%s, 'activation')", [account_id])
+        notifications = list(listener.notifies(timeout=5, stop_after=1))
+    assert [(n.channel, n.payload) for n in notifications] == [("token_insert", "")]
+
+
+def test_unsuspending_a_never_activated_account_returns_it_to_provisioned(sql):
+    account_id = insert_account(sql)
+    sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
+    sql("UPDATE accounts SET status = 'active' WHERE id = %s", [account_id])
+    assert account_row(sql, account_id)["status"] == "provisioned"
+
+
+class TestInsertTimestamps:
+    """Seed flaw: an account inserted as active had no activated_at, so it fell back to provisioned."""
+
+    def test_an_account_inserted_as_active_gets_activated_at(self, sql):
+        row = account_row(sql, insert_account(sql, status="active"))
+        assert row["activated_at"] is not None
+        assert row["status_changed_at"] is not None
+
+    def test_suspend_and_unsuspend_of_an_imported_active_account_leaves_it_active(self, sql):
+        account_id = insert_account(sql, status="active")
+        sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
+        sql("UPDATE accounts SET status = 'active' WHERE id = %s", [account_id])
+        assert account_row(sql, account_id)["status"] == "active"
+
+    def test_an_account_inserted_as_suspended_gets_suspended_at(self, sql):
+        row = account_row(sql, insert_account(sql, status="suspended"))
+        assert row["suspended_at"] is not None
+
+    def test_an_account_inserted_as_active_gets_no_activation_token(self, sql):
+        account_id = insert_account(sql, status="active")
+        assert sql("SELECT count(*) FROM tokens WHERE account = %s", [account_id]) == [(0,)]
+
+    def test_a_provisioned_insert_cannot_claim_an_address_by_setting_activated_at(self, sql):
+        account_id = sql(
+            "INSERT INTO accounts (email, login, activated_at) VALUES ('a@example.com', 'a', now()) RETURNING id"
+        )[0][0]
+        assert account_row(sql, account_id)["activated_at"] is None
+
+
+def test_timestamps_are_timestamptz_beyond_2038(sql):
+    """Seed flaw: INTEGER epochs overflow on 2038-01-19."""
+    account_id = insert_account(sql)
+    sql("UPDATE tokens SET expires_at = '2040-01-01T00:00:00Z' WHERE account = %s", [account_id])
+    assert sql("SELECT extract(year FROM expires_at)::int FROM tokens WHERE account = %s", [account_id]) == [(2040,)]
+    types = dict(sql("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'accounts'"))
+    assert {types[c] for c in ["created_at", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"]} == {
+        "timestamp with time zone"
+    }
+
+
+def test_an_account_cannot_be_set_back_to_provisioned(sql, refused):
+    account_id = insert_account(sql, status="active")
+    refused("UPDATE accounts SET status = 'provisioned' WHERE id = %s", [account_id], match="accounts: account .* cannot be set back to provisioned")
+    assert account_row(sql, account_id)["status"] == "active"
+
+
+class TestEmailClaiming:
+    """Seed 003: an address is unique, ignoring case, only among activated accounts."""
+
+    def test_any_number_of_unverified_sign_ups_may_hold_an_address(self, sql):
+        for n in range(3):
+            insert_account(sql, email="Shared@Example.com".upper() if n else "shared@example.com", login=f"u{n}")
+        assert sql("SELECT count(*) FROM accounts WHERE lower(email) = 'shared@example.com'") == [(3,)]
+
+    def test_activating_a_second_account_with_a_claimed_address_fails_and_changes_nothing(self, sql, refused):
+        owner = insert_account(sql, email="owner@example.com", login="owner")
+        squatter = insert_account(sql, email="OWNER@example.com", login="squatter")
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s", [owner])
+        refused(
+            "UPDATE tokens SET consumed_at = now() WHERE account = %s",
+            [squatter],
+            match="accounts: e-mail OWNER@example.com is already claimed by an activated account",
+        )
+        assert account_row(sql, squatter)["status"] == "provisioned"
+        assert sql("SELECT consumed_at FROM tokens WHERE account = %s", [squatter]) == [(None,)]
+
+    def test_a_new_sign_up_with_a_claimed_address_is_refused(self, sql, refused):
+        insert_account(sql, email="owner@example.com", login="owner", status="active")
+        refused(
+            "INSERT INTO accounts (email, login) VALUES ('Owner@Example.COM', 'late')",
+            match="accounts: e-mail Owner@Example.COM is already claimed",
+        )
+        assert sql("SELECT count(*) FROM accounts") == [(1,)]
+
+    def test_changing_an_address_to_a_claimed_one_is_refused(self, sql, refused):
+        insert_account(sql, email="owner@example.com", login="owner", status="active")
+        other = insert_account(sql, email="other@example.com", login="other", status="active")
+        refused("UPDATE accounts SET email = 'owner@example.com' WHERE id = %s", [other], match="accounts: e-mail .* is already claimed")
+
+    def test_the_unique_index_holds_even_without_the_trigger(self, sql, refused):
+        """The trigger's check only gives the message; the partial unique index is the guarantee."""
+        insert_account(sql, email="owner@example.com", login="owner", status="active")
+        sql("ALTER TABLE accounts DISABLE TRIGGER before_account_write")
+        refused(
+            "INSERT INTO accounts (email, login, status) VALUES ('OWNER@example.com', 'twin', 'active')",
+            match="accounts_email_claimed_key",
+        )
+
+    def test_logins_are_unique_ignoring_case(self, sql, refused):
+        insert_account(sql, login="Jane.Doe")
+        refused(
+            "INSERT INTO accounts (email, login) VALUES ('x@example.com', 'jane.doe')",
+            match="accounts: login jane.doe is already taken",
+        )
+
+
+BAD_EMAILS = [
+    ("", "e-mail must not be empty"),
+    (" user@example.com", "e-mail must not start or end with spaces"),
+    ("user@example.com\t", "e-mail must not start or end with spaces"),
+    ("a" * 243 + "@example.com", "e-mail must be at most 254 characters"),
+    ("straße@example.com", "e-mail must be plain ASCII"),
+    ("STRASSE@exam\u0131ple.com", "e-mail must be plain ASCII"),  # dotless i
+    ("user@\u212aelvin.com", "e-mail must be plain ASCII"),  # Kelvin sign, lower() makes it k
+    ("user", "e-mail is not a valid address"),
+    ("user@localhost", "e-mail is not a valid address"),
+    ("two@at@example.com", "e-mail is not a valid address"),
+    ("user@-example.com", "e-mail is not a valid address"),
+]
+BAD_LOGINS = [
+    ("", "login must not be empty"),
+    ("user ", "login must not start or end with spaces"),
+    ("u" * 255, "login must be at most 254 characters"),
+    ("ı", "login may only hold ASCII"),
+    ("Ma\u00dfe", "login may only hold ASCII"),
+    ("-user", "login may only hold ASCII"),
+]
+
+
+@pytest.mark.parametrize(("email", "message"), BAD_EMAILS)
+def test_the_database_refuses_a_bad_email_with_a_clear_message(sql, refused, email, message):
+    refused("INSERT INTO accounts (email, login) VALUES (%s, 'someone')", [email], match=f"accounts: {message}")
+    assert sql("SELECT count(*) FROM accounts") == [(0,)]
+    assert sql("SELECT count(*) FROM tokens") == [(0,)]
+
+
+@pytest.mark.parametrize(("login", "message"), BAD_LOGINS)
+def test_the_database_refuses_a_bad_login_with_a_clear_message(sql, refused, login, message):
+    refused("INSERT INTO accounts (email, login) VALUES ('user@example.com', %s)", [login], match=f"accounts: {message}")
+    assert sql("SELECT count(*) FROM accounts") == [(0,)]
+
+
+def test_a_254_character_address_is_accepted(sql):
+    email = "a" * 64 + "@" + "b" * 60 + "." + "c" * 60 + "." + "d" * 63 + ".com"
+    assert len(email) == 254
+    insert_account(sql, email=email)

@@ -1,0 +1,59 @@
+import psycopg
+import pytest
+from django.db import DatabaseError, connection, transaction
+
+# Unmanaged tables are not flushed by Django after transactional tests: empty them ourselves.
+LIFECYCLE_TABLES = ["tokens", "accounts", "jobs"]
+
+
+@pytest.fixture(autouse=True)
+def _empty_lifecycle_tables_after_transactional_tests(request):
+    yield
+    marker = request.node.get_closest_marker("django_db")
+    if marker and marker.kwargs.get("transaction"):
+        with connection.cursor() as cursor:
+            cursor.execute(f"TRUNCATE {', '.join(LIFECYCLE_TABLES)} RESTART IDENTITY CASCADE")
+
+
+def connect(**kwargs) -> psycopg.Connection:
+    """A connection of our own to the test database, as a second psql session would be."""
+    settings = connection.settings_dict
+    return psycopg.connect(
+        dbname=settings["NAME"],
+        user=settings["USER"],
+        password=settings["PASSWORD"] or None,
+        host=settings["HOST"] or None,
+        port=settings["PORT"] or None,
+        **kwargs,
+    )
+
+
+@pytest.fixture
+def psql():
+    """An autocommit connection, like a person typing in psql. Used by transactional tests."""
+    with connect(autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def sql(db):
+    """Run raw SQL on the test's own connection and return the rows (inside the test's transaction)."""
+
+    def run(statement: str, params=None):
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall() if cursor.description else cursor.rowcount
+
+    return run
+
+
+@pytest.fixture
+def refused(sql):
+    """Assert that the database refuses a statement with a message matching ``match``; the data stays as it was."""
+
+    def check(statement: str, params=None, *, match: str):
+        with pytest.raises(DatabaseError, match=match):
+            with transaction.atomic():
+                sql(statement, params)
+
+    return check

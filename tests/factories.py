@@ -1,0 +1,41 @@
+"""Factories for tests and for the demo data of `make run` (accounts/management/commands/seed_demo.py).
+
+Accounts are made through the services, so every one has lived through the real lifecycle:
+provisioned by INSERT (its activation token made by the trigger), activated by consuming that
+token, suspended by the suspend service.
+"""
+
+import factory
+
+from accounts.models import Account, AccountStatus
+from accounts.services import account_provision, account_suspend
+from tokens.models import Token, TokenAction
+from tokens.services import token_consume
+
+
+class AccountFactory(factory.django.DjangoModelFactory):
+    email = factory.Sequence(lambda n: f"user{n}@example.com")
+    login = factory.Sequence(lambda n: f"user{n}")
+    status = AccountStatus.PROVISIONED
+    # Suspended accounts were active first, unless this is False.
+    was_activated = True
+
+    class Meta:
+        model = Account
+
+    class Params:
+        active = factory.Trait(status=AccountStatus.ACTIVE)
+        suspended = factory.Trait(status=AccountStatus.SUSPENDED)
+
+    @classmethod
+    def _create(cls, model_class, *, email, login, status, was_activated):
+        account = account_provision(email=email, login=login)
+        if status == AccountStatus.PROVISIONED:
+            return account
+        if status == AccountStatus.ACTIVE or was_activated:
+            activation = Token.objects.get(account=account, action=TokenAction.ACTIVATION, consumed_at__isnull=True)
+            token_consume(secret=bytes(activation.secret))
+        if status == AccountStatus.SUSPENDED:
+            account_suspend(account=account)
+        account.refresh_from_db()
+        return account

@@ -1,0 +1,132 @@
+"""Token rules as the database keeps them, exercised with raw SQL."""
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def account_id(sql):
+    return sql("INSERT INTO accounts (email, login) VALUES ('user@example.com', 'user123') RETURNING id")[0][0]
+
+
+def activation_token(sql, account_id):
+    return sql(
+        "SELECT id FROM tokens WHERE account = %s AND action = 'activation' ORDER BY id DESC LIMIT 1", [account_id]
+    )[0][0]
+
+
+class TestRandomness:
+    """Seed flaws: pgcrypto's gen_random_bytes, and a code from random() that could print '#####'."""
+
+    def test_every_code_is_five_digits(self, sql):
+        (bad,) = sql("SELECT count(*) FROM generate_series(1, 100000) WHERE lifecycle_random_code() !~ '^[0-9]{5}$'")[0]
+        assert bad == 0
+
+    def test_codes_are_uniform_over_the_first_digit(self, sql):
+        """Chi-square over 10 buckets of 100,000 codes; 60 is far beyond p = 1e-9 for 9 degrees of freedom."""
+        counts = dict(
+            sql("SELECT left(c, 1), count(*) FROM (SELECT lifecycle_random_code() c FROM generate_series(1, 100000)) s GROUP BY 1")
+        )
+        assert sorted(counts) == list("0123456789")
+        chi_square = sum((n - 10000) ** 2 / 10000 for n in counts.values())
+        assert chi_square < 60
+
+    def test_codes_do_not_come_from_random(self, sql):
+        """random() repeats after setseed(); a CSPRNG does not."""
+        draw = "SELECT setseed(0.42), array_agg(lifecycle_random_code()) FROM generate_series(1, 5)"
+        assert sql(draw)[0][1] != sql(draw)[0][1]
+
+    def test_the_schema_uses_no_extension(self, sql):
+        assert sql("SELECT extname FROM pg_extension ORDER BY 1") == [("plpgsql",)]
+
+    def test_secrets_are_32_bytes_and_unique(self, sql):
+        (count, distinct, length) = sql(
+            "SELECT count(*), count(DISTINCT s), min(length(s)) FROM (SELECT lifecycle_random_bytes(32) s FROM generate_series(1, 10000)) x"
+        )[0]
+        assert (count, distinct, length) == (10000, 10000, 32)
+
+    def test_secret_bytes_are_uniform(self, sql):
+        """Chi-square over 256 byte values of 320,000 bytes; a UUID's fixed version/variant bits would blow it up."""
+        counts = [
+            n
+            for (n,) in sql(
+                "SELECT count(*) FROM (SELECT lifecycle_random_bytes(32) s FROM generate_series(1, 10000)) x,"
+                " generate_series(0, 31) i GROUP BY get_byte(s, i)"
+            )
+        ]
+        expected = 320000 / 256
+        chi_square = sum((n - expected) ** 2 / expected for n in counts) + expected * (256 - len(counts))
+        assert chi_square < 420  # 255 degrees of freedom: p < 1e-9 beyond about 420
+
+
+class TestConsumption:
+    def test_a_token_is_single_use(self, sql, refused, account_id):
+        token = activation_token(sql, account_id)
+        sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token])
+        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match=f"tokens: token {token} has already been used")
+
+    def test_a_consumed_token_cannot_be_unconsumed(self, sql, refused, account_id):
+        token = activation_token(sql, account_id)
+        sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token])
+        refused("UPDATE tokens SET consumed_at = NULL WHERE id = %s", [token], match="tokens: token .* has already been used")
+
+    def test_an_expired_token_cannot_be_consumed(self, sql, refused, account_id):
+        token = activation_token(sql, account_id)
+        sql("UPDATE tokens SET expires_at = now() - interval '1 second' WHERE id = %s", [token])
+        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match="tokens: token .* has expired")
+        assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("provisioned",)]
+
+    def test_tokens_expire_after_15_minutes_by_default(self, sql, account_id):
+        assert sql("SELECT expires_at - created_at FROM tokens WHERE account = %s", [account_id])[0][0].total_seconds() == 900
+
+    def test_a_token_of_a_suspended_account_cannot_be_consumed(self, sql, refused, account_id):
+        token = activation_token(sql, account_id)
+        sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
+        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match=f"tokens: account {account_id} is suspended")
+
+    def test_a_token_burnt_by_wrong_codes_cannot_be_consumed(self, sql, refused, account_id):
+        token = activation_token(sql, account_id)
+        sql("UPDATE tokens SET failed_attempts = 5 WHERE id = %s", [token])
+        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match="tokens: token .* was burnt")
+
+    def test_a_recovery_token_needs_an_active_account(self, sql, refused, account_id):
+        token = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[0][0]
+        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match=f"tokens: account {account_id} is not active")
+
+    def test_consuming_a_recovery_token_leaves_the_account_as_it_was(self, sql, account_id):
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
+        token = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[0][0]
+        sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token])
+        assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("active",)]
+
+
+class TestSuperseding:
+    def test_a_new_token_makes_the_older_unconsumed_one_unusable(self, sql, refused, account_id):
+        old = activation_token(sql, account_id)
+        new = sql("INSERT INTO tokens (account, action) VALUES (%s, 'activation') RETURNING id", [account_id])[0][0]
+        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [old], match=f"tokens: token {old} was replaced by a newer one")
+        sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [new])
+        assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("active",)]
+
+    def test_a_token_of_another_action_is_left_alone(self, sql, account_id):
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
+        first = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[0][0]
+        sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery')", [account_id])
+        assert sql("SELECT action::text, superseded_at IS NOT NULL FROM tokens WHERE account = %s ORDER BY id", [account_id]) == [
+            ("activation", False),
+            ("password_recovery", True),
+            ("password_recovery", False),
+        ]
+        assert first
+
+
+def test_an_account_insert_that_fails_leaves_no_token(sql, refused):
+    sql("INSERT INTO accounts (email, login, status) VALUES ('owner@example.com', 'owner', 'active')")
+    refused("INSERT INTO accounts (email, login) VALUES ('x@example.com', 'OWNER')", match="accounts: login OWNER is already taken")
+    assert sql("SELECT count(*) FROM tokens") == [(0,)]
+
+
+def test_deleting_an_account_deletes_its_tokens(sql, account_id):
+    sql("DELETE FROM accounts WHERE id = %s", [account_id])
+    assert sql("SELECT count(*) FROM tokens") == [(0,)]
