@@ -1,6 +1,9 @@
+import threading
+import time
+
 import psycopg
 import pytest
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection, connections, transaction
 
 # Unmanaged tables are not flushed by Django after transactional tests: empty them ourselves.
 LIFECYCLE_TABLES = ["tokens", "accounts", "jobs"]
@@ -57,3 +60,36 @@ def refused(sql):
                 sql(statement, params)
 
     return check
+
+
+def wait_until_blocked(conn: psycopg.Connection, count: int, timeout: float = 10.0) -> None:
+    """Wait until ``count`` sessions of the test database wait on a lock (so the race really overlaps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # Activity statistics are a snapshot per transaction: take a fresh one each time.
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        (blocked,) = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+        if blocked >= count:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"expected {count} sessions waiting on a lock, saw {blocked}")
+
+
+def in_threads(*calls):
+    """Run each call in its own thread (each with its own database connection); return (ok, value) per call."""
+    results = [None] * len(calls)
+
+    def work(index, call):
+        try:
+            results[index] = (True, call())
+        except Exception as error:  # the test inspects it
+            results[index] = (False, error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    return threads, results

@@ -1,0 +1,84 @@
+"""Settings come from the environment; a bad value stops start-up with one sentence."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+
+from lifecycle import configuration
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCTION = {
+    "DEBUG": "false",
+    "SECRET_KEY": "k3y-" + "x1y2z3" * 10,
+    "ALLOWED_HOSTS": "lifecycle.example.com",
+    "PUBLIC_BASE_URL": "https://lifecycle.example.com",
+}
+
+
+def manage(*args, **env):
+    environment = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "sentence"),
+    [
+        ("DEBUG", "maybe", "DEBUG must be true or false (or 1/0, yes/no, on/off), not 'maybe'."),
+        ("CONN_MAX_AGE", "soon", "CONN_MAX_AGE must be a whole number, not 'soon'."),
+        ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL must be a postgres:// or postgresql:// URL"),
+        ("DATABASE_URL", "postgres://u@h:port/db", "DATABASE_URL is not a valid database URL"),
+        ("EMAIL_URL", "pigeon://coop", "EMAIL_URL is not a valid e-mail URL"),
+        ("PUBLIC_BASE_URL", "lifecycle.example.com", "PUBLIC_BASE_URL must be an http:// or https:// URL"),
+        ("LOG_LEVEL", "LOUD", "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'."),
+    ],
+)
+def test_a_bad_value_stops_start_up_with_one_sentence_naming_it(variable, value, sentence):
+    result = manage("check", **{"DEBUG": "true", variable: value})
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith(f"Configuration error: {sentence}")
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_production_needs_a_secret_key():
+    result = manage("check", DEBUG="false")
+    assert result.returncode == 1
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_a_production_configuration_passes_check_deploy():
+    result = manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_database_url_is_used_instead_of_the_embedded_server():
+    """A percent-encoded socket directory as host reaches the same server as the test database."""
+    settings = connection.settings_dict
+    url = f"postgres://{settings['USER']}@{settings['HOST'].replace('/', '%2F')}:{settings['PORT']}/{settings['NAME']}"
+    result = manage(
+        "shell", "--no-imports", "-c", "from django.db import connection; print(connection.settings_dict['NAME'], connection.cursor() is not None)",
+        DEBUG="true", DATABASE_URL=url, LIFECYCLE_PGDATA="/nonexistent/never-started",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [settings["NAME"], "True"]
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("", True), ("1", True), ("Off", False), (" yes ", True)])
+def test_read_bool(monkeypatch, raw, expected):
+    monkeypatch.setenv("SOME_FLAG", raw)
+    assert configuration.read_bool("SOME_FLAG", default=True) is expected
+
+
+def test_read_int_refuses_a_value_below_its_minimum(monkeypatch):
+    monkeypatch.setenv("Q_WORKERS", "0")
+    with pytest.raises(ImproperlyConfigured, match="Q_WORKERS must be at least 1, not 0."):
+        configuration.read_int("Q_WORKERS", default=2, minimum=1)

@@ -1,0 +1,66 @@
+"""The models and the live schema the migrations built stay in step."""
+
+import pytest
+from django.apps import apps
+from django.core.management import call_command
+from django.db import connection
+
+pytestmark = pytest.mark.django_db
+
+# Which PostgreSQL types each Django field type may map onto (enums are USER-DEFINED).
+COMPATIBLE = {
+    "BigAutoField": {"bigint"},
+    "BigIntegerField": {"bigint"},
+    "IntegerField": {"integer"},
+    "SmallIntegerField": {"smallint"},
+    "CharField": {"text", "character varying", "USER-DEFINED"},
+    "TextField": {"text"},
+    "DateTimeField": {"timestamp with time zone"},
+    "BinaryField": {"bytea"},
+    "ForeignKey": {"bigint"},
+}
+UNMANAGED_MODELS = [apps.get_model("accounts", "Account"), apps.get_model("tokens", "Token"), apps.get_model("tokens", "Job")]
+
+
+def live_columns(table: str) -> dict[str, tuple[str, bool]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT column_name, data_type, is_nullable = 'YES' FROM information_schema.columns WHERE table_name = %s",
+            [table],
+        )
+        return {name: (data_type, nullable) for name, data_type, nullable in cursor.fetchall()}
+
+
+@pytest.mark.parametrize("model", UNMANAGED_MODELS, ids=lambda m: m._meta.label)
+def test_every_model_field_is_a_column_of_a_compatible_type(model):
+    columns = live_columns(model._meta.db_table)
+    assert columns, f"table {model._meta.db_table} is missing"
+    for field in model._meta.concrete_fields:
+        assert field.column in columns, f"{model._meta.label}.{field.name}: no column {field.column}"
+        data_type, nullable = columns[field.column]
+        assert data_type in COMPATIBLE[field.get_internal_type()], f"{field.name}: {data_type}"
+        assert nullable == field.null, f"{model._meta.label}.{field.name}: nullable {nullable} in the table"
+
+
+@pytest.mark.parametrize("model", UNMANAGED_MODELS, ids=lambda m: m._meta.label)
+def test_every_column_has_a_model_field(model):
+    fields = {field.column for field in model._meta.concrete_fields}
+    assert set(live_columns(model._meta.db_table)) == fields
+
+
+def test_the_models_match_their_migrations():
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migrations_reverse_cleanly_and_apply_again():
+    call_command("migrate", "accounts", "zero", verbosity=0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs')"
+            " UNION ALL SELECT count(*) FROM pg_type WHERE typname IN ('account_status', 'token_action', 'job_type')"
+            " UNION ALL SELECT count(*) FROM pg_proc WHERE proname LIKE 'trg_%' OR proname LIKE 'lifecycle_%' OR proname LIKE 'accounts_%'"
+        )
+        assert [n for (n,) in cursor.fetchall()] == [0, 0, 0]
+    call_command("migrate", verbosity=0)
+    assert set(live_columns("tokens")) >= {"secret", "code", "account"}

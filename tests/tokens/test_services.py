@@ -1,0 +1,195 @@
+"""Token services: consuming by secret and by code, burning, recovery, and races."""
+
+import pytest
+
+from accounts.errors import EmailAlreadyClaimed
+from accounts.models import Account, AccountStatus
+from accounts.services import account_suspend
+from tests.conftest import in_threads, wait_until_blocked
+from tests.factories import AccountFactory
+from tokens.errors import (
+    AccountSuspended,
+    TokenAlreadyUsed,
+    TokenBurnt,
+    TokenExpired,
+    TokenNotFound,
+    WrongAccountState,
+    WrongCode,
+)
+from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_from_text, secret_to_text
+from tokens.services import token_consume, token_consume_code, token_request_password_recovery
+
+pytestmark = pytest.mark.django_db
+
+
+def live_token(account, action=TokenAction.ACTIVATION) -> Token:
+    return Token.objects.get(account=account, action=action, superseded_at__isnull=True)
+
+
+class TestConsumeBySecret:
+    def test_the_link_text_of_a_secret_consumes_it(self):
+        account = AccountFactory()
+        text = secret_to_text(live_token(account).secret)
+        assert len(text) == 43
+        assert token_consume(secret=text).account.status == AccountStatus.ACTIVE
+
+    @pytest.mark.parametrize("text", ["", "short", "!" * 43, secret_to_text(bytes(32))])
+    def test_a_link_that_is_not_a_token_is_refused(self, text):
+        AccountFactory()
+        with pytest.raises(TokenNotFound, match="tokens: this link is not valid"):
+            token_consume(secret=text)
+
+    def test_a_used_link_is_refused(self):
+        secret = bytes(live_token(AccountFactory()).secret)
+        token_consume(secret=secret)
+        with pytest.raises(TokenAlreadyUsed, match="tokens: token .* has already been used"):
+            token_consume(secret=secret)
+
+    def test_an_expired_link_is_refused_and_the_account_stays_provisioned(self):
+        account = AccountFactory()
+        token = live_token(account)
+        Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
+        with pytest.raises(TokenExpired, match="tokens: token .* has expired"):
+            token_consume(secret=bytes(token.secret))
+        account.refresh_from_db()
+        assert account.status == AccountStatus.PROVISIONED
+
+    def test_a_link_of_a_suspended_account_is_refused(self):
+        account = AccountFactory()
+        secret = bytes(live_token(account).secret)
+        account_suspend(account=account)
+        with pytest.raises(AccountSuspended, match=f"tokens: account {account.pk} is suspended"):
+            token_consume(secret=secret)
+
+
+def test_secret_text_round_trips():
+    secret = bytes(range(32))
+    assert secret_from_text(secret_to_text(secret)) == secret
+
+
+class TestConsumeByCode:
+    def test_login_and_code_activate(self):
+        account = AccountFactory(login="Jane")
+        token = token_consume_code(identifier="jane", code=live_token(account).code)
+        assert token.account.status == AccountStatus.ACTIVE
+
+    def test_email_and_code_activate_the_right_one_of_several_sign_ups(self):
+        squatter = AccountFactory(email="shared@example.com")
+        owner = AccountFactory(email="shared@example.com")
+        token = token_consume_code(identifier=" SHARED@example.com ", code=live_token(owner).code)
+        assert token.account == owner
+        squatter.refresh_from_db()
+        assert squatter.status == AccountStatus.PROVISIONED
+
+    def test_a_wrong_code_says_how_many_attempts_are_left(self):
+        account = AccountFactory(login="jane")
+        wrong = "00000" if live_token(account).code != "00000" else "11111"
+        with pytest.raises(WrongCode, match=f"tokens: wrong code; {MAX_CODE_ATTEMPTS - 1} attempt\\(s\\) left") as caught:
+            token_consume_code(identifier="jane", code=wrong)
+        assert caught.value.attempts_left == MAX_CODE_ATTEMPTS - 1
+        assert live_token(account).failed_attempts == 1
+
+    def test_five_wrong_codes_burn_the_token_even_for_the_right_code_afterwards(self):
+        account = AccountFactory(login="jane")
+        right = live_token(account).code
+        wrong = "00000" if right != "00000" else "11111"
+        for _ in range(MAX_CODE_ATTEMPTS - 1):
+            with pytest.raises(WrongCode, match="attempt"):
+                token_consume_code(identifier="jane", code=wrong)
+        with pytest.raises(WrongCode, match="this code no longer works"):
+            token_consume_code(identifier="jane", code=wrong)
+        with pytest.raises(TokenBurnt, match="tokens: token .* was burnt after too many wrong codes"):
+            token_consume_code(identifier="jane", code=right)
+        account.refresh_from_db()
+        assert account.status == AccountStatus.PROVISIONED
+        assert live_token(account).burnt
+
+    def test_an_unknown_login_gets_a_clear_error(self):
+        with pytest.raises(TokenNotFound, match="tokens: no code was sent to this login or e-mail"):
+            token_consume_code(identifier="nobody", code="12345")
+
+    def test_a_used_code_says_so(self):
+        account = AccountFactory(login="jane")
+        code = live_token(account).code
+        token_consume_code(identifier="jane", code=code)
+        with pytest.raises(TokenAlreadyUsed):
+            token_consume_code(identifier="jane", code=code)
+
+    def test_an_expired_code_says_so_whatever_code_is_given(self):
+        account = AccountFactory(login="jane")
+        token = live_token(account)
+        Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
+        with pytest.raises(TokenExpired, match="has expired"):
+            token_consume_code(identifier="jane", code="99999" if token.code != "99999" else "00000")
+
+
+class TestPasswordRecovery:
+    def test_an_active_account_gets_a_recovery_token(self):
+        account = AccountFactory(active=True, email="jane@example.com")
+        assert token_request_password_recovery(identifier="JANE@example.com") is None
+        token = live_token(account, TokenAction.PASSWORD_RECOVERY)
+        assert token_consume(secret=bytes(token.secret)).account.status == AccountStatus.ACTIVE
+
+    @pytest.mark.parametrize("traits", [{}, {"suspended": True}])
+    def test_an_inactive_or_unknown_account_gets_nothing_and_the_answer_is_the_same(self, traits):
+        AccountFactory(email="jane@example.com", **traits)
+        assert token_request_password_recovery(identifier="jane@example.com") is None
+        assert token_request_password_recovery(identifier="nobody@example.com") is None
+        assert not Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY).exists()
+
+    def test_a_recovery_token_of_a_since_suspended_account_is_refused(self):
+        account = AccountFactory(active=True)
+        token_request_password_recovery(identifier=account.login)
+        token = live_token(account, TokenAction.PASSWORD_RECOVERY)
+        account_suspend(account=account)
+        with pytest.raises(AccountSuspended):
+            token_consume(secret=bytes(token.secret))
+
+    def test_an_activation_token_of_an_active_account_is_refused(self, sql):
+        account = AccountFactory(active=True)
+        token_id = sql("INSERT INTO tokens (account, action) VALUES (%s, 'activation') RETURNING id", [account.pk])[0][0]
+        with pytest.raises(WrongAccountState, match=f"tokens: account {account.pk} is already active"):
+            token_consume(secret=bytes(Token.objects.get(pk=token_id).secret))
+
+
+@pytest.mark.django_db(transaction=True)
+class TestRaces:
+    def test_two_concurrent_consumptions_of_one_token_exactly_one_succeeds(self, psql):
+        account = AccountFactory()
+        secret = bytes(live_token(account).secret)
+        # A third session holds the row so that both consumers are waiting when it lets go.
+        with psql.transaction():
+            psql.execute("SELECT 1 FROM tokens WHERE account = %s FOR UPDATE", [account.pk])
+            threads, results = in_threads(lambda: token_consume(secret=secret), lambda: token_consume(secret=secret))
+            wait_until_blocked(psql, 2)
+        for thread in threads:
+            thread.join()
+        assert sorted(ok for ok, _ in results) == [False, True]
+        (error,) = [value for ok, value in results if not ok]
+        assert isinstance(error, TokenAlreadyUsed)
+        assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE
+
+    def test_activations_of_one_address_racing_past_the_trigger_check_leave_one_owner(self, psql):
+        """Both pass the trigger's check (neither sees the other); the unique index decides."""
+        first = AccountFactory(email="race@example.com")
+        second = AccountFactory(email="RACE@example.com")
+        with psql.transaction():
+            psql.execute("UPDATE tokens SET consumed_at = now() WHERE account = %s", [first.pk])
+            threads, results = in_threads(lambda: token_consume(secret=bytes(live_token(second).secret)))
+            wait_until_blocked(psql, 1)
+        threads[0].join()
+        ((ok, error),) = results
+        assert not ok and isinstance(error, EmailAlreadyClaimed)
+        assert str(error) == "accounts: e-mail is already claimed by an activated account"
+        assert Account.objects.get(pk=first.pk).status == AccountStatus.ACTIVE
+        assert Account.objects.get(pk=second.pk).status == AccountStatus.PROVISIONED
+        assert live_token(second).consumed_at is None
+
+    def test_concurrent_wrong_codes_are_all_counted(self):
+        account = AccountFactory(login="jane")
+        wrong = "00000" if live_token(account).code != "00000" else "11111"
+        threads, results = in_threads(*[lambda: token_consume_code(identifier="jane", code=wrong)] * 4)
+        for thread in threads:
+            thread.join()
+        assert all(isinstance(value, WrongCode) for _, value in results)
+        assert live_token(account).failed_attempts == 4
