@@ -29,7 +29,8 @@ run: install .env
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py seed_demo
 	@echo "Admin: http://127.0.0.1:8000/admin/  (Ctrl-C stops the server and the embedded database)"
-	@trap '$(BIN)/python -m lifecycle.embedded_db stop' EXIT; $(BIN)/python manage.py runserver 127.0.0.1:8000
+	@trap '$(BIN)/python -m lifecycle.embedded_db stop' EXIT; trap 'exit 130' INT TERM; \
+		$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 test: install
 	@status=0; \

@@ -17,7 +17,7 @@ class EmailAlreadyClaimed(LifecycleError):
     pass
 
 
-@raised_as(sqlstate="LA004", constraint="accounts_login_key", message="accounts: login is already taken")
+@raised_as(constraint="accounts_login_key", message="accounts: login is already taken")
 class LoginTaken(LifecycleError):
     pass
 

@@ -13,3 +13,10 @@ def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     return Account.objects.alias(login_lower=Lower("login"), email_lower=Lower("email")).filter(
         Q(login_lower=wanted) | Q(email_lower=wanted)
     )
+
+
+def email_is_claimed(email: str) -> bool:
+    """Whether an activated account holds this address (seed 003's claim), ignoring case."""
+    return Account.objects.alias(email_lower=Lower("email")).filter(
+        email_lower=Lower(Value(email.strip())), activated_at__isnull=False
+    ).exists()

@@ -6,8 +6,9 @@ live in the database (accounts/sql/); a refusal arrives as a LifecycleError (acc
 
 from django.db import connection, transaction
 
-from accounts.errors import IllegalTransition
+from accounts.errors import EmailAlreadyClaimed, IllegalTransition
 from accounts.models import Account, AccountStatus
+from accounts.selectors import email_is_claimed
 from platform_events.errors import lifecycle_rules
 from tokens.models import Token, TokenAction
 from tokens.services import token_issue
@@ -17,12 +18,16 @@ def account_provision(*, email: str, login: str) -> Account:
     """Create a provisioned account; the database issues its activation token.
 
     Leading and trailing whitespace is stripped from both (the one normalisation we make); the
-    database refuses anything else that is not a plain ASCII address or login.
+    database refuses anything else that is not a plain ASCII address or login. An address that an
+    activated account has claimed is refused here: such a sign-up could never activate.
     """
+    email, login = email.strip(), login.strip()
+    if email_is_claimed(email):
+        raise EmailAlreadyClaimed(f"accounts: e-mail {email} is already claimed by an activated account")
     with lifecycle_rules(), transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
-                "INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email.strip(), login.strip()]
+                "INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login]
             )
             (account_id,) = cursor.fetchone()
     return Account.objects.get(pk=account_id)

