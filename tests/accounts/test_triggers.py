@@ -174,7 +174,7 @@ class TestEmailClaiming:
     def test_the_unique_index_holds_even_without_the_trigger(self, sql, refused):
         """The trigger's check only gives the message; the partial unique index is the guarantee."""
         insert_account(sql, email="owner@example.com", login="owner", status="active")
-        sql("ALTER TABLE accounts DISABLE TRIGGER before_account_write")
+        sql("ALTER TABLE accounts DISABLE TRIGGER before_account_write_claim_email")
         refused(
             "INSERT INTO accounts (email, login, status) VALUES ('OWNER@example.com', 'twin', 'active')",
             match="accounts_email_claimed_key",
@@ -228,3 +228,14 @@ def test_a_254_character_address_is_accepted(sql):
     email = "a" * 64 + "@" + "b" * 60 + "." + "c" * 60 + "." + "d" * 63 + ".com"
     assert len(email) == 254
     insert_account(sql, email=email)
+
+
+def test_a_null_email_is_refused_by_the_not_null_constraint(refused):
+    refused("INSERT INTO accounts (email, login) VALUES (NULL, 'someone')", match='null value in column "email"')
+
+
+@pytest.mark.parametrize("email", ["user@example.com", "first.last+tag@sub.example.co.uk", "o'hara@example.com", "a@b.cd"])
+def test_the_problem_function_accepts_what_the_trigger_accepts(sql, email):
+    """accounts_email_problem() and the trigger's WHEN clause hold the same rule."""
+    insert_account(sql, email=email, login="someone")
+    assert sql("SELECT accounts_email_problem(%s), accounts_login_problem('someone')", [email]) == [(None, None)]

@@ -1,11 +1,11 @@
 DROP TABLE IF EXISTS jobs;
 DROP TYPE IF EXISTS job_type;
-DROP TRIGGER IF EXISTS before_account_insert ON accounts;
+DROP TRIGGER IF EXISTS after_account_insert ON accounts;
 DROP TABLE IF EXISTS tokens;
 DROP FUNCTION IF EXISTS trg_after_token_inserted();
 DROP FUNCTION IF EXISTS trg_after_token_consumed();
 DROP FUNCTION IF EXISTS trg_before_token_consume();
 DROP FUNCTION IF EXISTS trg_before_token_insert();
-DROP FUNCTION IF EXISTS trg_before_account_insert();
+DROP FUNCTION IF EXISTS trg_after_account_insert();
 DROP TYPE IF EXISTS token_action;
 DROP FUNCTION IF EXISTS lifecycle_random_code();
