@@ -20,3 +20,4 @@ def email_is_claimed(email: str) -> bool:
     return Account.objects.alias(email_lower=Lower("email")).filter(
         email_lower=Lower(Value(email.strip())), activated_at__isnull=False
     ).exists()
+

@@ -4,6 +4,9 @@ Each service is atomic and returns the account as the triggers left it. The rule
 live in the database (accounts/sql/); a refusal arrives as a LifecycleError (accounts/errors.py).
 """
 
+from collections.abc import Callable
+from datetime import datetime
+
 from django.db import connection, transaction
 
 from accounts.errors import EmailAlreadyClaimed, IllegalTransition
@@ -63,3 +66,36 @@ def account_resend_activation(*, account: Account) -> Token:
                 f"accounts: account {account.pk} is {locked.status}; only provisioned accounts get activation e-mails"
             )
         return token_issue(account=locked, action=TokenAction.ACTIVATION)
+
+
+# Seed 003's periodic cleanup: sign-ups never activated, with no token issued since the cut-off.
+ABANDONED_SIGN_UPS = """
+    SELECT id FROM accounts a
+    WHERE a.status = 'provisioned' AND a.activated_at IS NULL AND a.created_at < %(before)s
+      AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.account = a.id AND t.created_at >= %(before)s)
+"""
+
+
+def abandoned_sign_ups_count(*, created_before: datetime) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM ({ABANDONED_SIGN_UPS}) abandoned", {"before": created_before})
+        return cursor.fetchone()[0]
+
+
+def accounts_sweep_abandoned(
+    *, created_before: datetime, batch_size: int = 1000, on_progress: Callable[[int], None] = lambda deleted: None
+) -> int:
+    """Delete abandoned sign-ups (ABANDONED_SIGN_UPS) in batches, one transaction each; their tokens
+    go with them. Returns how many were deleted."""
+    deleted = 0
+    while True:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM accounts WHERE id IN ({ABANDONED_SIGN_UPS} ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED)",
+                {"before": created_before, "batch": batch_size},
+            )
+            batch = cursor.rowcount
+        if not batch:
+            return deleted
+        deleted += batch
+        on_progress(deleted)

@@ -1,5 +1,6 @@
 """The embedded PostgreSQL: started once, reused by every later process, stopped cleanly."""
 
+import os
 import subprocess
 import sys
 
@@ -10,8 +11,12 @@ from lifecycle import embedded_db
 from tests.lifecycle.test_settings import ROOT, manage
 
 pytestmark = pytest.mark.django_db
+on_embedded_server = pytest.mark.skipif(
+    bool(os.environ.get("DATABASE_URL")), reason="the suite runs on the server DATABASE_URL names, not the embedded one"
+)
 
 
+@on_embedded_server
 def test_the_tests_run_on_the_embedded_server_over_a_unix_socket():
     assert connection.settings_dict["HOST"].startswith("/")
     with connection.cursor() as cursor:
@@ -21,6 +26,7 @@ def test_the_tests_run_on_the_embedded_server_over_a_unix_socket():
     assert version.startswith("PostgreSQL ")
 
 
+@on_embedded_server
 def test_a_running_server_is_reused():
     before = embedded_db.ensure_running()
     pid = embedded_db._running_postmaster(embedded_db.pgdata_path()).pid
@@ -29,12 +35,14 @@ def test_a_running_server_is_reused():
     assert embedded_db._running_postmaster(embedded_db.pgdata_path()).pid == pid
 
 
+@on_embedded_server
 def test_a_command_typed_by_hand_reaches_the_same_server():
     result = manage("shell", "--no-imports", "-c", "from django.db import connection as c; print(c.settings_dict['HOST'])", DEBUG="true")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == connection.settings_dict["HOST"]
 
 
+@on_embedded_server
 def test_status_reports_the_running_server():
     result = subprocess.run(
         [sys.executable, "-m", "lifecycle.embedded_db", "status"], cwd=ROOT, capture_output=True, text=True, timeout=60

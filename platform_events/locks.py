@@ -1,0 +1,26 @@
+"""Advisory locks, so that a job cron may start twice never runs twice at once (Zulip's abort_unless_locked)."""
+
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import connection
+
+
+def lock_key(name: str) -> int:
+    return zlib.crc32(f"lifecycle:{name}".encode())
+
+
+@contextmanager
+def advisory_lock(name: str) -> Iterator[bool]:
+    """Hold a session-level advisory lock named ``name`` if it is free; yield whether we got it."""
+    key = lock_key(name)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        (acquired,) = cursor.fetchone()
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
