@@ -124,6 +124,9 @@ Q_CLUSTER = {
     "retry": read_int("Q_RETRY", default=120, minimum=2),
     "catch_up": False,
 }
+if Q_CLUSTER["retry"] <= Q_CLUSTER["timeout"]:
+    # django-q2 would hand a still-running task to a second worker.
+    raise ImproperlyConfigured("Q_RETRY must be greater than Q_TIMEOUT.")
 
 LOGGING = {
     "version": 1,

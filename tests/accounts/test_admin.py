@@ -70,3 +70,8 @@ class TestSeedDemo:
         statuses = set(Account.objects.values_list("status", flat=True))
         assert statuses == {AccountStatus.PROVISIONED, AccountStatus.ACTIVE, AccountStatus.SUSPENDED}
         assert Account.objects.count() == 23
+
+
+def test_the_admin_says_whose_it_is(admin_client):
+    response = admin_client.get(reverse("admin:index"))
+    assert "Lifecycle back-office" in response.content.decode()
