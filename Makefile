@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # `make test` runs on its own throwaway embedded PostgreSQL, removed afterwards.
 TEST_PGDATA := .local/test-pgdata
 
-.PHONY: run test install stop check-python clean
+.PHONY: run test lint install stop check-python clean
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Lifecycle needs Python 3.11 or newer; found " + sys.version.split()[0] + " (set PYTHON=python3.11).")'
@@ -37,6 +37,10 @@ test: install
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(PYTEST_ARGS) || status=$$?; \
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) $(BIN)/python -m lifecycle.embedded_db stop --delete >/dev/null; \
 	exit $$status
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 stop:
 	$(BIN)/python -m lifecycle.embedded_db stop

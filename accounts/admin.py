@@ -27,4 +27,3 @@ class AccountAdmin(ReadOnlyModelAdmin):
     search_fields = ["=login", "=email"]
     readonly_fields = [field.name for field in Account._meta.fields]
     inlines = [TokenInline]
-

@@ -11,8 +11,11 @@ class InvalidLogin(LifecycleError):
     pass
 
 
-@raised_as(sqlstate="LA003", constraint="accounts_email_claimed_key",
-           message="accounts: e-mail is already claimed by an activated account")
+@raised_as(
+    sqlstate="LA003",
+    constraint="accounts_email_claimed_key",
+    message="accounts: e-mail is already claimed by an activated account",
+)
 class EmailAlreadyClaimed(LifecycleError):
     pass
 

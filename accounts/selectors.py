@@ -17,7 +17,8 @@ def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
 
 def email_is_claimed(email: str) -> bool:
     """Whether an activated account holds this address (seed 003's claim), ignoring case."""
-    return Account.objects.alias(email_lower=Lower("email")).filter(
-        email_lower=Lower(Value(email.strip())), activated_at__isnull=False
-    ).exists()
-
+    return (
+        Account.objects.alias(email_lower=Lower("email"))
+        .filter(email_lower=Lower(Value(email.strip())), activated_at__isnull=False)
+        .exists()
+    )

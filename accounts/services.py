@@ -29,9 +29,7 @@ def account_provision(*, email: str, login: str) -> Account:
         raise EmailAlreadyClaimed(f"accounts: e-mail {email} is already claimed by an activated account")
     with lifecycle_rules(), transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(
-                "INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login]
-            )
+            cursor.execute("INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login])
             (account_id,) = cursor.fetchone()
     return Account.objects.get(pk=account_id)
 

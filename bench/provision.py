@@ -101,7 +101,10 @@ def main() -> None:
             cursor.execute(SEED_SCHEMA.read_text())
             print(f"{'':58} {'single-row transactions':>30} {'one bulk INSERT':>30}")
             print(f"{'':58} {'rows/s   /bare /indexed':>30} {'rows/s   /bare /indexed':>30}")
-            rates = {label: measure(cursor, table, triggers, args.single, args.bulk, args.repeat) for label, table, triggers in STEPS}
+            rates = {
+                label: measure(cursor, table, triggers, args.single, args.bulk, args.repeat)
+                for label, table, triggers in STEPS
+            }
             bare, indexed = rates[STEPS[0][0]], rates[STEPS[1][0]]
             for label, row in rates.items():
                 columns = [f"{row[i]:12,.0f} {row[i] / bare[i]:7.2f}x {row[i] / indexed[i]:7.2f}x" for i in (0, 1)]

@@ -63,7 +63,9 @@ def read_database_url(name: str = "DATABASE_URL") -> dict | None:
     except (ValueError, ImproperlyConfigured) as error:
         raise ImproperlyConfigured(f"{name} is not a valid database URL ({error}).") from None
     if config.get("ENGINE") != "django.db.backends.postgresql":
-        raise ImproperlyConfigured(f"{name} must be a postgres:// or postgresql:// URL; Lifecycle runs on PostgreSQL only.")
+        raise ImproperlyConfigured(
+            f"{name} must be a postgres:// or postgresql:// URL; Lifecycle runs on PostgreSQL only."
+        )
     # A unix-socket directory may be given percent-encoded as the host (postgres://%2Fvar%2Frun%2Fpostgresql/db).
     config["HOST"] = unquote(config.get("HOST") or "")
     return config

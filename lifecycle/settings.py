@@ -28,7 +28,9 @@ DEBUG = read_bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (make run writes a development one to .env).")
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set when DEBUG is off (make run writes a development one to .env)."
+        )
     SECRET_KEY = "insecure-development-key-only-used-when-debug-is-on-and-no-secret-key-is-set"
 
 ALLOWED_HOSTS = read_list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])

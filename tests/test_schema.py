@@ -19,7 +19,11 @@ COMPATIBLE = {
     "BinaryField": {"bytea"},
     "ForeignKey": {"bigint"},
 }
-UNMANAGED_MODELS = [apps.get_model("accounts", "Account"), apps.get_model("tokens", "Token"), apps.get_model("tokens", "Job")]
+UNMANAGED_MODELS = [
+    apps.get_model("accounts", "Account"),
+    apps.get_model("tokens", "Token"),
+    apps.get_model("tokens", "Job"),
+]
 
 
 def live_columns(table: str) -> dict[str, tuple[str, bool]]:

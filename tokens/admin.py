@@ -3,7 +3,16 @@ from django.contrib import admin
 from platform_events.admin import ReadOnlyModelAdmin
 from tokens.models import Job, Token
 
-TOKEN_FIELDS = ["id", "account", "action", "created_at", "expires_at", "consumed_at", "superseded_at", "failed_attempts"]
+TOKEN_FIELDS = [
+    "id",
+    "account",
+    "action",
+    "created_at",
+    "expires_at",
+    "consumed_at",
+    "superseded_at",
+    "failed_attempts",
+]
 
 
 @admin.register(Token)

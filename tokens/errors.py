@@ -10,8 +10,11 @@ class TokenAlreadyUsed(LifecycleError):
     pass
 
 
-@raised_as(sqlstate="LT002", constraint="tokens_one_live_per_action_key",
-           message="tokens: a newer token was issued at the same time; use the newest one")
+@raised_as(
+    sqlstate="LT002",
+    constraint="tokens_one_live_per_action_key",
+    message="tokens: a newer token was issued at the same time; use the newest one",
+)
 class TokenSuperseded(LifecycleError):
     pass
 

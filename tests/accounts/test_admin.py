@@ -40,7 +40,9 @@ def test_admin_pages_show_no_secret_or_code(admin_client, token, url):
 
 
 def test_the_admin_cannot_change_state_behind_the_services(admin_client, token):
-    response = admin_client.post(reverse("admin:accounts_account_change", args=[token.account_id]), {"status": "active"})
+    response = admin_client.post(
+        reverse("admin:accounts_account_change", args=[token.account_id]), {"status": "active"}
+    )
     assert response.status_code == 403
     assert Account.objects.get(pk=token.account_id).status == AccountStatus.PROVISIONED
 

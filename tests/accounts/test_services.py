@@ -1,11 +1,13 @@
 """Account services: the walkthrough again, bad input and illegal moves."""
 
 import pytest
+from django.db import transaction
 
 from accounts.errors import EmailAlreadyClaimed, IllegalTransition, InvalidEmail, InvalidLogin, LoginTaken
 from accounts.models import Account, AccountStatus
 from accounts.services import account_provision, account_resend_activation, account_suspend, account_unsuspend
 from tests.accounts.test_triggers import BAD_EMAILS, BAD_LOGINS
+from tests.conftest import connect
 from tests.factories import AccountFactory
 from tokens.errors import TokenSuperseded
 from tokens.models import Token, TokenAction
@@ -141,3 +143,24 @@ def test_factory_traits_live_through_the_real_lifecycle(traits, status, activate
     account = AccountFactory(**traits)
     assert account.status == status
     assert (account.activated_at is not None) == activated
+
+
+@pytest.mark.django_db(transaction=True)
+def test_walkthrough_provisioning_through_the_service_notifies_a_listening_session():
+    with connect(autocommit=True) as listener:
+        listener.execute("LISTEN token_insert")
+        account_provision(email="user@example.com", login="user123")
+        notifications = list(listener.notifies(timeout=5, stop_after=1))
+    assert [n.channel for n in notifications] == ["token_insert"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rolled_back_sign_up_leaves_nothing_and_notifies_nobody():
+    with connect(autocommit=True) as listener:
+        listener.execute("LISTEN token_insert")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            account_provision(email="user@example.com", login="user123")
+            raise RuntimeError("the caller changed its mind")
+        assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
+    assert not Account.objects.exists()
+    assert not Token.objects.exists()

@@ -61,7 +61,9 @@ def test_progress_is_reported_per_batch(sql):
     assert "2 deleted so far" in output and "3 deleted so far" in output
 
 
-@pytest.mark.parametrize(("args", "message"), [(["--older-than-days", "0"], "at least 1"), (["--batch-size", "0"], "at least 1")])
+@pytest.mark.parametrize(
+    ("args", "message"), [(["--older-than-days", "0"], "at least 1"), (["--batch-size", "0"], "at least 1")]
+)
 def test_bad_arguments_are_refused(args, message):
     with pytest.raises(CommandError, match=message):
         sweep(*args)

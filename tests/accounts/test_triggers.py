@@ -2,15 +2,17 @@
 
 import pytest
 
+from tests.conftest import connect
+
 pytestmark = pytest.mark.django_db
 
 
 def insert_account(sql, email="user@example.com", login="user123", status=None):
     if status is None:
         return sql("INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login])[0][0]
-    return sql(
-        "INSERT INTO accounts (email, login, status) VALUES (%s, %s, %s) RETURNING id", [email, login, status]
-    )[0][0]
+    return sql("INSERT INTO accounts (email, login, status) VALUES (%s, %s, %s) RETURNING id", [email, login, status])[
+        0
+    ][0]
 
 
 def account_row(sql, account_id):
@@ -18,7 +20,7 @@ def account_row(sql, account_id):
         "SELECT status::text, status_changed_at, activated_at, suspended_at, unsuspended_at FROM accounts WHERE id = %s",
         [account_id],
     )
-    return dict(zip(["status", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"], row))
+    return dict(zip(["status", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"], row, strict=True))
 
 
 class TestSeedWalkthrough:
@@ -67,8 +69,6 @@ def test_walkthrough_listen_session_is_notified_of_a_token_insert(psql):
     account_id = psql.execute(
         "INSERT INTO accounts (email, login) VALUES ('user@example.com', 'user123') RETURNING id"
     ).fetchone()[0]
-    from tests.conftest import connect
-
     with connect(autocommit=True) as listener:
         listener.execute("LISTEN token_insert")
         psql.execute("INSERT INTO tokens (account, action) VALUES (%s, 'activation')", [account_id])
@@ -118,14 +118,18 @@ def test_timestamps_are_timestamptz_beyond_2038(sql):
     sql("UPDATE tokens SET expires_at = '2040-01-01T00:00:00Z' WHERE account = %s", [account_id])
     assert sql("SELECT extract(year FROM expires_at)::int FROM tokens WHERE account = %s", [account_id]) == [(2040,)]
     types = dict(sql("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'accounts'"))
-    assert {types[c] for c in ["created_at", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"]} == {
-        "timestamp with time zone"
-    }
+    assert {
+        types[c] for c in ["created_at", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"]
+    } == {"timestamp with time zone"}
 
 
 def test_an_account_cannot_be_set_back_to_provisioned(sql, refused):
     account_id = insert_account(sql, status="active")
-    refused("UPDATE accounts SET status = 'provisioned' WHERE id = %s", [account_id], match="accounts: account .* cannot be set back to provisioned")
+    refused(
+        "UPDATE accounts SET status = 'provisioned' WHERE id = %s",
+        [account_id],
+        match="accounts: account .* cannot be set back to provisioned",
+    )
     assert account_row(sql, account_id)["status"] == "active"
 
 
@@ -169,7 +173,11 @@ class TestEmailClaiming:
     def test_changing_an_address_to_a_claimed_one_is_refused(self, sql, refused):
         insert_account(sql, email="owner@example.com", login="owner", status="active")
         other = insert_account(sql, email="other@example.com", login="other", status="active")
-        refused("UPDATE accounts SET email = 'owner@example.com' WHERE id = %s", [other], match="accounts: e-mail .* is already claimed")
+        refused(
+            "UPDATE accounts SET email = 'owner@example.com' WHERE id = %s",
+            [other],
+            match="accounts: e-mail .* is already claimed",
+        )
 
     def test_the_unique_index_holds_even_without_the_trigger(self, sql, refused):
         """The trigger's check only gives the message; the partial unique index is the guarantee."""
@@ -220,7 +228,9 @@ def test_the_database_refuses_a_bad_email_with_a_clear_message(sql, refused, ema
 
 @pytest.mark.parametrize(("login", "message"), BAD_LOGINS)
 def test_the_database_refuses_a_bad_login_with_a_clear_message(sql, refused, login, message):
-    refused("INSERT INTO accounts (email, login) VALUES ('user@example.com', %s)", [login], match=f"accounts: {message}")
+    refused(
+        "INSERT INTO accounts (email, login) VALUES ('user@example.com', %s)", [login], match=f"accounts: {message}"
+    )
     assert sql("SELECT count(*) FROM accounts") == [(0,)]
 
 
@@ -234,7 +244,9 @@ def test_a_null_email_is_refused_by_the_not_null_constraint(refused):
     refused("INSERT INTO accounts (email, login) VALUES (NULL, 'someone')", match='null value in column "email"')
 
 
-@pytest.mark.parametrize("email", ["user@example.com", "first.last+tag@sub.example.co.uk", "o'hara@example.com", "a@b.cd"])
+@pytest.mark.parametrize(
+    "email", ["user@example.com", "first.last+tag@sub.example.co.uk", "o'hara@example.com", "a@b.cd"]
+)
 def test_the_problem_function_accepts_what_the_trigger_accepts(sql, email):
     """accounts_email_problem() and the trigger's WHEN clause hold the same rule."""
     insert_account(sql, email=email, login="someone")

@@ -37,7 +37,13 @@ def test_a_running_server_is_reused():
 
 @on_embedded_server
 def test_a_command_typed_by_hand_reaches_the_same_server():
-    result = manage("shell", "--no-imports", "-c", "from django.db import connection as c; print(c.settings_dict['HOST'])", DEBUG="true")
+    result = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.db import connection as c; print(c.settings_dict['HOST'])",
+        DEBUG="true",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == connection.settings_dict["HOST"]
 

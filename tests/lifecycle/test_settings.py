@@ -65,8 +65,13 @@ def test_database_url_is_used_instead_of_the_embedded_server():
     settings = connection.settings_dict
     url = f"postgres://{settings['USER']}@{settings['HOST'].replace('/', '%2F')}:{settings['PORT']}/{settings['NAME']}"
     result = manage(
-        "shell", "--no-imports", "-c", "from django.db import connection; print(connection.settings_dict['NAME'], connection.cursor() is not None)",
-        DEBUG="true", DATABASE_URL=url, LIFECYCLE_PGDATA="/nonexistent/never-started",
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.db import connection; print(connection.settings_dict['NAME'], connection.cursor() is not None)",
+        DEBUG="true",
+        DATABASE_URL=url,
+        LIFECYCLE_PGDATA="/nonexistent/never-started",
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [settings["NAME"], "True"]

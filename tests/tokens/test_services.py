@@ -84,7 +84,9 @@ class TestConsumeByCode:
     def test_a_wrong_code_says_how_many_attempts_are_left(self):
         account = AccountFactory(login="jane")
         wrong = "00000" if live_token(account).code != "00000" else "11111"
-        with pytest.raises(WrongCode, match=f"tokens: wrong code; {MAX_CODE_ATTEMPTS - 1} attempt\\(s\\) left") as caught:
+        with pytest.raises(
+            WrongCode, match=f"tokens: wrong code; {MAX_CODE_ATTEMPTS - 1} attempt\\(s\\) left"
+        ) as caught:
             token_consume_code(identifier="jane", code=wrong)
         assert caught.value.attempts_left == MAX_CODE_ATTEMPTS - 1
         assert live_token(account).failed_attempts == 1
@@ -147,7 +149,9 @@ class TestPasswordRecovery:
 
     def test_an_activation_token_of_an_active_account_is_refused(self, sql):
         account = AccountFactory(active=True)
-        token_id = sql("INSERT INTO tokens (account, action) VALUES (%s, 'activation') RETURNING id", [account.pk])[0][0]
+        token_id = sql("INSERT INTO tokens (account, action) VALUES (%s, 'activation') RETURNING id", [account.pk])[0][
+            0
+        ]
         with pytest.raises(WrongAccountState, match=f"tokens: account {account.pk} is already active"):
             token_consume(secret=bytes(Token.objects.get(pk=token_id).secret))
 

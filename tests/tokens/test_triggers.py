@@ -34,7 +34,9 @@ class TestRandomness:
     def test_codes_are_uniform_over_the_first_digit(self, sql):
         """Chi-square over 10 buckets of 100,000 codes; 60 is far beyond p = 1e-9 for 9 degrees of freedom."""
         counts = dict(
-            sql("SELECT left(c, 1), count(*) FROM (SELECT lifecycle_random_code() c FROM generate_series(1, 100000)) s GROUP BY 1")
+            sql(
+                "SELECT left(c, 1), count(*) FROM (SELECT lifecycle_random_code() c FROM generate_series(1, 100000)) s GROUP BY 1"
+            )
         )
         assert sorted(counts) == list("0123456789")
         chi_square = sum((n - 10000) ** 2 / 10000 for n in counts.values())
@@ -73,12 +75,20 @@ class TestConsumption:
     def test_a_token_is_single_use(self, sql, refused, account_id):
         token = activation_token(sql, account_id)
         sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token])
-        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match=f"tokens: token {token} has already been used")
+        refused(
+            "UPDATE tokens SET consumed_at = now() WHERE id = %s",
+            [token],
+            match=f"tokens: token {token} has already been used",
+        )
 
     def test_a_consumed_token_cannot_be_unconsumed(self, sql, refused, account_id):
         token = activation_token(sql, account_id)
         sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token])
-        refused("UPDATE tokens SET consumed_at = NULL WHERE id = %s", [token], match="tokens: token .* has already been used")
+        refused(
+            "UPDATE tokens SET consumed_at = NULL WHERE id = %s",
+            [token],
+            match="tokens: token .* has already been used",
+        )
 
     def test_an_expired_token_cannot_be_consumed(self, sql, refused, account_id):
         token = activation_token(sql, account_id)
@@ -87,12 +97,19 @@ class TestConsumption:
         assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("provisioned",)]
 
     def test_tokens_expire_after_15_minutes_by_default(self, sql, account_id):
-        assert sql("SELECT expires_at - created_at FROM tokens WHERE account = %s", [account_id])[0][0].total_seconds() == 900
+        assert (
+            sql("SELECT expires_at - created_at FROM tokens WHERE account = %s", [account_id])[0][0].total_seconds()
+            == 900
+        )
 
     def test_a_token_of_a_suspended_account_cannot_be_consumed(self, sql, refused, account_id):
         token = activation_token(sql, account_id)
         sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
-        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match=f"tokens: account {account_id} is suspended")
+        refused(
+            "UPDATE tokens SET consumed_at = now() WHERE id = %s",
+            [token],
+            match=f"tokens: account {account_id} is suspended",
+        )
 
     def test_a_token_burnt_by_wrong_codes_cannot_be_consumed(self, sql, refused, account_id):
         token = activation_token(sql, account_id)
@@ -100,12 +117,20 @@ class TestConsumption:
         refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match="tokens: token .* was burnt")
 
     def test_a_recovery_token_needs_an_active_account(self, sql, refused, account_id):
-        token = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[0][0]
-        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match=f"tokens: account {account_id} is not active")
+        token = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[
+            0
+        ][0]
+        refused(
+            "UPDATE tokens SET consumed_at = now() WHERE id = %s",
+            [token],
+            match=f"tokens: account {account_id} is not active",
+        )
 
     def test_consuming_a_recovery_token_leaves_the_account_as_it_was(self, sql, account_id):
         sql("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
-        token = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[0][0]
+        token = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[
+            0
+        ][0]
         sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token])
         assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("active",)]
 
@@ -114,15 +139,23 @@ class TestSuperseding:
     def test_a_new_token_makes_the_older_unconsumed_one_unusable(self, sql, refused, account_id):
         old = activation_token(sql, account_id)
         new = sql("INSERT INTO tokens (account, action) VALUES (%s, 'activation') RETURNING id", [account_id])[0][0]
-        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [old], match=f"tokens: token {old} was replaced by a newer one")
+        refused(
+            "UPDATE tokens SET consumed_at = now() WHERE id = %s",
+            [old],
+            match=f"tokens: token {old} was replaced by a newer one",
+        )
         sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [new])
         assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("active",)]
 
     def test_a_token_of_another_action_is_left_alone(self, sql, account_id):
         sql("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
-        first = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[0][0]
+        first = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[
+            0
+        ][0]
         sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery')", [account_id])
-        assert sql("SELECT action::text, superseded_at IS NOT NULL FROM tokens WHERE account = %s ORDER BY id", [account_id]) == [
+        assert sql(
+            "SELECT action::text, superseded_at IS NOT NULL FROM tokens WHERE account = %s ORDER BY id", [account_id]
+        ) == [
             ("activation", False),
             ("password_recovery", True),
             ("password_recovery", False),

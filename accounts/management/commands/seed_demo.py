@@ -18,7 +18,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, force, **options):
         if not settings.DEBUG and not force:
-            raise CommandError("seed_demo makes a known admin login and fake accounts; it runs only with DEBUG on (or --force).")
+            raise CommandError(
+                "seed_demo makes a known admin login and fake accounts; it runs only with DEBUG on (or --force)."
+            )
         # The factories live with the tests and depend on factory-boy, a runtime dependency for this reason.
         from tests.factories import AccountFactory
 
@@ -32,8 +34,12 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Admin login: {username} / {password}"))
 
     def _make_accounts(self, factory) -> int:
-        plan = [("provisioned", {}, 6), ("active", {"active": True}, 12), ("suspended", {"suspended": True}, 3),
-                ("never-active", {"suspended": True, "was_activated": False}, 2)]
+        plan = [
+            ("provisioned", {}, 6),
+            ("active", {"active": True}, 12),
+            ("suspended", {"suspended": True}, 3),
+            ("never-active", {"suspended": True, "was_activated": False}, 2),
+        ]
         made = 0
         for label, traits, count in plan:
             for n in range(1, count + 1):

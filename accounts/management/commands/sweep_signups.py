@@ -11,8 +11,12 @@ class Command(BaseCommand):
     help = "Delete sign-ups that never activated, so unverified accounts do not pile up (seed 003). For cron."
 
     def add_arguments(self, parser):
-        parser.add_argument("--older-than-days", type=int, default=7, help="age of the sign-up and of its last token (default 7)")
-        parser.add_argument("--batch-size", type=int, default=1000, help="accounts deleted per transaction (default 1000)")
+        parser.add_argument(
+            "--older-than-days", type=int, default=7, help="age of the sign-up and of its last token (default 7)"
+        )
+        parser.add_argument(
+            "--batch-size", type=int, default=1000, help="accounts deleted per transaction (default 1000)"
+        )
         parser.add_argument("--dry-run", action="store_true", help="count what would be deleted, delete nothing")
 
     def handle(self, *args, older_than_days, batch_size, dry_run, **options):
@@ -33,4 +37,6 @@ class Command(BaseCommand):
                 batch_size=batch_size,
                 on_progress=lambda done: self.stdout.write(f"  {done} deleted so far"),
             )
-        self.stdout.write(self.style.SUCCESS(f"Deleted {deleted} sign-up(s) never activated since {created_before:%Y-%m-%d %H:%M}."))
+        self.stdout.write(
+            self.style.SUCCESS(f"Deleted {deleted} sign-up(s) never activated since {created_before:%Y-%m-%d %H:%M}.")
+        )
