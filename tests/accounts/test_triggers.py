@@ -20,7 +20,9 @@ def account_row(sql, account_id):
         "SELECT status::text, status_changed_at, activated_at, suspended_at, unsuspended_at FROM accounts WHERE id = %s",
         [account_id],
     )
-    return dict(zip(["status", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"], row, strict=True))
+    return dict(
+        zip(["status", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"], row, strict=True)
+    )
 
 
 class TestSeedWalkthrough:
