@@ -35,22 +35,26 @@ def account_provision(*, email: str, login: str) -> Account:
 
 
 def account_suspend(*, account: Account) -> Account:
-    with lifecycle_rules(), transaction.atomic():
-        locked = Account.objects.select_for_update().get(pk=account.pk)
-        if locked.status == AccountStatus.SUSPENDED:
-            raise IllegalTransition(f"accounts: account {account.pk} is already suspended")
-        Account.objects.filter(pk=account.pk).update(status=AccountStatus.SUSPENDED)
-    account.refresh_from_db()
-    return account
+    return _move(
+        account,
+        to=AccountStatus.SUSPENDED,
+        allowed_from={AccountStatus.PROVISIONED, AccountStatus.ACTIVE},
+        refusal="is already suspended",
+    )
 
 
 def account_unsuspend(*, account: Account) -> Account:
     """Lift a suspension: back to active, or to provisioned if it never activated (seed rule)."""
+    return _move(account, to=AccountStatus.ACTIVE, allowed_from={AccountStatus.SUSPENDED}, refusal="is not suspended")
+
+
+def _move(account: Account, *, to: AccountStatus, allowed_from: set[AccountStatus], refusal: str) -> Account:
+    """Set the status (the triggers keep the timestamps), under a row lock so two moves cannot cross."""
     with lifecycle_rules(), transaction.atomic():
         locked = Account.objects.select_for_update().get(pk=account.pk)
-        if locked.status != AccountStatus.SUSPENDED:
-            raise IllegalTransition(f"accounts: account {account.pk} is not suspended")
-        Account.objects.filter(pk=account.pk).update(status=AccountStatus.ACTIVE)
+        if locked.status not in allowed_from:
+            raise IllegalTransition(f"accounts: account {account.pk} {refusal}")
+        Account.objects.filter(pk=account.pk).update(status=to)
     account.refresh_from_db()
     return account
 
