@@ -88,6 +88,18 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 globals().update(read_email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Lifecycle <no-reply@localhost>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
+EMAIL_TIMEOUT = read_int("EMAIL_TIMEOUT", default=30, minimum=1)
+
+# The mailroom (tokens/mailroom.py); README, "Mailroom".
+MAILROOM_BATCH_SIZE = read_int("MAILROOM_BATCH_SIZE", default=100, minimum=1)
+MAILROOM_LEASE_SECONDS = read_int("MAILROOM_LEASE_SECONDS", default=300, minimum=1)
+MAILROOM_BACKOFF_SECONDS = read_int("MAILROOM_BACKOFF_SECONDS", default=10, minimum=0)
+MAILROOM_BACKOFF_MAX_SECONDS = read_int("MAILROOM_BACKOFF_MAX_SECONDS", default=300, minimum=0)
+MAILROOM_MAX_ATTEMPTS = read_int("MAILROOM_MAX_ATTEMPTS", default=6, minimum=1)
+MAILROOM_POLL_SECONDS = read_int("MAILROOM_POLL_SECONDS", default=30, minimum=1)
+if MAILROOM_LEASE_SECONDS <= EMAIL_TIMEOUT:
+    # A lease that ends while a send can still be waiting would let a second run mail the same token.
+    raise ImproperlyConfigured("MAILROOM_LEASE_SECONDS must be greater than EMAIL_TIMEOUT.")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

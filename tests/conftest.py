@@ -5,6 +5,8 @@ import psycopg
 import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
+from platform_events.direct_connection import direct_connection
+
 # Unmanaged tables are not flushed by Django after transactional tests: empty them ourselves.
 LIFECYCLE_TABLES = ["tokens", "accounts", "jobs"]
 
@@ -20,15 +22,7 @@ def _empty_lifecycle_tables_after_transactional_tests(request):
 
 def connect(**kwargs) -> psycopg.Connection:
     """A connection of our own to the test database, as a second psql session would be."""
-    settings = connection.settings_dict
-    return psycopg.connect(
-        dbname=settings["NAME"],
-        user=settings["USER"],
-        password=settings["PASSWORD"] or None,
-        host=settings["HOST"] or None,
-        port=settings["PORT"] or None,
-        **kwargs,
-    )
+    return direct_connection(**kwargs)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ COMPATIBLE = {
     "DateTimeField": {"timestamp with time zone"},
     "BinaryField": {"bytea"},
     "ForeignKey": {"bigint"},
+    "UUIDField": {"uuid"},
 }
 UNMANAGED_MODELS = [
     apps.get_model("accounts", "Account"),

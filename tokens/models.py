@@ -21,6 +21,14 @@ class TokenAction(models.TextChoices):
     PASSWORD_RECOVERY = "password_recovery"
 
 
+class MailState(models.TextChoices):
+    QUEUED = "queued"
+    RETRYING = "retrying"
+    SENT = "sent"
+    DEAD = "dead"
+    SKIPPED = "skipped"
+
+
 class Token(models.Model):
     id = models.BigAutoField(primary_key=True)
     action = models.CharField(max_length=17, choices=TokenAction)
@@ -32,6 +40,13 @@ class Token(models.Model):
     created_at = models.DateTimeField(db_default=Now())
     failed_attempts = models.SmallIntegerField(db_default=0)
     superseded_at = models.DateTimeField(null=True, blank=True)
+    mail_state = models.CharField(max_length=8, choices=MailState, db_default=MailState.QUEUED)
+    mail_attempts = models.SmallIntegerField(db_default=0)
+    mail_next_attempt_at = models.DateTimeField(db_default=Now())
+    mail_lease_until = models.DateTimeField(null=True, blank=True)
+    mail_claim = models.UUIDField(null=True, blank=True)
+    mailed_at = models.DateTimeField(null=True, blank=True)
+    mail_error = models.TextField(null=True, blank=True)
 
     class Meta:
         managed = False

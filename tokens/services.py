@@ -27,17 +27,23 @@ def token_issue(*, account: Account, action: TokenAction) -> Token:
     return Token.objects.select_related("account").get(pk=token_id)
 
 
-def token_consume(*, secret: str | bytes) -> Token:
-    """Consume a token by the secret its link carries (URL-safe text, or the raw 32 bytes)."""
+def token_consume(*, secret: str | bytes, action: TokenAction | None = None) -> Token:
+    """Consume a token by the secret its link carries (URL-safe text, or the raw 32 bytes).
+
+    With ``action``, a token of another action is not found (an activation page never consumes a
+    recovery token).
+    """
     raw = secret_from_text(secret) if isinstance(secret, str) else bytes(secret)
     if raw is None:
         raise TokenNotFound("tokens: this link is not valid")
+    tokens = Token.objects.filter(secret=raw)
+    if action is not None:
+        tokens = tokens.filter(action=action)
     with lifecycle_rules(), transaction.atomic():
         # Two concurrent consumptions: the second waits for the first's row lock, then the trigger refuses it.
-        consumed = Token.objects.filter(secret=raw).update(consumed_at=Now())
-        if not consumed:
+        if not tokens.update(consumed_at=Now()):
             raise TokenNotFound("tokens: this link is not valid")
-    return Token.objects.select_related("account").get(secret=raw)
+    return tokens.select_related("account").get()
 
 
 def token_consume_code(*, identifier: str, code: str, action: TokenAction = TokenAction.ACTIVATION) -> Token:

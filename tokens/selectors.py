@@ -1,0 +1,31 @@
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Now
+
+from accounts.models import AccountStatus
+from tokens.models import MailState, Token, TokenAction
+
+WAITING = [MailState.QUEUED, MailState.RETRYING]
+
+
+def due_mail() -> QuerySet[Token]:
+    """Tokens to mail now: waiting, unexpired, unconsumed, not replaced, not leased by another run,
+    their next attempt due, and their account in the state the action needs (DESIGN.md section 5)."""
+    return (
+        Token.objects.filter(
+            mail_state__in=WAITING,
+            expires_at__gt=Now(),
+            consumed_at__isnull=True,
+            superseded_at__isnull=True,
+            mail_next_attempt_at__lte=Now(),
+        )
+        .filter(Q(mail_lease_until__isnull=True) | Q(mail_lease_until__lt=Now()))
+        .filter(
+            Q(action=TokenAction.ACTIVATION, account__status=AccountStatus.PROVISIONED)
+            | Q(action=TokenAction.PASSWORD_RECOVERY, account__status=AccountStatus.ACTIVE)
+        )
+    )
+
+
+def expired_unmailed() -> QuerySet[Token]:
+    """Waiting tokens that expired before they could be mailed (read through tokens_due_mail_idx)."""
+    return Token.objects.filter(mail_state__in=WAITING, expires_at__lte=Now())

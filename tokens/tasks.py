@@ -1,0 +1,7 @@
+"""django-q2 tasks (scheduled by tokens/migrations/0003_mailroom_schedule.py)."""
+
+from tokens.mailroom import drain
+
+
+def drain_mailroom() -> str:
+    return drain().summary()
