@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from accounts.models import Account, AccountStatus
 from tests.factories import AccountFactory
-from tokens.models import Token, secret_to_text
+from tokens.models import MailState, Token, secret_to_text
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +77,28 @@ class TestSeedDemo:
 def test_the_admin_says_whose_it_is(admin_client):
     response = admin_client.get(reverse("admin:index"))
     assert "Lifecycle back-office" in response.content.decode()
+
+
+class TestMailStateInTheAdmin:
+    def test_tokens_can_be_filtered_by_mail_state(self, admin_client):
+        sent, dead = (Token.objects.get(account=AccountFactory()) for _ in range(2))
+        Token.objects.filter(pk=sent.pk).update(mail_state=MailState.SENT)
+        Token.objects.filter(pk=dead.pk).update(mail_state=MailState.DEAD, mail_error="550 5.1.1 No such mailbox")
+        response = admin_client.get(reverse("admin:tokens_token_changelist") + "?mail_state__exact=dead")
+        assert list(response.context["cl"].result_list) == [dead]
+        assert "550 5.1.1 No such mailbox" in response.content.decode()
+
+    def test_retry_now_reports_what_it_did(self, admin_client):
+        dead, sent = (Token.objects.get(account=AccountFactory()) for _ in range(2))
+        Token.objects.filter(pk=dead.pk).update(mail_state=MailState.DEAD)
+        Token.objects.filter(pk=sent.pk).update(mail_state=MailState.SENT)
+        response = admin_client.post(
+            reverse("admin:tokens_token_changelist"),
+            {"action": "retry_mail_now", "_selected_action": [dead.pk, sent.pk]},
+            follow=True,
+        )
+        page = response.content.decode()
+        assert "1 token will be mailed on the next run." in page
+        assert "1 skipped: not dead or retrying" in page
+        dead.refresh_from_db()
+        assert dead.mail_state == MailState.RETRYING

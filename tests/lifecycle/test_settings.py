@@ -1,31 +1,18 @@
 """Settings come from the environment; a bad value stops start-up with one sentence."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from lifecycle import configuration
+from tests.processes import manage
 
-ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = {
     "DEBUG": "false",
     "SECRET_KEY": "k3y-" + "x1y2z3" * 10,
     "ALLOWED_HOSTS": "lifecycle.example.com",
     "PUBLIC_BASE_URL": "https://lifecycle.example.com",
 }
-
-
-def manage(*args, **env):
-    environment = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
-    environment.update(env)
-    return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,67 @@
+"""A real SMTP server on loopback (aiosmtpd) that records what it accepts, for the mailroom tests."""
+
+import asyncio
+import email
+import email.policy
+import logging
+import socket
+import threading
+
+from aiosmtpd.controller import Controller
+
+# aiosmtpd logs every SMTP command at INFO.
+logging.getLogger("mail.log").setLevel(logging.WARNING)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RecordingHandler:
+    def __init__(self):
+        self.messages: list[email.message.EmailMessage] = []
+        self.lock = threading.Lock()
+        self.refuse_recipients: str | None = None  # e.g. "550 5.1.1 No such mailbox"
+        self.delay = 0.0  # seconds before accepting each message
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        if self.refuse_recipients:
+            return self.refuse_recipients
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope):
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        with self.lock:
+            self.messages.append(message)
+        return "250 Message accepted for delivery"
+
+
+class SMTPServer:
+    def __init__(self, port: int | None = None):
+        self.port = port or free_port()
+        self.handler = RecordingHandler()
+        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
+
+    @property
+    def messages(self):
+        with self.handler.lock:
+            return list(self.handler.messages)
+
+    def token_ids(self) -> list[int]:
+        return [int(message["X-Lifecycle-Token"]) for message in self.messages]
+
+    def start(self):
+        self.controller.start()
+        return self
+
+    def stop(self):
+        self.controller.stop()
+
+    @property
+    def url(self) -> str:
+        return f"smtp://127.0.0.1:{self.port}"

@@ -1,0 +1,202 @@
+"""The mailroom against a real SMTP server on loopback: what is mailed, once, and what never is."""
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from accounts.services import account_suspend
+from tests.factories import AccountFactory
+from tests.smtp import free_port
+from tokens.mailroom import drain, retry_now
+from tokens.models import Job, MailState, Token, TokenAction, secret_to_text
+from tokens.services import token_consume, token_request_password_recovery
+
+pytestmark = pytest.mark.django_db
+
+
+def token_of(account, action=TokenAction.ACTIVATION) -> Token:
+    return Token.objects.get(account=account, action=action, superseded_at__isnull=True)
+
+
+class TestWhatIsMailed:
+    def test_an_activation_e_mail_carries_the_link_the_code_and_the_expiry(self, smtp_server, settings):
+        account = AccountFactory(login="jane", email="jane@example.com")
+        token = token_of(account)
+        result = drain()
+        assert (result.claimed, result.sent, result.error) == (1, 1, None)
+        (message,) = smtp_server.messages
+        assert message["To"] == "jane@example.com"
+        assert message["Subject"] == "Activate your account jane"
+        assert message["Message-ID"] == f"<token-{token.pk}@127.0.0.1>"
+        text = message.get_body(("plain",)).get_content()
+        html = message.get_body(("html",)).get_content()
+        link = f"{settings.PUBLIC_BASE_URL}/activate/{secret_to_text(token.secret)}"
+        for body in (text, html):
+            assert link in body
+            assert token.code in body
+            assert "15 minutes" in body
+
+    def test_a_recovery_e_mail_links_to_the_recovery_page(self, smtp_server, settings):
+        account = AccountFactory(active=True)
+        token_request_password_recovery(identifier=account.email)
+        drain()
+        (message,) = smtp_server.messages
+        token = token_of(account, TokenAction.PASSWORD_RECOVERY)
+        assert (
+            f"{settings.PUBLIC_BASE_URL}/recover/{secret_to_text(token.secret)}"
+            in message.get_body(("plain",)).get_content()
+        )
+
+    def test_a_sent_token_is_marked_and_never_sent_again(self, smtp_server):
+        token = token_of(AccountFactory())
+        drain()
+        assert drain().claimed == 0
+        token.refresh_from_db()
+        assert (token.mail_state, token.mail_attempts) == (MailState.SENT, 1)
+        assert token.mailed_at is not None
+        assert len(smtp_server.messages) == 1
+
+    def test_each_run_leaves_a_row_in_jobs(self, smtp_server):
+        AccountFactory.create_batch(3)
+        result = drain(batch_size=2)
+        job = Job.objects.get(pk=result.job_id)
+        assert (job.claimed, job.sent, job.failed, job.error) == (3, 3, 0, None)
+        assert job.finished_at is not None
+        assert job.last_seq == max(Token.objects.values_list("pk", flat=True))
+
+    def test_links_are_built_from_the_public_base_url_not_a_host_header(self, smtp_server, settings):
+        settings.PUBLIC_BASE_URL = "https://accounts.example.org"
+        AccountFactory()
+        drain()
+        assert "https://accounts.example.org/activate/" in smtp_server.messages[0].get_body(("plain",)).get_content()
+
+
+class TestWhatIsNeverMailed:
+    def test_an_expired_token_is_skipped(self, smtp_server):
+        token = token_of(AccountFactory())
+        Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
+        assert drain().expired == 1
+        token.refresh_from_db()
+        assert (token.mail_state, token.mail_error) == (MailState.SKIPPED, "expired before it was mailed")
+        assert smtp_server.messages == []
+
+    def test_a_consumed_token_is_skipped(self, smtp_server):
+        token = token_of(AccountFactory())
+        token_consume(secret=bytes(token.secret))
+        drain()
+        token.refresh_from_db()
+        assert (token.mail_state, token.mail_error) == (MailState.SKIPPED, "used before it was mailed")
+        assert smtp_server.messages == []
+
+    def test_a_replaced_token_is_skipped_and_only_the_newest_is_mailed(self, smtp_server, sql):
+        account = AccountFactory()
+        old = token_of(account)
+        sql("INSERT INTO tokens (account, action) VALUES (%s, 'activation')", [account.pk])
+        drain()
+        old.refresh_from_db()
+        assert old.mail_state == MailState.SKIPPED
+        assert smtp_server.token_ids() == [token_of(account).pk]
+
+    def test_a_token_of_a_suspended_account_is_not_mailed(self, smtp_server):
+        account = AccountFactory()
+        account_suspend(account=account)
+        assert drain().claimed == 0
+        assert token_of(account).mail_state == MailState.QUEUED
+        assert smtp_server.messages == []
+
+
+class TestFailures:
+    def test_a_550_answer_makes_the_mail_dead_with_the_reason(self, smtp_server):
+        smtp_server.handler.refuse_recipients = "550 5.1.1 No such mailbox"
+        token = token_of(AccountFactory())
+        result = drain()
+        assert (result.dead, result.error) == (1, None)
+        token.refresh_from_db()
+        assert token.mail_state == MailState.DEAD
+        assert token.mail_error == "550 5.1.1 No such mailbox"
+        assert Job.objects.get(pk=result.job_id).failed == 1
+
+    def test_a_4xx_answer_is_retried_later(self, smtp_server):
+        smtp_server.handler.refuse_recipients = "451 4.3.0 Try again later"
+        token = token_of(AccountFactory())
+        assert drain().retrying == 1
+        token.refresh_from_db()
+        assert (token.mail_state, token.mail_attempts) == (MailState.RETRYING, 1)
+        assert token.mail_next_attempt_at > token.created_at
+        assert drain().claimed == 0  # not before its backoff
+
+    def test_a_mail_that_keeps_failing_is_dead_after_the_last_attempt(self, smtp_server, settings):
+        settings.MAILROOM_MAX_ATTEMPTS = 2
+        smtp_server.handler.refuse_recipients = "451 4.3.0 Try again later"
+        token = token_of(AccountFactory())
+        drain()
+        Token.objects.filter(pk=token.pk).update(mail_next_attempt_at=token.created_at)
+        assert drain().dead == 1
+        token.refresh_from_db()
+        assert token.mail_state == MailState.DEAD
+        assert token.mail_error == "gave up after 2 attempts: 451 4.3.0 Try again later"
+
+    def test_an_unreachable_server_fails_the_run_and_keeps_the_mail_for_later(self, settings):
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()
+        token = token_of(AccountFactory())
+        result = drain()
+        assert result.error.startswith("SMTP server unreachable: ConnectionRefusedError")
+        token.refresh_from_db()
+        assert token.mail_state == MailState.RETRYING
+        assert token.mail_error.startswith("SMTP server unreachable")
+        assert Job.objects.get(pk=result.job_id).error == result.error
+
+    def test_retry_now_makes_a_dead_mail_due_again(self, smtp_server):
+        smtp_server.handler.refuse_recipients = "550 5.1.1 No such mailbox"
+        token = token_of(AccountFactory())
+        drain()
+        smtp_server.handler.refuse_recipients = None
+        assert retry_now(Token.objects.filter(pk=token.pk)) == 1
+        assert drain().sent == 1
+        token.refresh_from_db()
+        assert token.mail_state == MailState.SENT
+
+    def test_retry_now_leaves_sent_and_expired_tokens_alone(self, smtp_server):
+        sent = token_of(AccountFactory())
+        drain()
+        expired = token_of(AccountFactory())
+        Token.objects.filter(pk=expired.pk).update(mail_state=MailState.DEAD, expires_at=expired.created_at)
+        assert retry_now(Token.objects.filter(pk__in=[sent.pk, expired.pk])) == 0
+
+
+class TestDrainCommand:
+    def test_prints_what_it_did(self, smtp_server, capsys):
+        AccountFactory.create_batch(2)
+        call_command("drain_mailroom")
+        assert "claimed 2, sent 2, retrying 0, dead 0" in capsys.readouterr().out
+
+    def test_exits_non_zero_when_the_run_failed(self, settings):
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()
+        AccountFactory()
+        with pytest.raises(CommandError, match="failed: SMTP server unreachable"):
+            call_command("drain_mailroom")
+
+    def test_refuses_a_bad_batch_size(self):
+        with pytest.raises(CommandError, match="--batch-size must be at least 1"):
+            call_command("drain_mailroom", "--batch-size", "0")
+
+
+def test_the_worker_schedule_drains_every_minute():
+    from django_q.models import Schedule
+
+    schedule = Schedule.objects.get(name="mailroom: drain")
+    assert (schedule.func, schedule.schedule_type, schedule.minutes, schedule.repeats) == (
+        "tokens.tasks.drain_mailroom",
+        Schedule.MINUTES,
+        1,
+        -1,
+    )
+
+
+def test_the_scheduled_task_drains(smtp_server):
+    from tokens.tasks import drain_mailroom
+
+    AccountFactory()
+    assert "sent 1" in drain_mailroom()
+    assert len(smtp_server.messages) == 1

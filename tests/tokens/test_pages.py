@@ -1,0 +1,148 @@
+"""The landing pages of the e-mails: a GET never consumes, a POST does, every outcome has a page."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from accounts.models import AccountStatus
+from accounts.services import account_resend_activation, account_suspend
+from tests.factories import AccountFactory
+from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_to_text
+from tokens.services import token_request_password_recovery
+
+pytestmark = pytest.mark.django_db
+
+
+def link(account, action=TokenAction.ACTIVATION) -> str:
+    token = Token.objects.get(account=account, action=action, superseded_at__isnull=True)
+    name = "activate-link" if action == TokenAction.ACTIVATION else "recover-link"
+    return reverse(name, args=[secret_to_text(token.secret)])
+
+
+class TestActivationLink:
+    def test_get_shows_a_confirm_button_and_consumes_nothing(self, client):
+        account = AccountFactory()
+        response = client.get(link(account))
+        assert response.status_code == 200
+        assert "Activate my account" in response.content.decode()
+        account.refresh_from_db()
+        assert account.status == AccountStatus.PROVISIONED
+
+    def test_post_activates(self, client):
+        account = AccountFactory(login="jane")
+        response = client.post(link(account))
+        assert response.status_code == 200
+        assert "Your account is active" in response.content.decode()
+        account.refresh_from_db()
+        assert account.status == AccountStatus.ACTIVE
+
+    def test_a_second_post_says_it_was_used(self, client):
+        url = link(AccountFactory())
+        client.post(url)
+        response = client.post(url)
+        assert response.status_code == 409
+        assert "Already used" in response.content.decode()
+
+    @pytest.mark.parametrize(
+        ("spoil", "status", "heading"),
+        [
+            (
+                lambda account, token: Token.objects.filter(pk=token.pk).update(expires_at=token.created_at),
+                410,
+                "Expired",
+            ),
+            (lambda account, token: account_resend_activation(account=account), 410, "Replaced by a newer e-mail"),
+            (lambda account, token: account_suspend(account=account), 403, "Account suspended"),
+            (
+                lambda account, token: Token.objects.filter(pk=token.pk).update(failed_attempts=MAX_CODE_ATTEMPTS),
+                403,
+                "Blocked",
+            ),
+        ],
+        ids=["expired", "replaced", "suspended", "burnt"],
+    )
+    def test_each_refusal_has_its_page(self, client, spoil, status, heading):
+        account = AccountFactory()
+        token = Token.objects.get(account=account)
+        url = link(account)
+        spoil(account, token)
+        response = client.post(url)
+        assert response.status_code == status
+        assert heading in response.content.decode()
+
+    @pytest.mark.parametrize("secret", ["nonsense", "A" * 43, "x" * 200])
+    def test_an_unknown_link_has_its_page(self, client, secret):
+        response = client.post(reverse("activate-link", args=[secret]))
+        assert response.status_code == 404
+        assert "not valid" in response.content.decode()
+
+    def test_a_recovery_link_does_not_activate(self, client):
+        account = AccountFactory(active=True)
+        token_request_password_recovery(identifier=account.login)
+        recovery = Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY)
+        response = client.post(reverse("activate-link", args=[secret_to_text(recovery.secret)]))
+        assert response.status_code == 404
+        recovery.refresh_from_db()
+        assert recovery.consumed_at is None
+
+    def test_the_claimed_address_page(self, client):
+        squatter = AccountFactory(email="owner@example.com")
+        AccountFactory(email="owner@example.com", active=True)
+        response = client.post(link(squatter))
+        assert response.status_code == 409
+        assert "already been activated with this e-mail address" in response.content.decode()
+
+    def test_post_needs_the_csrf_token(self):
+        account = AccountFactory()
+        response = Client(enforce_csrf_checks=True).post(link(account))
+        assert response.status_code == 403
+        account.refresh_from_db()
+        assert account.status == AccountStatus.PROVISIONED
+
+
+class TestActivationCode:
+    def test_login_and_code_activate(self, client):
+        account = AccountFactory(login="jane")
+        code = Token.objects.get(account=account).code
+        response = client.post(reverse("activate-code"), {"identifier": "jane", "code": code})
+        assert "Your account is active" in response.content.decode()
+
+    def test_a_wrong_code_says_how_many_attempts_are_left(self, client):
+        account = AccountFactory(login="jane")
+        wrong = "00000" if Token.objects.get(account=account).code != "00000" else "11111"
+        response = client.post(reverse("activate-code"), {"identifier": "jane", "code": wrong})
+        assert response.status_code == 400
+        assert f"Wrong code: {MAX_CODE_ATTEMPTS - 1} attempt(s) left." in response.content.decode()
+
+    @pytest.mark.parametrize("code", ["", "1234", "123456", "abcde"])
+    def test_a_malformed_code_is_refused_by_the_form(self, client, code):
+        response = client.post(reverse("activate-code"), {"identifier": "jane", "code": code})
+        assert response.status_code == 400
+        assert Token.objects.count() == 0
+
+    def test_an_unknown_login_has_its_page(self, client):
+        response = client.post(reverse("activate-code"), {"identifier": "nobody", "code": "12345"})
+        assert response.status_code == 404
+
+
+class TestRecovery:
+    @pytest.mark.parametrize("known", [True, False])
+    def test_the_answer_is_the_same_whether_or_not_the_account_exists(self, client, known):
+        AccountFactory(active=True, email="jane@example.com")
+        identifier = "jane@example.com" if known else "nobody@example.com"
+        response = client.post(reverse("recover"), {"identifier": identifier})
+        assert response.status_code == 200
+        assert "If an active account has this login or e-mail, we sent it a link." in response.content.decode()
+        assert Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY).count() == int(known)
+
+    def test_the_recovery_link_confirms_on_post_only(self, client):
+        account = AccountFactory(active=True)
+        token_request_password_recovery(identifier=account.login)
+        url = link(account, TokenAction.PASSWORD_RECOVERY)
+        assert "Yes, this is my account" in client.get(url).content.decode()
+        assert Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY).consumed_at is None
+        assert "Recovery confirmed" in client.post(url).content.decode()
+        assert Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY).consumed_at is not None
+
+    def test_an_empty_form_is_refused(self, client):
+        assert client.post(reverse("recover"), {"identifier": "  "}).status_code == 400
