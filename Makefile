@@ -28,9 +28,9 @@ install: $(VENV)/.installed
 run: install .env
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py seed_demo
-	@echo "Admin: http://127.0.0.1:8000/admin/  (Ctrl-C stops the server and the embedded database)"
+	@echo "Admin: http://127.0.0.1:8000/admin/  (Ctrl-C stops the web server, worker, mail listener and database)"
 	@trap '$(BIN)/python -m lifecycle.embedded_db stop' EXIT; trap 'exit 130' INT TERM; \
-		$(BIN)/python manage.py runserver 127.0.0.1:8000
+		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho --procfile Procfile start
 
 test: install
 	@status=0; \

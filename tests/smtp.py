@@ -6,6 +6,7 @@ import email.policy
 import logging
 import socket
 import threading
+import time
 
 from aiosmtpd.controller import Controller
 
@@ -22,6 +23,7 @@ def free_port() -> int:
 class RecordingHandler:
     def __init__(self):
         self.messages: list[email.message.EmailMessage] = []
+        self.accepted_at: list[float] = []  # time.perf_counter() when each message was accepted
         self.lock = threading.Lock()
         self.refuse_recipients: str | None = None  # e.g. "550 5.1.1 No such mailbox"
         self.delay = 0.0  # seconds before accepting each message
@@ -38,6 +40,7 @@ class RecordingHandler:
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
         with self.lock:
             self.messages.append(message)
+            self.accepted_at.append(time.perf_counter())
         return "250 Message accepted for delivery"
 
 
@@ -65,3 +68,62 @@ class SMTPServer:
     @property
     def url(self) -> str:
         return f"smtp://127.0.0.1:{self.port}"
+
+
+class SMTPServerProcess:
+    """The same server in a process of its own (as a real mail server is), for bench/mailroom.py.
+    It prints one line per accepted message: the wall-clock time and the token id."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.accepted: list[tuple[float, int]] = []
+        self.lock = threading.Lock()
+
+    def start(self):
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.smtp", str(self.port)], stdout=subprocess.PIPE, text=True, bufsize=1
+        )
+        assert self.process.stdout.readline().strip() == "ready"
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        return self
+
+    def _read(self):
+        for line in self.process.stdout:
+            accepted_at, token_id = line.split()
+            with self.lock:
+                self.accepted.append((float(accepted_at), int(token_id)))
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.accepted)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+    @property
+    def url(self) -> str:
+        return f"smtp://127.0.0.1:{self.port}"
+
+
+class _PrintingHandler(RecordingHandler):
+    async def handle_DATA(self, server, session, envelope):
+        message = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        print(time.time(), message["X-Lifecycle-Token"] or 0, flush=True)
+        return "250 Message accepted for delivery"
+
+
+if __name__ == "__main__":
+    import sys
+
+    controller = Controller(_PrintingHandler(), hostname="127.0.0.1", port=int(sys.argv[1]))
+    controller.start()
+    print("ready", flush=True)
+    try:
+        threading.Event().wait()
+    finally:
+        controller.stop()

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.db import connection, transaction
-from django.db.models import DateTimeField, ExpressionWrapper, F, Value
+from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -60,6 +60,10 @@ def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> Dra
     """Mail everything due, batch after batch, until nothing is due or the SMTP server is unreachable."""
     batch_size = batch_size or settings.MAILROOM_BATCH_SIZE
     result = DrainResult(job_id=Job.objects.create(job_type=JobType.MAILROOM).pk)
+    # Each accepted e-mail is marked in a commit of its own (so a killed run re-sends at most the one
+    # in flight); not waiting for the WAL flush keeps those commits cheap. Only a crash of PostgreSQL
+    # itself could lose the last marks, and with them re-send those e-mails.
+    _set_synchronous_commit("off")
     try:
         result.expired = expired_unmailed().update(
             mail_state=MailState.SKIPPED, mail_error="expired before it was mailed"
@@ -75,6 +79,7 @@ def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> Dra
         result.error = f"{type(error).__name__}: {error}"
         raise
     finally:
+        _set_synchronous_commit("DEFAULT")
         _record_run(result)
     return result
 
@@ -132,18 +137,12 @@ def send_batch(batch: list[Token], *, claim: uuid.UUID, result: DrainResult) -> 
 
 
 def mark_sent(token: Token, *, claim: uuid.UUID, result: DrainResult) -> None:
-    # One commit per accepted e-mail, so a killed run re-sends at most the one in flight. Not
-    # waiting for the WAL flush keeps that cheap; only a PostgreSQL crash could lose the mark.
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
-        Token.objects.filter(pk=token.pk, mail_claim=claim).update(
-            mail_state=MailState.SENT,
-            mailed_at=Now(),
-            mail_attempts=F("mail_attempts") + 1,
-            mail_lease_until=None,
-            mail_claim=None,
-            mail_error=None,
+    # One statement, committed on its own; plain SQL, as the ORM's own cost here was twice the database's.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE tokens SET mail_state = 'sent', mailed_at = now(), mail_attempts = mail_attempts + 1,"
+            " mail_lease_until = NULL, mail_claim = NULL, mail_error = NULL WHERE id = %s AND mail_claim = %s",
+            [token.pk, claim],
         )
     result.sent += 1
     result.last_seq = max(result.last_seq or 0, token.pk)
@@ -204,6 +203,11 @@ def retry_now(tokens) -> int:
         consumed_at__isnull=True,
         superseded_at__isnull=True,
     ).update(mail_state=MailState.RETRYING, mail_next_attempt_at=Now())
+
+
+def _set_synchronous_commit(value: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET synchronous_commit TO {value}")
 
 
 def _record_run(result: DrainResult) -> None:

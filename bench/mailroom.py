@@ -1,0 +1,158 @@
+"""Mailroom throughput and latency against an aiosmtpd server on loopback (in a process of its own).
+
+    .venv/bin/python bench/mailroom.py [--tokens 2000] [--latency-samples 50] [--schedule-samples 3]
+
+Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in one run:
+- drain throughput (e-mails/s) against plain smtplib sending the same number of pre-rendered
+  messages over one connection (the ratio);
+- claim-and-mark throughput (tokens/s) with sending stubbed out (Django's dummy backend), with and
+  without rendering the e-mails;
+- latency from the commit of a new account to the SMTP server accepting its e-mail (p50, p99),
+  with listen_mailroom running, and with the django-q2 schedule alone (a 1-minute schedule).
+"""
+
+import argparse
+import os
+import smtplib
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
+os.environ.setdefault("DEBUG", "true")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import override_settings  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from accounts.services import account_provision  # noqa: E402
+from tests.processes import database_url_for_tests, start_manage, wait_for  # noqa: E402
+from tests.smtp import SMTPServerProcess  # noqa: E402
+from tokens import mailroom  # noqa: E402
+from tokens.models import Token  # noqa: E402
+
+
+def sign_up(count: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE accounts, tokens, jobs RESTART IDENTITY CASCADE")
+        cursor.execute(
+            "INSERT INTO accounts (email, login) SELECT 'user' || g || '@example.com', 'user' || g"
+            " FROM generate_series(1, %s) g",
+            [count],
+        )
+
+
+def smtp_settings(server: SMTPServerProcess):
+    return override_settings(
+        EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend", EMAIL_HOST="127.0.0.1", EMAIL_PORT=server.port
+    )
+
+
+def drain_rate(count: int) -> float:
+    started = time.perf_counter()
+    result = mailroom.drain()
+    elapsed = time.perf_counter() - started
+    assert result.sent == count and result.error is None, result
+    return count / elapsed
+
+
+def smtplib_rate(server: SMTPServerProcess, count: int) -> float:
+    messages = [mailroom.render_mail(token).message().as_bytes(linesep="\r\n") for token in Token.objects.select_related("account")]
+    assert len(messages) == count
+    started = time.perf_counter()
+    with smtplib.SMTP("127.0.0.1", server.port) as smtp:
+        for n, message in enumerate(messages):
+            smtp.sendmail(settings.DEFAULT_FROM_EMAIL, [f"user{n}@example.com"], message)
+    return count / (time.perf_counter() - started)
+
+
+def latencies(server: SMTPServerProcess, samples: int, *, wait: float, prefix: str) -> list[float]:
+    found = []
+    for n in range(samples):
+        seen = server.count()
+        account_provision(email=f"{prefix}{n}@example.com", login=f"{prefix}{n}")
+        committed = time.time()
+        wait_for(lambda seen=seen: server.count() > seen, timeout=wait, interval=0.0005, message="the e-mail")
+        found.append(server.accepted[seen][0] - committed)
+        time.sleep(0.02)
+    return found
+
+
+def percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return f"p50 {statistics.median(ordered) * 1000:8.1f} ms   p99 {p99 * 1000:8.1f} ms   (n={len(ordered)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--latency-samples", type=int, default=50)
+    parser.add_argument("--schedule-samples", type=int, default=3, help="each waits up to a minute; 0 to skip")
+    args = parser.parse_args()
+
+    bench_name = f"{connection.settings_dict['NAME']}_bench"
+    connection.settings_dict["TEST"]["NAME"] = bench_name
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    server = SMTPServerProcess().start()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT version()")
+            print(cursor.fetchone()[0].split(" on ")[0], f"- {args.tokens} tokens, batches of {settings.MAILROOM_BATCH_SIZE}")
+
+        with smtp_settings(server):
+            sign_up(args.tokens)
+            baseline = smtplib_rate(server, args.tokens)
+            ours = drain_rate(args.tokens)
+        print(f"drain over SMTP                    {ours:9,.0f} e-mails/s")
+        print(f"plain smtplib, pre-rendered        {baseline:9,.0f} e-mails/s   drain / smtplib = {ours / baseline:.2f}x")
+
+        with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
+            sign_up(args.tokens)
+            rendered = drain_rate(args.tokens)
+            sign_up(args.tokens)
+            original, mailroom.render_mail = mailroom.render_mail, lambda token: None
+            try:
+                bare = drain_rate(args.tokens)
+            finally:
+                mailroom.render_mail = original
+        print(f"claim + render + mark, no sending  {rendered:9,.0f} tokens/s")
+        print(f"claim + mark only                  {bare:9,.0f} tokens/s")
+
+        env = {"DATABASE_URL": database_url_for_tests(), "EMAIL_URL": server.url}
+        sign_up(0)
+        listener = start_manage("listen_mailroom", "--poll-seconds", "300", **env)
+        try:
+            latencies(server, 3, wait=30, prefix="warm")  # warm-up: the listener's first drain and connections
+            samples = latencies(server, args.latency_samples, wait=30, prefix="listen")
+            print(f"commit -> SMTP accept, listen_mailroom      {percentiles(samples)}")
+        finally:
+            listener.terminate()
+            listener.wait(timeout=30)
+
+        if args.schedule_samples:
+            from django_q.models import Schedule
+
+            sign_up(0)
+            Schedule.objects.filter(name="mailroom: drain").update(next_run=timezone.now())
+            worker = start_manage("qcluster", **env)
+            try:
+                samples = latencies(server, args.schedule_samples, wait=150, prefix="schedule")
+                print(f"commit -> SMTP accept, django-q2 schedule   {percentiles(samples)}")
+            finally:
+                worker.terminate()
+                worker.wait(timeout=60)
+    finally:
+        server.stop()
+        connection.creation.destroy_test_db(bench_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
