@@ -1,7 +1,8 @@
 """Settings for Lifecycle, read from the environment only (see README, "Configuration").
 
-A ``.env`` file beside ``manage.py`` is read first when present (``make run`` writes one for
-development); real environment variables win over it.
+A ``.env`` file beside ``manage.py`` (or the file ENV_FILE names; none when ENV_FILE is empty)
+is read first when present (``make run`` writes one for development); real environment
+variables win over it.
 """
 
 from pathlib import Path
@@ -21,7 +22,9 @@ from lifecycle.configuration import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-env.read_env(BASE_DIR / ".env", overwrite=False)
+ENV_FILE = env.str("ENV_FILE", default=str(BASE_DIR / ".env"))
+if ENV_FILE:
+    env.read_env(ENV_FILE, overwrite=False)
 
 DEBUG = read_bool("DEBUG", default=False)
 

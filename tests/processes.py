@@ -21,7 +21,8 @@ def database_url_for_tests() -> str:
 
 def environment(**env) -> dict:
     base = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
-    return {**base, "DEBUG": "true", **env}
+    # ENV_FILE empty: a developer's .env must not leak into what the tests set.
+    return {**base, "DEBUG": "true", "ENV_FILE": "", **env}
 
 
 def manage(*args, timeout: float = 120, **env) -> subprocess.CompletedProcess:
