@@ -64,7 +64,10 @@ def drain_rate(count: int) -> float:
 
 
 def smtplib_rate(server: SMTPServerProcess, count: int) -> float:
-    messages = [mailroom.render_mail(token).message().as_bytes(linesep="\r\n") for token in Token.objects.select_related("account")]
+    messages = [
+        mailroom.render_mail(token).message().as_bytes(linesep="\r\n")
+        for token in Token.objects.select_related("account")
+    ]
     assert len(messages) == count
     started = time.perf_counter()
     with smtplib.SMTP("127.0.0.1", server.port) as smtp:
@@ -105,14 +108,19 @@ def main() -> None:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT version()")
-            print(cursor.fetchone()[0].split(" on ")[0], f"- {args.tokens} tokens, batches of {settings.MAILROOM_BATCH_SIZE}")
+            print(
+                cursor.fetchone()[0].split(" on ")[0],
+                f"- {args.tokens} tokens, batches of {settings.MAILROOM_BATCH_SIZE}",
+            )
 
         with smtp_settings(server):
             sign_up(args.tokens)
             baseline = smtplib_rate(server, args.tokens)
             ours = drain_rate(args.tokens)
         print(f"drain over SMTP                    {ours:9,.0f} e-mails/s")
-        print(f"plain smtplib, pre-rendered        {baseline:9,.0f} e-mails/s   drain / smtplib = {ours / baseline:.2f}x")
+        print(
+            f"plain smtplib, pre-rendered        {baseline:9,.0f} e-mails/s   drain / smtplib = {ours / baseline:.2f}x"
+        )
 
         with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
             sign_up(args.tokens)

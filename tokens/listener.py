@@ -49,7 +49,14 @@ def _discard_pending(listener: psycopg.Connection) -> None:
 
 def _drain_logged() -> None:
     close_old_connections()  # a connection broken by a database restart is replaced, not reused
-    result = drain()
+    try:
+        result = drain()
+    except DatabaseError as error:
+        logger.warning("mail run stopped by a database error (%s); the next run takes it up", str(error).strip())
+        return
+    except Exception:
+        logger.exception("mail run failed; the listener goes on")
+        return
     if result.claimed or result.expired or result.error:
         logger.info("%s%s", result.summary(), f"; failed: {result.error}" if result.error else "")
 
