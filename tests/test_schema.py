@@ -19,6 +19,8 @@ COMPATIBLE = {
     "BinaryField": {"bytea"},
     "ForeignKey": {"bigint"},
     "UUIDField": {"uuid"},
+    "GenericIPAddressField": {"inet"},
+    "JSONField": {"jsonb"},
 }
 UNMANAGED_MODELS = [
     apps.get_model("accounts", "Account"),
@@ -60,11 +62,13 @@ def test_the_models_match_their_migrations():
 @pytest.mark.django_db(transaction=True)
 def test_the_migrations_reverse_cleanly_and_apply_again():
     call_command("migrate", "accounts", "zero", verbosity=0)
+    call_command("migrate", "platform_events", "zero", verbosity=0)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs')"
+            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events')"
             " UNION ALL SELECT count(*) FROM pg_type WHERE typname IN ('account_status', 'token_action', 'job_type')"
-            " UNION ALL SELECT count(*) FROM pg_proc WHERE proname LIKE 'trg_%' OR proname LIKE 'lifecycle_%' OR proname LIKE 'accounts_%'"
+            " UNION ALL SELECT count(*) FROM pg_proc WHERE proname LIKE 'trg_%' OR proname LIKE 'lifecycle_%'"
+            " OR proname LIKE 'accounts_%' OR proname LIKE 'audit_%' OR proname = 'set_updated_at'"
         )
         assert [n for (n,) in cursor.fetchall()] == [0, 0, 0]
     call_command("migrate", verbosity=0)

@@ -1,0 +1,12 @@
+from django.db import migrations
+
+from platform_events.sql_files import run_sql_file
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("accounts", "0001_initial"),
+        ("platform_events", "0001_initial"),
+    ]
+
+    operations = [run_sql_file(__file__, "0002_audit")]

@@ -1,0 +1,37 @@
+"""Audit events, mapped onto the partitioned table of platform_events/sql/0001_audit.sql.
+
+Written only by database triggers; read-only everywhere (the table refuses UPDATE and DELETE).
+"""
+
+from django.db import models
+
+
+class AuditEvent(models.Model):
+    pk = models.CompositePrimaryKey("id", "occurred_at")
+    id = models.UUIDField()
+    occurred_at = models.DateTimeField()
+    actor_type = models.CharField(max_length=16)
+    actor_id = models.CharField(max_length=64)
+    actor_display = models.CharField(max_length=255, null=True, blank=True)
+    actor_ip = models.GenericIPAddressField(null=True, blank=True)
+    actor_user_agent = models.TextField(null=True, blank=True)
+    action = models.CharField(max_length=128)
+    resource_type = models.CharField(max_length=64)
+    resource_id = models.CharField(max_length=64)
+    result = models.CharField(max_length=16)
+    reason = models.TextField(null=True, blank=True)
+    correlation_id = models.UUIDField(null=True, blank=True)
+    request_id = models.UUIDField(null=True, blank=True)
+    method = models.CharField(max_length=8, null=True, blank=True)
+    path = models.CharField(max_length=2048, null=True, blank=True)
+    status_code = models.IntegerField(null=True, blank=True)
+    diff_before = models.JSONField(null=True, blank=True)
+    diff_after = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        managed = False
+        db_table = "audit_events"
+        ordering = ["-occurred_at"]
+
+    def __str__(self):
+        return f"{self.action} {self.resource_type} {self.resource_id} by {self.actor_display or self.actor_id}"
