@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from accounts.errors import EmailAlreadyClaimed, IllegalTransition
 from accounts.models import Account, AccountStatus
 from accounts.selectors import email_is_claimed
+from platform_events.audit import set_audit_context
 from platform_events.errors import lifecycle_rules
 from tokens.models import Token, TokenAction
 from tokens.services import token_issue
@@ -34,23 +35,36 @@ def account_provision(*, email: str, login: str) -> Account:
     return Account.objects.get(pk=account_id)
 
 
-def account_suspend(*, account: Account) -> Account:
+def account_suspend(*, account: Account, actor=None, reason: str | None = None) -> Account:
+    """Suspend; ``actor`` (a staff user) and ``reason`` go into the audit row the database writes."""
     return _move(
         account,
         to=AccountStatus.SUSPENDED,
         allowed_from={AccountStatus.PROVISIONED, AccountStatus.ACTIVE},
         refusal="is already suspended",
+        actor=actor,
+        reason=reason,
     )
 
 
-def account_unsuspend(*, account: Account) -> Account:
+def account_unsuspend(*, account: Account, actor=None, reason: str | None = None) -> Account:
     """Lift a suspension: back to active, or to provisioned if it never activated (seed rule)."""
-    return _move(account, to=AccountStatus.ACTIVE, allowed_from={AccountStatus.SUSPENDED}, refusal="is not suspended")
+    return _move(
+        account,
+        to=AccountStatus.ACTIVE,
+        allowed_from={AccountStatus.SUSPENDED},
+        refusal="is not suspended",
+        actor=actor,
+        reason=reason,
+    )
 
 
-def _move(account: Account, *, to: AccountStatus, allowed_from: set[AccountStatus], refusal: str) -> Account:
+def _move(
+    account: Account, *, to: AccountStatus, allowed_from: set[AccountStatus], refusal: str, actor, reason
+) -> Account:
     """Set the status (the triggers keep the timestamps), under a row lock so two moves cannot cross."""
     with lifecycle_rules(), transaction.atomic():
+        set_audit_context(actor=actor, reason=reason)
         locked = Account.objects.select_for_update().get(pk=account.pk)
         if locked.status not in allowed_from:
             raise IllegalTransition(f"accounts: account {account.pk} {refusal}")
@@ -59,9 +73,10 @@ def _move(account: Account, *, to: AccountStatus, allowed_from: set[AccountStatu
     return account
 
 
-def account_resend_activation(*, account: Account) -> Token:
+def account_resend_activation(*, account: Account, actor=None, reason: str | None = None) -> Token:
     """Issue a fresh activation token; the older one stops working."""
     with lifecycle_rules(), transaction.atomic():
+        set_audit_context(actor=actor, reason=reason)
         locked = Account.objects.select_for_update().get(pk=account.pk)
         if locked.status != AccountStatus.PROVISIONED:
             raise IllegalTransition(

@@ -17,7 +17,8 @@ $$;
 -- refused when a month has no partition yet; a reason column for the staff's stated reason.
 CREATE TABLE audit_events (
     id               uuid        NOT NULL DEFAULT gen_random_uuid(),
-    occurred_at      timestamptz NOT NULL DEFAULT now(),
+    -- clock_timestamp(), not now(): the events of one transaction keep their order.
+    occurred_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
     actor_type       varchar(16) NOT NULL,
     actor_id         varchar(64) NOT NULL,
     actor_display    varchar(255),
