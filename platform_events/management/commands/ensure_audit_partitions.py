@@ -4,7 +4,9 @@ from platform_events.audit import ensure_partitions
 
 
 class Command(BaseCommand):
-    help = "Make the monthly audit_events partitions of this month and the next ones (idempotent; also daily in qcluster)."
+    help = (
+        "Make the monthly audit_events partitions of this month and the next ones (idempotent; also daily in qcluster)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--months-ahead", type=int, default=3, help="months after this one (default 3)")
