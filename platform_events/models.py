@@ -7,7 +7,7 @@ from django.db import models
 
 
 class AuditEvent(models.Model):
-    pk = models.CompositePrimaryKey("id", "occurred_at")
+    pk = models.CompositePrimaryKey("occurred_at", "id")
     id = models.UUIDField()
     occurred_at = models.DateTimeField()
     actor_type = models.CharField(max_length=16)

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='AuditEvent',
             fields=[
-                ('pk', models.CompositePrimaryKey('id', 'occurred_at', blank=True, editable=False, primary_key=True, serialize=False)),
+                ('pk', models.CompositePrimaryKey('occurred_at', 'id', blank=True, editable=False, primary_key=True, serialize=False)),
                 ('id', models.UUIDField()),
                 ('occurred_at', models.DateTimeField()),
                 ('actor_type', models.CharField(max_length=16)),

@@ -36,7 +36,8 @@ CREATE TABLE audit_events (
     status_code      int,
     diff_before      jsonb,
     diff_after       jsonb,
-    PRIMARY KEY (id, occurred_at),
+    -- occurred_at first: inserts append to the index instead of landing at random (uuid) places.
+    PRIMARY KEY (occurred_at, id),
     CONSTRAINT ck_audit_actor_type CHECK (actor_type IN ('USER', 'SERVICE', 'SYSTEM')),
     CONSTRAINT ck_audit_result CHECK (result IN ('SUCCESS', 'FAILURE', 'DENIED'))
 ) PARTITION BY RANGE (occurred_at);
