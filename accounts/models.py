@@ -30,6 +30,11 @@ class Account(models.Model):
         managed = False
         db_table = "accounts"
         ordering = ["-id"]
+        permissions = [
+            ("suspend_account", "Can suspend and unsuspend accounts"),
+            ("resend_activation", "Can resend activation e-mails"),
+            ("send_password_recovery", "Can send password-recovery e-mails"),
+        ]
 
     def __str__(self):
         return f"{self.login} <{self.email}>"

@@ -85,6 +85,18 @@ def account_resend_activation(*, account: Account, actor=None, reason: str | Non
         return token_issue(account=locked, action=TokenAction.ACTIVATION)
 
 
+def account_send_password_recovery(*, account: Account, actor=None, reason: str | None = None) -> Token:
+    """Issue a password-recovery token for an active account (staff's action; the mailroom sends it)."""
+    with lifecycle_rules(), transaction.atomic():
+        set_audit_context(actor=actor, reason=reason)
+        locked = Account.objects.select_for_update().get(pk=account.pk)
+        if locked.status != AccountStatus.ACTIVE:
+            raise IllegalTransition(
+                f"accounts: account {account.pk} is {locked.status}; only active accounts can recover a password"
+            )
+        return token_issue(account=locked, action=TokenAction.PASSWORD_RECOVERY)
+
+
 # Seed 003's periodic cleanup: sign-ups never activated, with no token issued since the cut-off.
 ABANDONED_SIGN_UPS = """
     SELECT id FROM accounts a

@@ -1,4 +1,11 @@
+import uuid
+
 from django.contrib import admin
+from django.db.models import Q
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
+
+from platform_events.models import AuditEvent
 
 
 class ReadOnlyModelAdmin(admin.ModelAdmin):
@@ -12,3 +19,49 @@ class ReadOnlyModelAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyModelAdmin):
+    """The audit trail, read-only for everyone (the table itself refuses changes)."""
+
+    list_display = ["occurred_at", "actor", "action", "resource", "result", "reason", "changes"]
+    list_filter = ["actor_type", "action", "resource_type", "result", "occurred_at"]
+    list_display_links = None  # everything is on the list; no detail page
+    search_fields = ["=resource_id", "=actor_id"]
+    show_full_result_count = False  # no COUNT(*) over the whole trail
+
+    # Links from an account's page filter by ?resource_type=account&resource_id=7.
+    def lookup_allowed(self, lookup, value, request=None):
+        return lookup in {"resource_type", "resource_id", "correlation_id"} or super().lookup_allowed(
+            lookup, value, request
+        )
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if _is_uuid(term):  # a correlation or request id
+            return queryset.filter(Q(correlation_id=term) | Q(request_id=term)), False
+        return super().get_search_results(request, queryset, term)
+
+    @admin.display(description="actor", ordering="actor_id")
+    def actor(self, event):
+        where = f" from {event.actor_ip}" if event.actor_ip else ""
+        return f"{event.actor_display or event.actor_id} ({event.actor_type.lower()}{where})"
+
+    @admin.display(description="resource")
+    def resource(self, event):
+        return f"{event.resource_type} {event.resource_id}"
+
+    @admin.display(description="changes")
+    def changes(self, event):
+        before, after = event.diff_before or {}, event.diff_after or {}
+        rows = [(key, before.get(key, ""), after.get(key, "")) for key in sorted(set(before) | set(after))]
+        return format_html_join(mark_safe("<br>"), "{}: {} → {}", rows) if rows else "—"
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True

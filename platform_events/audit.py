@@ -22,7 +22,11 @@ def set_audit_context(
     request_id: uuid.UUID | None = None,
     correlation_id: uuid.UUID | None = None,
 ) -> None:
-    """Name the acting staff user (and why, from where) for the rest of the current transaction."""
+    """Name the acting staff user (and why, from where) for the rest of the current transaction.
+
+    Given nothing, it changes nothing: a service called without an actor keeps the context its
+    caller set (the admin sets the IP, user agent and request id too).
+    """
     if not connection.in_atomic_block:
         raise RuntimeError("set_audit_context() must run inside transaction.atomic(): SET LOCAL ends with it")
     values = {
@@ -34,6 +38,8 @@ def set_audit_context(
         "request_id": str(request_id) if request_id else None,
         "correlation_id": str(correlation_id) if correlation_id else None,
     }
+    if not any(values.values()):
+        return
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT " + ", ".join(f"set_config('lifecycle.{name}', %s, true)" for name in CONTEXT_FIELDS),

@@ -7,8 +7,8 @@ from django.db import models
 
 
 class AuditEvent(models.Model):
-    pk = models.CompositePrimaryKey("occurred_at", "id")
-    id = models.UUIDField()
+    # The table's key is (occurred_at, id); Django is told id, unique in practice (random UUIDs).
+    id = models.UUIDField(primary_key=True)
     occurred_at = models.DateTimeField()
     actor_type = models.CharField(max_length=16)
     actor_id = models.CharField(max_length=64)

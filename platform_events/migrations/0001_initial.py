@@ -16,8 +16,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='AuditEvent',
             fields=[
-                ('pk', models.CompositePrimaryKey('occurred_at', 'id', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('id', models.UUIDField()),
+                ('id', models.UUIDField(primary_key=True, serialize=False)),
                 ('occurred_at', models.DateTimeField()),
                 ('actor_type', models.CharField(max_length=16)),
                 ('actor_id', models.CharField(max_length=64)),

@@ -69,6 +69,8 @@ class TestSeedDemo:
         assert "Loaded 23 demo accounts." in out.getvalue()
         assert "Demo accounts already loaded." in out.getvalue()
         assert "Admin login: admin / demo-pass-123" in out.getvalue()
+        assert "Support login: support / demo-pass-123" in out.getvalue()
+        assert "Auditor login: auditor / demo-pass-123" in out.getvalue()
         statuses = set(Account.objects.values_list("status", flat=True))
         assert statuses == {AccountStatus.PROVISIONED, AccountStatus.ACTIVE, AccountStatus.SUSPENDED}
         assert Account.objects.count() == 23

@@ -1,17 +1,19 @@
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils.crypto import get_random_string
 
 from accounts.models import Account
 from lifecycle.configuration import env
+from platform_events.roles import ensure_roles
 
 DEMO_DOMAIN = "demo.example.com"
 
 
 class Command(BaseCommand):
-    help = "Load demo accounts in every state (once) and make sure a local admin login exists; print it."
+    help = "Load demo accounts in every state (once) and make sure local staff logins exist (admin, support, auditor); print them."
 
     def add_arguments(self, parser):
         parser.add_argument("--force", action="store_true", help="run even when DEBUG is off")
@@ -30,8 +32,9 @@ class Command(BaseCommand):
             else:
                 made = self._make_accounts(AccountFactory)
                 self.stdout.write(self.style.SUCCESS(f"Loaded {made} demo accounts."))
-            username, password = self._ensure_admin()
-        self.stdout.write(self.style.SUCCESS(f"Admin login: {username} / {password}"))
+            logins = self._ensure_staff()
+        for role, (username, password) in logins.items():
+            self.stdout.write(self.style.SUCCESS(f"{role} login: {username} / {password}"))
 
     def _make_accounts(self, factory) -> int:
         plan = [
@@ -47,12 +50,24 @@ class Command(BaseCommand):
                 made += 1
         return made
 
-    def _ensure_admin(self) -> tuple[str, str]:
-        username = "admin"
-        # make run writes DEMO_ADMIN_PASSWORD to .env once, so the login stays the same between runs.
+    def _ensure_staff(self) -> dict[str, tuple[str, str]]:
+        # make run writes DEMO_ADMIN_PASSWORD to .env once, so the logins stay the same between runs.
         password = env.str("DEMO_ADMIN_PASSWORD", default="") or get_random_string(16)
-        user, _ = get_user_model().objects.get_or_create(username=username, defaults={"email": "admin@localhost"})
-        user.is_staff = user.is_superuser = True
-        user.set_password(password)
-        user.save()
-        return username, password
+        ensure_roles()
+        logins = {}
+        for role, username, group in [
+            ("Admin", "admin", None),
+            ("Support", "support", "Support"),
+            ("Auditor", "auditor", "Auditor"),
+        ]:
+            user, _ = get_user_model().objects.get_or_create(
+                username=username, defaults={"email": f"{username}@localhost"}
+            )
+            user.is_staff = True
+            user.is_superuser = group is None
+            user.set_password(password)
+            user.save()
+            if group:
+                user.groups.set([Group.objects.get(name=group)])
+            logins[role] = (username, password)
+        return logins

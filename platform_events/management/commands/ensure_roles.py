@@ -1,0 +1,11 @@
+from django.core.management.base import BaseCommand
+
+from platform_events.roles import ROLES, ensure_roles
+
+
+class Command(BaseCommand):
+    help = "Create the staff groups (Support, Auditor) with exactly their permissions. Runs after every migrate too."
+
+    def handle(self, *args, **options):
+        ensure_roles()
+        self.stdout.write(self.style.SUCCESS(f"Roles up to date: {', '.join(ROLES)}."))

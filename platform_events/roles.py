@@ -1,0 +1,34 @@
+"""The staff roles, kept in step after every migrate (and by manage.py ensure_roles).
+
+Superusers can do everything; these groups get what their job needs and no more. Neither can
+add, change or delete accounts, tokens or audit rows: state changes go through the actions.
+"""
+
+from django.apps import apps
+from django.contrib.auth.management import create_permissions
+from django.contrib.auth.models import Group, Permission
+
+ROLES = {
+    "Support": [
+        "accounts.view_account",
+        "accounts.suspend_account",
+        "accounts.resend_activation",
+        "accounts.send_password_recovery",
+        "tokens.view_token",
+        "tokens.view_job",
+        "platform_events.view_auditevent",
+    ],
+    "Auditor": ["platform_events.view_auditevent"],
+}
+
+
+def ensure_roles(**kwargs) -> None:
+    """Make the groups and give them exactly their permissions (idempotent)."""
+    for app_config in apps.get_app_configs():  # the permissions of apps migrated after this one
+        create_permissions(app_config, verbosity=0)
+    for name, permission_names in ROLES.items():
+        group, _ = Group.objects.get_or_create(name=name)
+        wanted = [name.split(".") for name in permission_names]
+        group.permissions.set(
+            [Permission.objects.get(content_type__app_label=app, codename=codename) for app, codename in wanted]
+        )
