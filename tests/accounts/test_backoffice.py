@@ -161,3 +161,23 @@ class TestAuditViews:
         ):
             page = support.get(url).content.decode()
             assert token.code not in page and secret_to_text(token.secret) not in page
+
+
+def test_repeated_failed_logins_lock_the_login_out(settings):
+    get_user_model().objects.create_user("support9", password="right-password-123", is_staff=True)
+    login = reverse("admin:login")
+    client = Client()
+    statuses = [
+        client.post(login, {"username": "support9", "password": "wrong"}).status_code
+        for _ in range(settings.AXES_FAILURE_LIMIT)
+    ]
+    assert statuses == [200] * (settings.AXES_FAILURE_LIMIT - 1) + [429]  # the form again, then the lock-out
+    response = client.post(login, {"username": "support9", "password": "right-password-123"})
+    assert response.status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+def test_a_good_login_works(settings):
+    get_user_model().objects.create_user("support8", password="right-password-123", is_staff=True)
+    response = Client().post(reverse("admin:login"), {"username": "support8", "password": "right-password-123"})
+    assert response.status_code == 302
