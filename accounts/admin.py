@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts.models import Account, AccountStatus
+from accounts.selectors import accounts_search
 from accounts.services import (
     account_resend_activation,
     account_send_password_recovery,
@@ -58,10 +59,16 @@ class TokenInline(admin.TabularInline):
 class AccountAdmin(ReadOnlyModelAdmin):
     list_display = ["login", "email", "status_badge", "created_at", "activated_at", "suspended_at"]
     list_filter = ["status", "created_at", "activated_at", "suspended_at"]
-    search_fields = ["=login", "=email"]
+    search_fields = ["login", "email"]  # the search itself: get_search_results
+    search_help_text = "E-mail or login, or the start of one (not case-sensitive)."
     readonly_fields = [field.name for field in Account._meta.fields] + ["audit_trail"]
     inlines = [TokenInline]
     actions = ["suspend", "unsuspend", "resend_activation", "send_password_recovery"]
+
+    def get_search_results(self, request, queryset, search_term):
+        if not search_term.strip():
+            return queryset, False
+        return accounts_search(queryset, search_term), False
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, account):

