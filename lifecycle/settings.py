@@ -44,7 +44,7 @@ CSRF_TRUSTED_ORIGINS = read_list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = read_url("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "lifecycle.apps.LifecycleAdminConfig",  # Django's admin, with the dashboard (lifecycle/admin_site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

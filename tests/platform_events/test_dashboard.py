@@ -1,0 +1,51 @@
+"""The admin's index page: accounts by status, a 30-day chart, the mail queue, the last staff actions."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.urls import reverse
+
+from accounts.services import account_suspend
+from platform_events.dashboard import accounts_by_status
+from tests.factories import AccountFactory
+
+pytestmark = pytest.mark.django_db
+INDEX = reverse("admin:index")
+
+
+def test_the_dashboard_shows_each_figure(admin_client, admin_user):
+    AccountFactory.create_batch(2)
+    AccountFactory(active=True)
+    account_suspend(account=AccountFactory(active=True), actor=admin_user, reason="test run")
+    response = admin_client.get(INDEX)
+    dashboard = response.context["dashboard"]
+    assert dashboard["accounts_by_status"] == {"provisioned": 2, "active": 1, "suspended": 1}
+    assert dashboard["accounts_estimated"] is False
+    assert sum(dashboard["chart"].signups) == 4 and sum(dashboard["chart"].activations) == 2
+    assert dashboard["mail_queue"]["depth"] == 2
+    assert [e.reason for e in dashboard["staff_actions"]] == ["test run"]
+    page = response.content.decode()
+    assert "<svg" in page and "<polyline" in page
+    assert "2 e-mails due" in page
+    assert "account.suspended account" in page
+
+
+def test_a_large_table_is_estimated_and_the_page_says_so(admin_client, sql, monkeypatch):
+    monkeypatch.setattr("platform_events.dashboard.EXACT_COUNT_LIMIT", 3)
+    AccountFactory.create_batch(4)
+    AccountFactory.create_batch(2, active=True)
+    AccountFactory.create_batch(2, suspended=True)
+    sql("ANALYZE accounts")
+    figures, estimated = accounts_by_status()
+    assert estimated and figures == {"provisioned": 4, "active": 2, "suspended": 2}
+    assert "estimated from table statistics, not counted" in admin_client.get(INDEX).content.decode()
+
+
+def test_an_auditor_sees_only_the_staff_actions():
+    user = get_user_model().objects.create_user("auditor1", is_staff=True)
+    user.groups.set([Group.objects.get(name="Auditor")])
+    client = Client()
+    client.force_login(user)
+    dashboard = client.get(INDEX).context["dashboard"]
+    assert set(dashboard) == {"staff_actions"}
