@@ -17,6 +17,7 @@ class ReadOnlyModelAdmin(admin.ModelAdmin):
 
     paginator = EstimatingPaginator
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # facet counts would count the whole table per filter choice
 
     def has_add_permission(self, request, obj=None):
         return False

@@ -2,7 +2,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils.crypto import get_random_string
 
 from accounts.models import Account
@@ -38,16 +38,28 @@ class Command(BaseCommand):
 
     def _make_accounts(self, factory) -> int:
         plan = [
-            ("provisioned", {}, 6),
-            ("active", {"active": True}, 12),
-            ("suspended", {"suspended": True}, 3),
-            ("never-active", {"suspended": True, "was_activated": False}, 2),
+            ("provisioned", {}, 30),
+            ("active", {"active": True}, 100),
+            ("suspended", {"suspended": True}, 15),
+            ("never-active", {"suspended": True, "was_activated": False}, 5),
         ]
         made = 0
         for label, traits, count in plan:
             for n in range(1, count + 1):
                 factory(email=f"{label}{n}@{DEMO_DOMAIN}", login=f"{label}{n}", **traits)
                 made += 1
+        # Spread the sign-ups over the last 30 days, so the dashboard's chart has something to draw.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                UPDATE accounts SET created_at = created_at - shift, status_changed_at = status_changed_at - shift,
+                                    activated_at = activated_at - shift
+                FROM (SELECT id, make_interval(days => ((id * 7919) %% 30)::int, mins => ((id * 104729) %% 600)::int) AS shift
+                      FROM accounts WHERE email LIKE %s) spread
+                WHERE accounts.id = spread.id
+                """,
+                [f"%@{DEMO_DOMAIN}"],
+            )
         return made
 
     def _ensure_staff(self) -> dict[str, tuple[str, str]]:
