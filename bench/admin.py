@@ -1,0 +1,172 @@
+"""The back-office at scale: 1,000,000 accounts and 3,000,000 audit rows.
+
+    .venv/bin/python bench/admin.py [--accounts 1000000] [--audit-rows 3000000] [--requests 20]
+
+Seeds a scratch database (``<name>_bench``, created and dropped) through the real triggers, then
+times each admin page (p50/p95 over repeated requests through Django's test client, DEBUG off)
+and, in the same run, the same pages of a stock ModelAdmin for the same model (COUNT(*) paginator,
+icontains search): the ratio is stock / ours.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
+os.environ.setdefault("DEBUG", "true")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib import admin  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import override_settings  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from accounts.models import Account  # noqa: E402
+from platform_events.models import AuditEvent  # noqa: E402
+
+# A stock admin of the same models, on a site of its own, for the comparison.
+stock_site = admin.AdminSite(name="stock")
+stock_site.register(
+    Account,
+    type(
+        "StockAccountAdmin",
+        (admin.ModelAdmin,),
+        {
+            "list_display": ["login", "email", "status", "created_at"],
+            "list_filter": ["status"],
+            "search_fields": ["email", "login"],
+        },
+    ),
+)
+stock_site.register(
+    AuditEvent,
+    type(
+        "StockAuditAdmin",
+        (admin.ModelAdmin,),
+        {"list_display": ["occurred_at", "actor_id", "action", "resource_id"], "list_filter": ["action"]},
+    ),
+)
+urlpatterns = [path("admin/", admin.site.urls), path("stock/", stock_site.urls)]
+
+
+def seed(accounts: int, audit_rows: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT audit_ensure_partition((now() - make_interval(months => m))::date) FROM generate_series(-3, 13) m"
+        )
+        chunk = 100_000
+        for low in range(1, accounts + 1, chunk):
+            high = min(low + chunk - 1, accounts)
+            # Over the last year: 40% provisioned, 50% active, 10% suspended.
+            cursor.execute(
+                """
+                INSERT INTO accounts (email, login, status, created_at, activated_at, suspended_at)
+                SELECT 'user' || g || '@example.com', 'user' || g, s.status::account_status, s.created,
+                       CASE WHEN s.status <> 'provisioned' THEN s.created + interval '5 minutes' END,
+                       CASE WHEN s.status = 'suspended' THEN s.created + interval '1 day' END
+                FROM generate_series(%(low)s, %(high)s) g,
+                     LATERAL (SELECT CASE WHEN g %% 10 < 4 THEN 'provisioned' WHEN g %% 10 < 9 THEN 'active' ELSE 'suspended' END
+                                     AS status,
+                                     now() - make_interval(secs => (%(total)s - g) * 31536000.0 / %(total)s) AS created) s
+                """,
+                {"low": low, "high": high, "total": accounts},
+            )
+            print(f"  {high:,} accounts", flush=True)
+        cursor.execute("SELECT count(*) FROM audit_events")
+        missing = audit_rows - cursor.fetchone()[0]
+        if missing > 0:
+            cursor.execute(
+                """
+                INSERT INTO audit_events (occurred_at, actor_type, actor_id, actor_display, action, resource_type,
+                                          resource_id, reason, diff_before, diff_after)
+                SELECT now() - make_interval(secs => g * 31536000.0 / %(n)s), 'USER', '1', 'support',
+                       'account.suspended', 'account', (g %% %(accounts)s + 1)::text, 'bench',
+                       '{"status": "active"}', '{"status": "suspended"}'
+                FROM generate_series(1, %(n)s) g
+                """,
+                {"n": missing, "accounts": accounts},
+            )
+        cursor.execute("ANALYZE accounts")
+        cursor.execute("ANALYZE tokens")
+        cursor.execute("ANALYZE audit_events")
+        cursor.execute("SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM audit_events)")
+        print("  seeded: {:,} accounts, {:,} audit rows".format(*cursor.fetchone()), flush=True)
+
+
+def timed(client: Client, url: str, requests: int) -> tuple[float, float]:
+    client.get(url)  # warm-up
+    times = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        response = client.get(url)
+        times.append(time.perf_counter() - started)
+        assert response.status_code == 200, (url, response.status_code)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--accounts", type=int, default=1_000_000)
+    parser.add_argument("--audit-rows", type=int, default=3_000_000)
+    parser.add_argument("--requests", type=int, default=20)
+    args = parser.parse_args()
+
+    bench_name = f"{connection.settings_dict['NAME']}_bench"
+    connection.settings_dict["TEST"]["NAME"] = bench_name
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        started = time.perf_counter()
+        seed(args.accounts, args.audit_rows)
+        print(f"  seeding took {time.perf_counter() - started:.0f} s")
+        user = get_user_model().objects.create_superuser("bench", password="x")
+        middle = args.accounts // 2
+        detail = f"accounts/account/{middle}/change/"
+        pages = [
+            ("account list", "accounts/account/", "accounts/account/"),
+            ("search: exact e-mail", f"accounts/account/?q=user{middle}@example.com", None),
+            ("search: prefix", f"accounts/account/?q=user{middle // 10}", None),
+            (
+                "filtered list (suspended)",
+                "accounts/account/?status__exact=suspended",
+                "accounts/account/?status__exact=suspended",
+            ),
+            ("account detail", detail, detail),
+            ("audit list", "platform_events/auditevent/", "platform_events/auditevent/"),
+            ("audit of one account", f"platform_events/auditevent/?resource_type=account&resource_id={middle}", None),
+        ]
+        # The stock admin's search is icontains on both fields.
+        stock_search = {
+            "search: exact e-mail": f"accounts/account/?q=user{middle}@example.com",
+            "search: prefix": f"accounts/account/?q=user{middle // 10}",
+        }
+        with override_settings(ROOT_URLCONF=__name__, DEBUG=False, ALLOWED_HOSTS=["testserver"]):
+            client = Client()
+            client.force_login(user)
+            print(f"{'page':30} {'ours p50':>10} {'p95':>8} {'stock p50':>10} {'p95':>8} {'stock/ours':>11}")
+            for label, ours_url, stock_url in pages:
+                ours = timed(client, f"/admin/{ours_url}", args.requests)
+                stock_url = stock_url or stock_search.get(label)
+                if stock_url:
+                    stock = timed(client, f"/stock/{stock_url}", max(3, args.requests // 4))
+                    print(
+                        f"{label:30} {ours[0] * 1000:8.1f}ms {ours[1] * 1000:6.1f}ms {stock[0] * 1000:8.1f}ms {stock[1] * 1000:6.1f}ms {stock[0] / ours[0]:10.1f}x"
+                    )
+                else:
+                    print(f"{label:30} {ours[0] * 1000:8.1f}ms {ours[1] * 1000:6.1f}ms")
+    finally:
+        connection.close()
+        connection.creation.destroy_test_db(bench_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
