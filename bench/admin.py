@@ -132,6 +132,7 @@ def main() -> None:
         middle = args.accounts // 2
         detail = f"accounts/account/{middle}/change/"
         pages = [
+            ("dashboard (admin index)", "", None),
             ("account list", "accounts/account/", "accounts/account/"),
             ("search: exact e-mail", f"accounts/account/?q=user{middle}@example.com", None),
             ("search: prefix", f"accounts/account/?q=user{middle // 10}", None),

@@ -6,19 +6,46 @@ Written only by database triggers; read-only everywhere (the table refuses UPDAT
 from django.db import models
 
 
+class ActorType(models.TextChoices):
+    USER = "USER"
+    SERVICE = "SERVICE"
+    SYSTEM = "SYSTEM"
+
+
+class Result(models.TextChoices):
+    SUCCESS = "SUCCESS"
+    FAILURE = "FAILURE"
+    DENIED = "DENIED"
+
+
+# What the triggers write (accounts/sql/0002_audit.sql, tokens/sql/0003_audit.sql). Known choices
+# let the admin's filters list them without a SELECT DISTINCT over millions of rows.
+ACTIONS = [
+    "account.created",
+    "account.activated",
+    "account.suspended",
+    "account.unsuspended",
+    "account.changed",
+    "token.issued",
+    "token.consumed",
+    "token.burnt",
+]
+RESOURCE_TYPES = ["account", "token"]
+
+
 class AuditEvent(models.Model):
     # The table's key is (occurred_at, id); Django is told id, unique in practice (random UUIDs).
     id = models.UUIDField(primary_key=True)
     occurred_at = models.DateTimeField()
-    actor_type = models.CharField(max_length=16)
+    actor_type = models.CharField(max_length=16, choices=ActorType)
     actor_id = models.CharField(max_length=64)
     actor_display = models.CharField(max_length=255, null=True, blank=True)
     actor_ip = models.GenericIPAddressField(null=True, blank=True)
     actor_user_agent = models.TextField(null=True, blank=True)
-    action = models.CharField(max_length=128)
-    resource_type = models.CharField(max_length=64)
+    action = models.CharField(max_length=128, choices=[(action, action) for action in ACTIONS])
+    resource_type = models.CharField(max_length=64, choices=[(kind, kind) for kind in RESOURCE_TYPES])
     resource_id = models.CharField(max_length=64)
-    result = models.CharField(max_length=16)
+    result = models.CharField(max_length=16, choices=Result)
     reason = models.TextField(null=True, blank=True)
     correlation_id = models.UUIDField(null=True, blank=True)
     request_id = models.UUIDField(null=True, blank=True)

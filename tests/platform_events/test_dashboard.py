@@ -49,3 +49,11 @@ def test_an_auditor_sees_only_the_staff_actions():
     client.force_login(user)
     dashboard = client.get(INDEX).context["dashboard"]
     assert set(dashboard) == {"staff_actions"}
+
+
+def test_a_long_mail_queue_is_not_counted_to_the_end(admin_client, monkeypatch):
+    monkeypatch.setattr("platform_events.dashboard.EXACT_COUNT_LIMIT", 2)
+    AccountFactory.create_batch(3)
+    response = admin_client.get(INDEX)
+    assert response.context["dashboard"]["mail_queue"]["more"] is True
+    assert "More than 2 e-mails due" in response.content.decode()
