@@ -75,26 +75,21 @@ def _move(
 
 def account_resend_activation(*, account: Account, actor=None, reason: str | None = None) -> Token:
     """Issue a fresh activation token; the older one stops working."""
-    with lifecycle_rules(), transaction.atomic():
-        set_audit_context(actor=actor, reason=reason)
-        locked = Account.objects.select_for_update().get(pk=account.pk)
-        if locked.status != AccountStatus.PROVISIONED:
-            raise IllegalTransition(
-                f"accounts: account {account.pk} is {locked.status}; only provisioned accounts get activation e-mails"
-            )
-        return token_issue(account=locked, action=TokenAction.ACTIVATION)
+    return _issue(account, TokenAction.ACTIVATION, AccountStatus.PROVISIONED, "get activation e-mails", actor, reason)
 
 
 def account_send_password_recovery(*, account: Account, actor=None, reason: str | None = None) -> Token:
     """Issue a password-recovery token for an active account (staff's action; the mailroom sends it)."""
+    return _issue(account, TokenAction.PASSWORD_RECOVERY, AccountStatus.ACTIVE, "can recover a password", actor, reason)
+
+
+def _issue(account: Account, action: TokenAction, needs: AccountStatus, what: str, actor, reason) -> Token:
     with lifecycle_rules(), transaction.atomic():
         set_audit_context(actor=actor, reason=reason)
         locked = Account.objects.select_for_update().get(pk=account.pk)
-        if locked.status != AccountStatus.ACTIVE:
-            raise IllegalTransition(
-                f"accounts: account {account.pk} is {locked.status}; only active accounts can recover a password"
-            )
-        return token_issue(account=locked, action=TokenAction.PASSWORD_RECOVERY)
+        if locked.status != needs:
+            raise IllegalTransition(f"accounts: account {account.pk} is {locked.status}; only {needs} accounts {what}")
+        return token_issue(account=locked, action=action)
 
 
 # Seed 003's periodic cleanup: sign-ups never activated, with no token issued since the cut-off.
