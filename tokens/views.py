@@ -38,9 +38,19 @@ REFUSALS = {
 }
 
 
+def outcome_page(request: HttpRequest, heading: str, text: str, status: int = 200) -> HttpResponse:
+    return render(request, "pages/outcome.html", {"heading": heading, "text": text}, status=status)
+
+
 def refusal_page(request: HttpRequest, error: LifecycleError) -> HttpResponse:
     status, heading, text = REFUSALS.get(type(error), (400, "Not possible", "This request cannot be completed."))
-    return render(request, "pages/outcome.html", {"heading": heading, "text": text}, status=status)
+    return outcome_page(request, heading, text, status)
+
+
+def form_page(request: HttpRequest, form, *, heading: str, button: str) -> HttpResponse:
+    """The form, again with its errors (400) after a bad POST."""
+    context = {"heading": heading, "form": form, "button": button}
+    return render(request, "pages/form.html", context, status=400 if form.errors else 200)
 
 
 def _confirm_link(request, secret, *, action, title, button, done):
@@ -50,7 +60,7 @@ def _confirm_link(request, secret, *, action, title, button, done):
         token = token_consume(secret=secret, action=action)
     except LifecycleError as error:
         return refusal_page(request, error)
-    return render(request, "pages/outcome.html", {"heading": done, "text": f"Account: {token.account.login}."})
+    return outcome_page(request, done, f"Account: {token.account.login}.")
 
 
 @require_http_methods(["GET", "POST"])
@@ -93,18 +103,8 @@ def activate_code(request: HttpRequest) -> HttpResponse:
         except LifecycleError as error:
             return refusal_page(request, error)
         else:
-            return render(
-                request,
-                "pages/outcome.html",
-                {"heading": "Your account is active", "text": f"Account: {token.account.login}."},
-            )
-    status = 400 if form.errors else 200
-    return render(
-        request,
-        "pages/form.html",
-        {"heading": "Activate with a code", "form": form, "button": "Activate"},
-        status=status,
-    )
+            return outcome_page(request, "Your account is active", f"Account: {token.account.login}.")
+    return form_page(request, form, heading="Activate with a code", button="Activate")
 
 
 @require_http_methods(["GET", "POST"])
@@ -113,18 +113,7 @@ def recover_request(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         token_request_password_recovery(identifier=form.cleaned_data["identifier"])
         # The same answer whether or not an account exists.
-        return render(
-            request,
-            "pages/outcome.html",
-            {
-                "heading": "Check your e-mail",
-                "text": "If an active account has this login or e-mail, we sent it a link.",
-            },
+        return outcome_page(
+            request, "Check your e-mail", "If an active account has this login or e-mail, we sent it a link."
         )
-    status = 400 if form.errors else 200
-    return render(
-        request,
-        "pages/form.html",
-        {"heading": "Recover your account", "form": form, "button": "Send me a link"},
-        status=status,
-    )
+    return form_page(request, form, heading="Recover your account", button="Send me a link")
