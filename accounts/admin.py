@@ -24,9 +24,9 @@ from accounts.services import (
     account_suspend,
     account_unsuspend,
 )
-from platform_events.admin import ReadOnlyModelAdmin
 from platform_events.audit import set_audit_context
-from platform_events.errors import LifecycleError
+from platform_events.db.refusals import LifecycleError
+from platform_events.read_only_admin import ReadOnlyModelAdmin
 from tokens.models import Token
 
 STATUS_COLOURS = {

@@ -13,7 +13,7 @@ from accounts.errors import EmailAlreadyClaimed, IllegalTransition
 from accounts.models import Account, AccountStatus
 from accounts.selectors import email_is_claimed
 from platform_events.audit import set_audit_context
-from platform_events.errors import lifecycle_rules
+from platform_events.db.refusals import lifecycle_rules
 from tokens.models import Token, TokenAction
 from tokens.services import token_issue
 

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from platform_events.dashboard import dashboard
+from lifecycle.dashboard import dashboard
 
 
 class LifecycleAdminSite(admin.AdminSite):

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "platform_events",
     "accounts",
     "tokens",
+    "lifecycle.apps.LifecycleConfig",  # the composition: commands (seed_demo, ensure_roles), staff roles
 ]
 
 MIDDLEWARE = [

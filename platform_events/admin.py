@@ -5,28 +5,8 @@ from django.db.models import Q
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
-from platform_events.estimates import EstimatingPaginator
 from platform_events.models import AuditEvent
-
-
-class ReadOnlyModelAdmin(admin.ModelAdmin):
-    """An admin that shows rows and never writes them (state changes go through the services).
-
-    Its lists never COUNT(*) a large table: exact counts up to 10,000 rows, estimates past that.
-    """
-
-    paginator = EstimatingPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER  # facet counts would count the whole table per filter choice
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+from platform_events.read_only_admin import ReadOnlyModelAdmin
 
 
 @admin.register(AuditEvent)

@@ -1,4 +1,4 @@
-"""The audit trail's context and partitions.
+"""The audit trail's context.
 
 Triggers write the audit rows (platform_events/sql/0001_audit.sql); Python only says who is acting
 and why, with ``SET LOCAL lifecycle.*`` inside the transaction of the change (django-pghistory's
@@ -6,7 +6,6 @@ technique). Without it, a change is audited as the database role (actor type SYS
 """
 
 import uuid
-from datetime import date
 
 from django.db import connection
 
@@ -45,16 +44,3 @@ def set_audit_context(
             "SELECT " + ", ".join(f"set_config('lifecycle.{name}', %s, true)" for name in CONTEXT_FIELDS),
             [values[name] or "" for name in CONTEXT_FIELDS],
         )
-
-
-def ensure_partitions(*, months_ahead: int, today: date | None = None) -> list[str]:
-    """Make the audit partitions of this month and the next ``months_ahead``; return those made."""
-    first = (today or date.today()).replace(day=1)
-    made = []
-    with connection.cursor() as cursor:
-        for offset in range(months_ahead + 1):
-            month = date(first.year + (first.month - 1 + offset) // 12, (first.month - 1 + offset) % 12 + 1, 1)
-            cursor.execute("SELECT audit_ensure_partition(%s)", [month])
-            if cursor.fetchone()[0]:
-                made.append(f"audit_events_{month:%Y_%m}")
-    return made

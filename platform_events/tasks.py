@@ -1,6 +1,6 @@
 """django-q2 tasks (scheduled by platform_events/migrations/0002_partition_schedule.py)."""
 
-from platform_events.audit import ensure_partitions
+from platform_events.partitions import ensure_partitions
 
 
 def ensure_audit_partitions() -> str:

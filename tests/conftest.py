@@ -5,7 +5,7 @@ import psycopg
 import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
-from platform_events.direct_connection import direct_connection
+from platform_events.db.direct_connection import direct_connection
 
 # Unmanaged tables are not flushed by Django after transactional tests: empty them ourselves.
 LIFECYCLE_TABLES = ["tokens", "accounts", "jobs"]

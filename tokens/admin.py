@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 from django.utils.translation import ngettext
 
-from platform_events.admin import ReadOnlyModelAdmin
+from platform_events.read_only_admin import ReadOnlyModelAdmin
 from tokens import mailroom
 from tokens.models import Job, Token
 

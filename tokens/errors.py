@@ -1,4 +1,4 @@
-from platform_events.errors import LifecycleError, raised_as
+from platform_events.db.refusals import LifecycleError, raised_as
 
 
 class TokenNotFound(LifecycleError):

@@ -13,7 +13,7 @@ from django.db.models.functions import Now
 
 from accounts.models import Account, AccountStatus
 from accounts.selectors import accounts_by_identifier
-from platform_events.errors import lifecycle_rules
+from platform_events.db.refusals import lifecycle_rules
 from tokens.errors import TokenNotFound, WrongCode
 from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_from_text
 

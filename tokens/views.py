@@ -6,7 +6,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from accounts.errors import EmailAlreadyClaimed
-from platform_events.errors import LifecycleError
+from platform_events.db.refusals import LifecycleError
 from tokens.errors import (
     AccountSuspended,
     TokenAlreadyUsed,

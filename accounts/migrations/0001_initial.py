@@ -1,7 +1,7 @@
 import django.db.models.functions.datetime
 from django.db import migrations, models
 
-from platform_events.sql_files import run_sql_file
+from platform_events.db.sql_files import run_sql_file
 
 
 class Migration(migrations.Migration):

@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from accounts.models import Account, AccountStatus
-from tests.factories import AccountFactory
+from lifecycle.factories import AccountFactory
 from tokens.models import MailState, Token, secret_to_text
 
 pytestmark = pytest.mark.django_db

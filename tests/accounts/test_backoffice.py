@@ -7,8 +7,8 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import Account, AccountStatus
+from lifecycle.factories import AccountFactory
 from platform_events.models import AuditEvent
-from tests.factories import AccountFactory
 from tokens.models import Token, TokenAction, secret_to_text
 
 pytestmark = pytest.mark.django_db
@@ -202,14 +202,14 @@ class TestSearch:
 
 class TestNoFullCounts:
     def test_a_long_unfiltered_list_shows_the_estimate_and_says_so(self, support, sql, monkeypatch):
-        monkeypatch.setattr("platform_events.estimates.EXACT_COUNT_LIMIT", 3)
+        monkeypatch.setattr("platform_events.db.estimates.EXACT_COUNT_LIMIT", 3)
         AccountFactory.create_batch(5)
         sql("ANALYZE accounts")
         page = support.get(CHANGELIST).content.decode()
         assert "about 5 accounts (estimated, not counted)" in page
 
     def test_a_long_filtered_list_says_more_than_the_limit(self, support, monkeypatch):
-        monkeypatch.setattr("platform_events.estimates.EXACT_COUNT_LIMIT", 3)
+        monkeypatch.setattr("platform_events.db.estimates.EXACT_COUNT_LIMIT", 3)
         AccountFactory.create_batch(5)
         page = support.get(CHANGELIST, {"status__exact": "provisioned"}).content.decode()
         assert "more than 3 accounts (estimated, not counted)" in page
@@ -219,7 +219,7 @@ class TestNoFullCounts:
         assert "2 accounts" in support.get(CHANGELIST).content.decode()
 
     def test_the_estimate_covers_partitions(self, sql):
-        from platform_events.estimates import estimated_rows
+        from platform_events.db.estimates import estimated_rows
 
         AccountFactory.create_batch(3)
         sql("ANALYZE audit_events")

@@ -6,9 +6,9 @@ from django.db import transaction
 from accounts.errors import EmailAlreadyClaimed, IllegalTransition, InvalidEmail, InvalidLogin, LoginTaken
 from accounts.models import Account, AccountStatus
 from accounts.services import account_provision, account_resend_activation, account_suspend, account_unsuspend
+from lifecycle.factories import AccountFactory
 from tests.accounts.test_triggers import BAD_EMAILS, BAD_LOGINS
 from tests.conftest import connect
-from tests.factories import AccountFactory
 from tokens.errors import TokenSuperseded
 from tokens.models import Token, TokenAction
 from tokens.services import token_consume

@@ -7,8 +7,8 @@ from django.core.management import CommandError, call_command
 
 from accounts.models import Account
 from accounts.services import account_resend_activation
-from platform_events.locks import advisory_lock, lock_key
-from tests.factories import AccountFactory
+from lifecycle.factories import AccountFactory
+from platform_events.db.locks import advisory_lock, lock_key
 from tokens.models import Token
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group
 from django.db import connections
 
 from accounts.models import Account, AccountStatus
-from tests.factories import AccountFactory
+from lifecycle.factories import AccountFactory
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [

@@ -9,9 +9,10 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 
 from accounts.services import account_suspend, account_unsuspend
-from platform_events.audit import ensure_partitions, set_audit_context
+from lifecycle.factories import AccountFactory
+from platform_events.audit import set_audit_context
 from platform_events.models import AuditEvent
-from tests.factories import AccountFactory
+from platform_events.partitions import ensure_partitions
 from tokens.errors import WrongCode
 from tokens.models import MAX_CODE_ATTEMPTS, Token, secret_to_text
 from tokens.services import token_consume, token_consume_code

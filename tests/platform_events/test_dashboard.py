@@ -7,8 +7,8 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.services import account_suspend
-from platform_events.dashboard import accounts_by_status
-from tests.factories import AccountFactory
+from lifecycle.dashboard import accounts_by_status
+from lifecycle.factories import AccountFactory
 
 pytestmark = pytest.mark.django_db
 INDEX = reverse("admin:index")
@@ -32,7 +32,7 @@ def test_the_dashboard_shows_each_figure(admin_client, admin_user):
 
 
 def test_a_large_table_is_estimated_and_the_page_says_so(admin_client, sql, monkeypatch):
-    monkeypatch.setattr("platform_events.dashboard.EXACT_COUNT_LIMIT", 3)
+    monkeypatch.setattr("lifecycle.dashboard.EXACT_COUNT_LIMIT", 3)
     AccountFactory.create_batch(4)
     AccountFactory.create_batch(2, active=True)
     AccountFactory.create_batch(2, suspended=True)
@@ -52,7 +52,7 @@ def test_an_auditor_sees_only_the_staff_actions():
 
 
 def test_a_long_mail_queue_is_not_counted_to_the_end(admin_client, monkeypatch):
-    monkeypatch.setattr("platform_events.dashboard.EXACT_COUNT_LIMIT", 2)
+    monkeypatch.setattr("lifecycle.dashboard.EXACT_COUNT_LIMIT", 2)
     AccountFactory.create_batch(3)
     response = admin_client.get(INDEX)
     assert response.context["dashboard"]["mail_queue"]["more"] is True

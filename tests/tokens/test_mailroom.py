@@ -4,7 +4,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounts.services import account_suspend
-from tests.factories import AccountFactory
+from lifecycle.factories import AccountFactory
 from tests.smtp import free_port
 from tokens.mailroom import drain, retry_now
 from tokens.models import Job, MailState, Token, TokenAction, secret_to_text

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from accounts.models import AccountStatus
 from accounts.services import account_resend_activation, account_suspend
-from tests.factories import AccountFactory
+from lifecycle.factories import AccountFactory
 from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_to_text
 from tokens.services import token_request_password_recovery
 

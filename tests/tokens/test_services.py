@@ -5,8 +5,8 @@ import pytest
 from accounts.errors import EmailAlreadyClaimed
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
+from lifecycle.factories import AccountFactory
 from tests.conftest import in_threads, wait_until_blocked
-from tests.factories import AccountFactory
 from tokens.errors import (
     AccountSuspended,
     TokenAlreadyUsed,

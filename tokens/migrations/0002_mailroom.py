@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from platform_events.sql_files import run_sql_file
+from platform_events.db.sql_files import run_sql_file
 
 
 class Migration(migrations.Migration):

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from accounts.services import abandoned_sign_ups_count, accounts_sweep_abandoned
-from platform_events.locks import advisory_lock
+from platform_events.db.locks import advisory_lock
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""Factories for tests and for the demo data of `make run` (accounts/management/commands/seed_demo.py).
+"""Factories for tests and for the demo data of `make run` (lifecycle/management/commands/seed_demo.py).
 
 Accounts are made through the services, so every one has lived through the real lifecycle:
 provisioned by INSERT (its activation token made by the trigger), activated by consuming that

@@ -7,7 +7,7 @@ from django.utils.crypto import get_random_string
 
 from accounts.models import Account
 from lifecycle.configuration import env
-from platform_events.roles import ensure_roles
+from lifecycle.roles import ensure_roles
 
 DEMO_DOMAIN = "demo.example.com"
 
@@ -24,7 +24,7 @@ class Command(BaseCommand):
                 "seed_demo makes a known admin login and fake accounts; it runs only with DEBUG on (or --force)."
             )
         # The factories live with the tests and depend on factory-boy, a runtime dependency for this reason.
-        from tests.factories import AccountFactory
+        from lifecycle.factories import AccountFactory
 
         with transaction.atomic():
             if Account.objects.filter(email__endswith=f"@{DEMO_DOMAIN}").exists():

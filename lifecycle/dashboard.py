@@ -9,7 +9,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from platform_events.estimates import EXACT_COUNT_LIMIT, estimated_rows
+from platform_events.db.estimates import EXACT_COUNT_LIMIT, estimated_rows
 from platform_events.models import AuditEvent
 from tokens.selectors import due_mail
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from platform_events.roles import ROLES, ensure_roles
+from lifecycle.roles import ROLES, ensure_roles
 
 
 class Command(BaseCommand):
