@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.utils.translation import ngettext
 
 from platform_events.read_only_admin import ReadOnlyModelAdmin
-from tokens import mailroom
+from tokens.mailroom.retry import retry_now
 from tokens.models import Job, Token
 
 # Never the secret or the code: they are credentials.
@@ -45,7 +45,7 @@ class TokenAdmin(ReadOnlyModelAdmin):
     @admin.action(permissions=["retry_mail"], description="Retry mailing now")
     def retry_mail_now(self, request, queryset):
         selected = queryset.count()
-        retried = mailroom.retry_now(queryset)
+        retried = retry_now(queryset)
         self.message_user(
             request,
             ngettext("%d token will be mailed on the next run.", "%d tokens will be mailed on the next run.", retried)

@@ -6,7 +6,8 @@ from django.core.management import CommandError, call_command
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
 from tests.smtp import free_port
-from tokens.mailroom import drain, retry_now
+from tokens.mailroom.drain import drain
+from tokens.mailroom.retry import retry_now
 from tokens.models import Job, MailState, Token, TokenAction, secret_to_text
 from tokens.services import token_consume, token_request_password_recovery
 

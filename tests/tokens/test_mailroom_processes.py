@@ -11,7 +11,7 @@ from accounts.services import account_provision
 from tests.conftest import connect
 from tests.processes import database_url_for_tests, manage, start_manage, wait_for
 from tests.smtp import SMTPServer, free_port
-from tokens.mailroom import drain
+from tokens.mailroom.drain import drain
 from tokens.models import MailState, Token
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from tokens.mailroom import drain
+from tokens.mailroom.drain import drain
 
 
 class Command(BaseCommand):

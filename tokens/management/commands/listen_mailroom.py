@@ -3,7 +3,7 @@ import signal
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from tokens.listener import listen_and_drain
+from tokens.mailroom.listener import listen_and_drain
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import psycopg
 from django.db import DatabaseError, close_old_connections
 
-from platform_events.direct_connection import direct_connection
-from tokens.mailroom import drain
+from platform_events.db.direct_connection import direct_connection
+from tokens.mailroom.drain import drain
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,79 @@
+"""A drain run: mail everything due, batch after batch; each run leaves a row in ``jobs``."""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection
+from django.db.models.functions import Now
+
+from tokens.mailroom.claim import claim_batch
+from tokens.mailroom.send import send_batch
+from tokens.models import Job, JobType, MailState
+from tokens.selectors import expired_unmailed
+
+
+@dataclass
+class DrainResult:
+    job_id: int
+    claimed: int = 0
+    sent: int = 0
+    retrying: int = 0
+    dead: int = 0
+    expired: int = 0
+    error: str | None = None
+    # The highest token id this run handled: the seed's last_seq, kept in jobs for the record only.
+    last_seq: int | None = None
+
+    @property
+    def failed(self) -> int:
+        return self.retrying + self.dead
+
+    def summary(self) -> str:
+        return (
+            f"mail run {self.job_id}: claimed {self.claimed}, sent {self.sent}, retrying {self.retrying}, "
+            f"dead {self.dead}, expired unsent {self.expired}"
+        )
+
+
+def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> DrainResult:
+    """Mail everything due, batch after batch, until nothing is due or the SMTP server is unreachable."""
+    batch_size = batch_size or settings.MAILROOM_BATCH_SIZE
+    result = DrainResult(job_id=Job.objects.create(job_type=JobType.MAILROOM).pk)
+    # Each accepted e-mail is marked in a commit of its own (so a killed run re-sends at most the one
+    # in flight); not waiting for the WAL flush keeps those commits cheap. Only a crash of PostgreSQL
+    # itself could lose the last marks, and with them re-send those e-mails.
+    _set_synchronous_commit("off")
+    try:
+        result.expired = expired_unmailed().update(
+            mail_state=MailState.SKIPPED, mail_error="expired before it was mailed"
+        )
+        while result.error is None:
+            claim, batch = claim_batch(batch_size)
+            if not batch:
+                break
+            result.claimed += len(batch)
+            send_batch(batch, claim=claim, result=result)
+            on_batch(result)
+    except Exception as error:
+        result.error = f"{type(error).__name__}: {error}"
+        raise
+    finally:
+        _set_synchronous_commit("DEFAULT")
+        _record_run(result)
+    return result
+
+
+def _set_synchronous_commit(value: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET synchronous_commit TO {value}")
+
+
+def _record_run(result: DrainResult) -> None:
+    Job.objects.filter(pk=result.job_id).update(
+        finished_at=Now(),
+        claimed=result.claimed,
+        sent=result.sent,
+        failed=result.failed,
+        error=result.error,
+        last_seq=result.last_seq,
+    )

@@ -1,0 +1,71 @@
+"""Sending a claimed batch over one SMTP connection, recording each token's outcome as it happens."""
+
+from __future__ import annotations
+
+import smtplib
+import uuid
+from typing import TYPE_CHECKING
+
+from django.core.mail import get_connection
+
+from tokens.mailroom.claim import mark_failed, mark_sent
+from tokens.mailroom.render import render_mail
+from tokens.models import MailState, Token
+
+if TYPE_CHECKING:
+    from tokens.mailroom.drain import DrainResult
+
+
+def send_batch(batch: list[Token], *, claim: uuid.UUID, result: DrainResult) -> None:
+    messages = [(token, render_mail(token)) for token in batch]
+    smtp = get_connection(fail_silently=False)
+    try:
+        smtp.open()
+    except OSError as error:  # smtplib's errors are OSErrors too: refused, timed out, bad greeting
+        result.error = f"SMTP server unreachable: {_describe(error)}"
+        for token, _ in messages:
+            _failed(token, claim=claim, reason=result.error, permanent=False, result=result)
+        return
+    try:
+        for position, (token, message) in enumerate(messages):
+            try:
+                smtp.send_messages([message])
+            except (smtplib.SMTPRecipientsRefused, smtplib.SMTPResponseException) as error:
+                code, reason = _smtp_answer(error)
+                _failed(token, claim=claim, reason=reason, permanent=500 <= code < 600, result=result)
+            except OSError as error:
+                # The connection is gone: this token and the rest of the batch wait for their backoff.
+                result.error = f"SMTP connection lost: {_describe(error)}"
+                for unsent, _ in messages[position:]:
+                    _failed(unsent, claim=claim, reason=result.error, permanent=False, result=result)
+                return
+            else:
+                mark_sent(token, claim=claim)
+                result.sent += 1
+                result.last_seq = max(result.last_seq or 0, token.pk)
+    finally:
+        try:
+            smtp.close()
+        except OSError:
+            pass
+
+
+def _failed(token: Token, *, claim: uuid.UUID, reason: str, permanent: bool, result: DrainResult) -> None:
+    if mark_failed(token, claim=claim, reason=reason, permanent=permanent) == MailState.DEAD:
+        result.dead += 1
+    else:
+        result.retrying += 1
+    result.last_seq = max(result.last_seq or 0, token.pk)
+
+
+def _smtp_answer(error: smtplib.SMTPException) -> tuple[int, str]:
+    if isinstance(error, smtplib.SMTPRecipientsRefused):
+        code, text = next(iter(error.recipients.values()))
+    else:
+        code, text = error.smtp_code, error.smtp_error
+    text = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+    return code, f"{code} {text}"
+
+
+def _describe(error: OSError) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
