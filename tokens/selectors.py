@@ -9,7 +9,7 @@ WAITING = [MailState.QUEUED, MailState.RETRYING]
 
 def due_mail() -> QuerySet[Token]:
     """Tokens to mail now: waiting, unexpired, unconsumed, not replaced, not leased by another run,
-    their next attempt due, and their account in the state the action needs (DESIGN.md section 5)."""
+    their next attempt due, and their account in the state the action needs (README, "Mailroom")."""
     return (
         Token.objects.filter(
             mail_state__in=WAITING,

@@ -6,4 +6,4 @@ from platform_events.db.sql_files import run_sql_file
 class Migration(migrations.Migration):
     dependencies = [("accounts", "0003_permissions")]
 
-    operations = [run_sql_file(__file__, "0003_search")]
+    operations = [run_sql_file(__file__, "0004_search")]

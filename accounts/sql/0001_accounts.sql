@@ -1,6 +1,6 @@
--- Accounts and their lifecycle (seed 000), with the flaws DESIGN.md lists fixed.
+-- Accounts and their lifecycle (seed 000), with the seed's flaws fixed (README, "What differs from the seed").
 -- Error messages start with "accounts:" and carry SQLSTATEs of class LA, which the services
--- translate into domain errors (platform_events/errors.py).
+-- translate into domain errors (platform_events/db/refusals.py).
 
 CREATE TYPE account_status AS ENUM ('provisioned', 'active', 'suspended');
 

@@ -47,7 +47,7 @@ def test_four_concurrent_drains_mail_every_token_exactly_once(psql):
 
 
 def test_a_token_committed_late_behind_a_higher_id_is_still_mailed(psql, smtp_server):
-    """The seed's cursor never mailed it (DESIGN.md section 3)."""
+    """The seed's cursor never mailed it (README, "What differs from the seed")."""
     with connect() as late:
         late.execute("INSERT INTO accounts (email, login) VALUES ('late@example.com', 'late')")  # lower id, uncommitted
         psql.execute("INSERT INTO accounts (email, login) VALUES ('early@example.com', 'early')")

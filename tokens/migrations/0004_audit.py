@@ -9,4 +9,4 @@ class Migration(migrations.Migration):
         ("platform_events", "0001_initial"),
     ]
 
-    operations = [run_sql_file(__file__, "0003_audit")]
+    operations = [run_sql_file(__file__, "0004_audit")]

@@ -1,4 +1,4 @@
--- Tokens (seed 000) and the mail-run history table (seed 001), with the flaws DESIGN.md lists fixed.
+-- Tokens (seed 000) and the mail-run history table (seed 001), with the seed's flaws fixed (README, "What differs from the seed").
 -- Error messages start with "tokens:" and carry SQLSTATEs of class LT.
 
 -- A 5-digit code, uniform over 00000-99999, from a CSPRNG. The seed's

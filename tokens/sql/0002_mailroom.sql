@@ -1,4 +1,4 @@
--- The mailroom's queue state on tokens (DESIGN.md section 5). Replaces the seed's jobs.last_seq
+-- The mailroom's queue state on tokens (README, "Mailroom"). Replaces the seed's jobs.last_seq
 -- cursor, which skipped tokens that committed out of id order and lost e-mails when the mailer
 -- failed after the cursor moved.
 --
