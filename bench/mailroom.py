@@ -33,8 +33,8 @@ from django.test.utils import override_settings  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from accounts.services import account_provision  # noqa: E402
-from tests.processes import database_url_for_tests, start_manage, wait_for  # noqa: E402
 from tests.smtp import SMTPServerProcess  # noqa: E402
+from tests.support import database_url_for_tests, start_manage, wait_for  # noqa: E402
 from tokens.mailroom import send  # noqa: E402
 from tokens.mailroom.drain import drain  # noqa: E402
 from tokens.mailroom.render import render_mail  # noqa: E402

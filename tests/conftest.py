@@ -1,11 +1,8 @@
-import threading
-import time
-
-import psycopg
 import pytest
-from django.db import DatabaseError, connection, connections, transaction
+from django.db import DatabaseError, connection, transaction
 
-from platform_events.db.direct_connection import direct_connection
+from tests.smtp import SMTPServer
+from tests.support import connect, staff_client
 
 # Unmanaged tables are not flushed by Django after transactional tests: empty them ourselves.
 LIFECYCLE_TABLES = ["tokens", "accounts", "jobs"]
@@ -20,9 +17,28 @@ def _empty_lifecycle_tables_after_transactional_tests(request):
             cursor.execute(f"TRUNCATE {', '.join(LIFECYCLE_TABLES)} RESTART IDENTITY CASCADE")
 
 
-def connect(**kwargs) -> psycopg.Connection:
-    """A connection of our own to the test database, as a second psql session would be."""
-    return direct_connection(**kwargs)
+@pytest.fixture
+def support(db):
+    """A Support staff member's admin client."""
+    return staff_client("Support")
+
+
+@pytest.fixture
+def auditor(db):
+    """An Auditor's admin client."""
+    return staff_client("Auditor")
+
+
+@pytest.fixture
+def smtp_server(settings):
+    """A real SMTP server on loopback, and Django's SMTP backend pointed at it."""
+    server = SMTPServer().start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    yield server
+    server.stop()
 
 
 @pytest.fixture
@@ -54,36 +70,3 @@ def refused(sql):
                 sql(statement, params)
 
     return check
-
-
-def wait_until_blocked(conn: psycopg.Connection, count: int, timeout: float = 10.0) -> None:
-    """Wait until ``count`` sessions of the test database wait on a lock (so the race really overlaps)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        # Activity statistics are a snapshot per transaction: take a fresh one each time.
-        conn.execute("SELECT pg_stat_clear_snapshot()")
-        (blocked,) = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        ).fetchone()
-        if blocked >= count:
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"expected {count} sessions waiting on a lock, saw {blocked}")
-
-
-def in_threads(*calls):
-    """Run each call in its own thread (each with its own database connection); return (ok, value) per call."""
-    results = [None] * len(calls)
-
-    def work(index, call):
-        try:
-            results[index] = (True, call())
-        except Exception as error:  # the test inspects it
-            results[index] = (False, error)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=work, args=(i, call)) for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    return threads, results

@@ -1,107 +1,128 @@
-"""The plain admin shows accounts, tokens and mail runs, and never a token's secret or code."""
-
-import io
+"""The accounts in the admin as support staff and auditors use them: actions with a reason and their
+reports, what each role may do, search."""
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from accounts.models import Account, AccountStatus
 from lifecycle.factories import AccountFactory
-from tokens.models import MailState, Token, secret_to_text
+from platform_events.models import AuditEvent
+from tests.support import admin_action
+from tokens.models import Token, TokenAction
 
 pytestmark = pytest.mark.django_db
+CHANGELIST = reverse("admin:accounts_account_changelist")
 
 
-@pytest.fixture
-def token(admin_client):
+def statuses(*accounts):
+    return [Account.objects.get(pk=a.pk).status for a in accounts]
+
+
+class TestActions:
+    def test_an_action_first_asks_for_a_reason_and_changes_nothing(self, support):
+        account = AccountFactory(active=True)
+        response = admin_action(support, "suspend", [account])
+        assert response.status_code == 200
+        assert "Reason (kept in the audit trail)" in response.content.decode()
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_an_empty_reason_is_refused(self, support):
+        account = AccountFactory(active=True)
+        response = admin_action(support, "suspend", [account], reason="   ")
+        assert "This field is required." in response.content.decode()
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_suspending_one_account_leaves_an_audit_row_with_the_staff_user_and_reason(self, support):
+        account = AccountFactory(active=True)
+        response = admin_action(support, "suspend", [account], reason="chargeback")
+        assert "1 suspended." in response.content.decode()
+        event = (
+            AuditEvent.objects.filter(resource_type="account", resource_id=str(account.pk))
+            .order_by("occurred_at")
+            .last()
+        )
+        assert (event.action, event.actor_type, event.actor_display, event.reason) == (
+            "account.suspended",
+            "USER",
+            "support1",
+            "chargeback",
+        )
+        assert str(event.actor_ip) == "127.0.0.1"
+        assert event.request_id is not None
+
+    def test_several_accounts_report_what_was_skipped(self, support):
+        accounts = AccountFactory.create_batch(3, active=True) + [AccountFactory(suspended=True)]
+        response = admin_action(support, "suspend", accounts, reason="spam wave")
+        assert "3 suspended; 1 skipped: already suspended." in response.content.decode()
+        assert statuses(*accounts) == [AccountStatus.SUSPENDED] * 4
+
+    def test_unsuspend(self, support):
+        accounts = [AccountFactory(suspended=True), AccountFactory(active=True)]
+        response = admin_action(support, "unsuspend", accounts, reason="cleared")
+        assert "1 unsuspended; 1 skipped: not suspended." in response.content.decode()
+        assert statuses(*accounts) == [AccountStatus.ACTIVE, AccountStatus.ACTIVE]
+
+    def test_resend_activation(self, support):
+        accounts = [AccountFactory(), AccountFactory(active=True)]
+        response = admin_action(support, "resend_activation", accounts, reason="lost the e-mail")
+        assert "1 sent an activation e-mail; 1 skipped: active" in response.content.decode()
+        assert Token.objects.filter(account=accounts[0], action=TokenAction.ACTIVATION).count() == 2
+
+    def test_send_password_recovery(self, support):
+        accounts = [AccountFactory(active=True), AccountFactory()]
+        response = admin_action(support, "send_password_recovery", accounts, reason="asked by phone")
+        assert "1 sent a recovery e-mail; 1 skipped: provisioned" in response.content.decode()
+        assert Token.objects.filter(account=accounts[0], action=TokenAction.PASSWORD_RECOVERY).count() == 1
+
+
+class TestRoles:
+    def test_support_cannot_delete_or_edit_accounts(self, support):
+        account = AccountFactory(active=True)
+        assert "delete_selected" not in support.get(CHANGELIST).content.decode()
+        change = reverse("admin:accounts_account_change", args=[account.pk])
+        assert support.post(change, {"status": "suspended", "activated_at": ""}).status_code == 403
+        assert (
+            support.post(reverse("admin:accounts_account_delete", args=[account.pk]), {"post": "yes"}).status_code
+            == 403
+        )
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_support_reads_the_audit_trail_but_cannot_change_it(self, support):
+        AccountFactory()
+        assert support.get(reverse("admin:platform_events_auditevent_changelist")).status_code == 200
+        assert support.get(reverse("admin:platform_events_auditevent_add")).status_code == 403
+
+    def test_an_auditor_reads_the_audit_trail_only(self, auditor):
+        account = AccountFactory()
+        assert auditor.get(reverse("admin:platform_events_auditevent_changelist")).status_code == 200
+        assert auditor.get(CHANGELIST).status_code == 403
+        response = admin_action(auditor, "suspend", [account], reason="not mine to do")
+        assert response.status_code == 403
+        assert statuses(account) == [AccountStatus.PROVISIONED]
+
+    def test_anonymous_users_are_sent_to_login(self, client):
+        for url in (CHANGELIST, reverse("admin:platform_events_auditevent_changelist")):
+            response = client.get(url)
+            assert response.status_code == 302 and reverse("admin:login") in response["Location"]
+
+
+class TestSearch:
+    def test_exact_and_prefix_ignoring_case(self, support):
+        jane = AccountFactory(email="Jane.Doe@example.com", login="jdoe")
+        AccountFactory(email="john@example.com", login="john")
+        for term in ("jane.doe@example.com", "JANE", "jdo", " jdoe "):
+            response = support.get(CHANGELIST, {"q": term})
+            assert list(response.context["cl"].result_list) == [jane], term
+
+
+def test_the_admin_cannot_change_state_behind_the_services(admin_client):
     account = AccountFactory()
-    return Token.objects.get(account=account)
-
-
-@pytest.mark.parametrize(
-    "url",
-    [
-        lambda t: reverse("admin:accounts_account_changelist"),
-        lambda t: reverse("admin:accounts_account_change", args=[t.account_id]),
-        lambda t: reverse("admin:tokens_token_changelist"),
-        lambda t: reverse("admin:tokens_token_change", args=[t.pk]),
-        lambda t: reverse("admin:accounts_account_changelist") + f"?q={t.account.login}",
-    ],
-    ids=["accounts", "account", "tokens", "token", "search"],
-)
-def test_admin_pages_show_no_secret_or_code(admin_client, token, url):
-    response = admin_client.get(url(token))
-    assert response.status_code == 200
-    page = response.content.decode()
-    assert token.code not in page
-    assert secret_to_text(token.secret) not in page
-    assert bytes(token.secret).hex() not in page
-
-
-def test_the_admin_cannot_change_state_behind_the_services(admin_client, token):
-    response = admin_client.post(
-        reverse("admin:accounts_account_change", args=[token.account_id]), {"status": "active"}
-    )
+    response = admin_client.post(reverse("admin:accounts_account_change", args=[account.pk]), {"status": "active"})
     assert response.status_code == 403
-    assert Account.objects.get(pk=token.account_id).status == AccountStatus.PROVISIONED
+    assert Account.objects.get(pk=account.pk).status == AccountStatus.PROVISIONED
 
 
 def test_anonymous_users_are_sent_to_login(client):
     response = client.get(reverse("admin:accounts_account_changelist"))
     assert response.status_code == 302
     assert reverse("admin:login") in response["Location"]
-
-
-class TestSeedDemo:
-    def test_refuses_to_run_with_debug_off(self, settings):
-        settings.DEBUG = False
-        with pytest.raises(CommandError, match="runs only with DEBUG on"):
-            call_command("seed_demo", stdout=io.StringIO())
-        assert not Account.objects.exists()
-
-    def test_loads_accounts_in_every_state_once_and_prints_the_admin_login(self, settings, monkeypatch):
-        settings.DEBUG = True
-        monkeypatch.setenv("DEMO_ADMIN_PASSWORD", "demo-pass-123")
-        out = io.StringIO()
-        call_command("seed_demo", stdout=out)
-        call_command("seed_demo", stdout=out)
-        assert "Loaded 150 demo accounts." in out.getvalue()
-        assert "Demo accounts already loaded." in out.getvalue()
-        assert "Admin login: admin / demo-pass-123" in out.getvalue()
-        assert "Support login: support / demo-pass-123" in out.getvalue()
-        assert "Auditor login: auditor / demo-pass-123" in out.getvalue()
-        statuses = set(Account.objects.values_list("status", flat=True))
-        assert statuses == {AccountStatus.PROVISIONED, AccountStatus.ACTIVE, AccountStatus.SUSPENDED}
-        assert Account.objects.count() == 150
-        assert Account.objects.dates("created_at", "day").count() > 10  # spread for the dashboard's chart
-
-
-def test_the_admin_says_whose_it_is(admin_client):
-    response = admin_client.get(reverse("admin:index"))
-    assert "Lifecycle back-office" in response.content.decode()
-
-
-class TestMailStateInTheAdmin:
-    def test_tokens_can_be_filtered_by_mail_state(self, admin_client):
-        sent, dead = (Token.objects.get(account=AccountFactory()) for _ in range(2))
-        Token.objects.filter(pk=sent.pk).update(mail_state=MailState.SENT)
-        Token.objects.filter(pk=dead.pk).update(mail_state=MailState.DEAD, mail_error="550 5.1.1 No such mailbox")
-        response = admin_client.get(reverse("admin:tokens_token_changelist") + "?mail_state__exact=dead")
-        assert list(response.context["cl"].result_list) == [dead]
-        assert "550 5.1.1 No such mailbox" in response.content.decode()
-
-    def test_retry_now_reports_what_it_did(self, admin_client):
-        dead, sent = (Token.objects.get(account=AccountFactory()) for _ in range(2))
-        Token.objects.filter(pk=dead.pk).update(mail_state=MailState.DEAD)
-        Token.objects.filter(pk=sent.pk).update(mail_state=MailState.SENT)
-        response = admin_client.post(
-            reverse("admin:tokens_token_changelist"),
-            {"action": "retry_mail_now", "_selected_action": [dead.pk, sent.pk]},
-            follow=True,
-        )
-        page = response.content.decode()
-        assert "1 token will be mailed on the next run." in page
-        assert "1 skipped: not dead or retrying" in page
-        dead.refresh_from_db()
-        assert dead.mail_state == MailState.RETRYING

@@ -7,8 +7,7 @@ from accounts.errors import EmailAlreadyClaimed, IllegalTransition, InvalidEmail
 from accounts.models import Account, AccountStatus
 from accounts.services import account_provision, account_resend_activation, account_suspend, account_unsuspend
 from lifecycle.factories import AccountFactory
-from tests.accounts.test_triggers import BAD_EMAILS, BAD_LOGINS
-from tests.conftest import connect
+from tests.support import BAD_EMAILS, BAD_LOGINS, connect
 from tokens.errors import TokenSuperseded
 from tokens.models import Token, TokenAction
 from tokens.services import token_consume
@@ -128,21 +127,6 @@ def test_resending_activation_supersedes_the_old_token():
     with pytest.raises(TokenSuperseded, match="tokens: token .* was replaced by a newer one"):
         token_consume(secret=old_secret)
     assert token_consume(secret=bytes(new_token.secret)).account.status == AccountStatus.ACTIVE
-
-
-@pytest.mark.parametrize(
-    ("traits", "status", "activated"),
-    [
-        ({}, AccountStatus.PROVISIONED, False),
-        ({"active": True}, AccountStatus.ACTIVE, True),
-        ({"suspended": True}, AccountStatus.SUSPENDED, True),
-        ({"suspended": True, "was_activated": False}, AccountStatus.SUSPENDED, False),
-    ],
-)
-def test_factory_traits_live_through_the_real_lifecycle(traits, status, activated):
-    account = AccountFactory(**traits)
-    assert account.status == status
-    assert (account.activated_at is not None) == activated
 
 
 @pytest.mark.django_db(transaction=True)

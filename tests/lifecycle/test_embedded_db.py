@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from lifecycle import embedded_db
-from tests.processes import ROOT, manage
+from tests.support import ROOT, manage
 
 pytestmark = pytest.mark.django_db
 on_embedded_server = pytest.mark.skipif(

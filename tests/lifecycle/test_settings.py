@@ -5,7 +5,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from lifecycle import configuration
-from tests.processes import manage
+from tests.support import manage
 
 PRODUCTION = {
     "DEBUG": "false",

@@ -6,7 +6,7 @@ from accounts.errors import EmailAlreadyClaimed
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tests.conftest import in_threads, wait_until_blocked
+from tests.support import in_threads, wait_until_blocked
 from tokens.errors import (
     AccountSuspended,
     TokenAlreadyUsed,

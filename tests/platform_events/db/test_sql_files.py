@@ -35,7 +35,9 @@ def test_every_sql_file_is_in_the_manifest(sql_dir):
 
 @pytest.mark.parametrize("sql_dir", SQL_DIRS, ids=lambda d: d.parent.name)
 def test_every_sql_file_is_loaded_by_the_migration_of_its_number(sql_dir):
-    migrations = {path.name.split("_", 1)[0]: path.read_text() for path in (sql_dir.parent / "migrations").glob("0*.py")}
+    migrations = {
+        path.name.split("_", 1)[0]: path.read_text() for path in (sql_dir.parent / "migrations").glob("0*.py")
+    }
     for path in sql_dir.glob("*.sql"):
         name = path.name.removesuffix(".sql").removesuffix(".reverse")
         assert (sql_dir / f"{name}.sql").exists() and (sql_dir / f"{name}.reverse.sql").exists(), name

@@ -1,0 +1,42 @@
+"""The audit trail in the admin: read-only, linked from an account, searchable by request id."""
+
+import pytest
+from django.urls import reverse
+
+from lifecycle.factories import AccountFactory
+from platform_events.models import AuditEvent
+from tests.support import admin_action
+from tokens.models import Token, secret_to_text
+
+pytestmark = pytest.mark.django_db
+
+
+class TestAuditViews:
+    def test_the_account_page_links_to_its_audit_trail_which_shows_the_diff(self, support):
+        account = AccountFactory(active=True)
+        admin_action(support, "suspend", [account], reason="chargeback")
+        page = support.get(reverse("admin:accounts_account_change", args=[account.pk])).content.decode()
+        link = f"{reverse('admin:platform_events_auditevent_changelist')}?resource_type=account&amp;resource_id={account.pk}"
+        assert link in page
+        trail = support.get(link.replace("&amp;", "&"))
+        events = list(trail.context["cl"].result_list)
+        assert {e.resource_id for e in events} == {str(account.pk)}
+        assert "status: active → suspended" in trail.content.decode()
+
+    def test_search_by_correlation_or_request_id(self, support):
+        account = AccountFactory(active=True)
+        admin_action(support, "suspend", [account], reason="chargeback")
+        event = AuditEvent.objects.get(action="account.suspended")
+        response = support.get(reverse("admin:platform_events_auditevent_changelist") + f"?q={event.request_id}")
+        assert list(response.context["cl"].result_list) == [event]
+
+    def test_no_audit_or_admin_page_shows_a_secret_or_code(self, support):
+        account = AccountFactory()
+        token = Token.objects.get(account=account)
+        for url in (
+            reverse("admin:platform_events_auditevent_changelist"),
+            reverse("admin:accounts_account_change", args=[account.pk]),
+            reverse("admin:tokens_token_changelist"),
+        ):
+            page = support.get(url).content.decode()
+            assert token.code not in page and secret_to_text(token.secret) not in page

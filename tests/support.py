@@ -1,0 +1,163 @@
+"""Helpers the tests share: sessions of their own on the test database, real concurrency (threads
+and manage.py processes), staff in the admin, waiting with a bound, and bad input the database
+must refuse."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import connection, connections
+from django.test import Client
+from django.urls import reverse
+
+from platform_events.db.direct_connection import direct_connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# Sessions and concurrency
+
+
+def connect(**kwargs) -> psycopg.Connection:
+    """A connection of our own to the test database, as a second psql session would be."""
+    return direct_connection(**kwargs)
+
+
+def wait_until_blocked(conn: psycopg.Connection, count: int, timeout: float = 10.0) -> None:
+    """Wait until ``count`` sessions of the test database wait on a lock (so the race really overlaps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # Activity statistics are a snapshot per transaction: take a fresh one each time.
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        (blocked,) = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+        if blocked >= count:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"expected {count} sessions waiting on a lock, saw {blocked}")
+
+
+def in_threads(*calls):
+    """Run each call in its own thread (each with its own database connection); return (ok, value) per call."""
+    results = [None] * len(calls)
+
+    def work(index, call):
+        try:
+            results[index] = (True, call())
+        except Exception as error:  # the test inspects it
+            results[index] = (False, error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    return threads, results
+
+
+# Staff in the admin
+
+
+def staff_client(role: str, username: str | None = None) -> Client:
+    """A test client logged in as a staff member of ``role`` (Support, Auditor)."""
+    user = get_user_model().objects.create_user(username or f"{role.lower()}1", password="x", is_staff=True)
+    user.groups.set([Group.objects.get(name=role)])
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def admin_action(client: Client, action: str, accounts, reason: str | None = None):
+    """Run an action of the account list on ``accounts``; without a reason, only its confirmation page."""
+    data = {"action": action, "_selected_action": [account.pk for account in accounts]}
+    if reason is not None:
+        data |= {"confirm": "yes", "reason": reason}
+    return client.post(reverse("admin:accounts_account_changelist"), data, follow=reason is not None)
+
+
+# manage.py in other processes, as cron, a worker or a person would run it
+
+
+def database_url_for_tests() -> str:
+    settings = connection.settings_dict
+    host = quote(settings["HOST"], safe="") if settings["HOST"] else ""
+    port = f":{settings['PORT']}" if settings["PORT"] else ""
+    return f"postgres://{settings['USER']}@{host}{port}/{settings['NAME']}"
+
+
+def environment(**env) -> dict:
+    base = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
+    # ENV_FILE empty: a developer's .env must not leak into what the tests set.
+    return {**base, "DEBUG": "true", "ENV_FILE": "", **env}
+
+
+def manage(*args, timeout: float = 120, **env) -> subprocess.CompletedProcess:
+    """manage.py with ``env``; the caller sets DATABASE_URL when it must reach the test database."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_manage(*args, **env) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def mailroom_env(smtp, **extra) -> dict:
+    """The environment of a manage.py process that drains the test database into ``smtp``."""
+    return {"DATABASE_URL": database_url_for_tests(), "EMAIL_URL": smtp.url, **extra}
+
+
+def wait_for(condition, *, timeout: float = 30, interval: float = 0.05, message: str = "condition"):
+    """Wait until ``condition()`` is true (a bound on waiting, never a measured time)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {message}")
+
+
+# Bad input: each value with the sentence the database refuses it with
+
+BAD_EMAILS = [
+    ("", "e-mail must not be empty"),
+    (" user@example.com", "e-mail must not start or end with spaces"),
+    ("user@example.com\t", "e-mail must not start or end with spaces"),
+    ("a" * 243 + "@example.com", "e-mail must be at most 254 characters"),
+    ("straße@example.com", "e-mail must be plain ASCII"),
+    ("STRASSE@exam\u0131ple.com", "e-mail must be plain ASCII"),  # dotless i
+    ("user@\u212aelvin.com", "e-mail must be plain ASCII"),  # Kelvin sign, lower() makes it k
+    ("user", "e-mail is not a valid address"),
+    ("user@localhost", "e-mail is not a valid address"),
+    ("two@at@example.com", "e-mail is not a valid address"),
+    ("user@-example.com", "e-mail is not a valid address"),
+]
+BAD_LOGINS = [
+    ("", "login must not be empty"),
+    ("user ", "login must not start or end with spaces"),
+    ("u" * 255, "login must be at most 254 characters"),
+    ("ı", "login may only hold ASCII"),
+    ("Ma\u00dfe", "login may only hold ASCII"),
+    ("-user", "login may only hold ASCII"),
+]
