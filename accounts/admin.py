@@ -4,30 +4,30 @@ Actions ask for a reason on a confirmation page, call one service per account, a
 happened per account; the database writes the audit rows, with the staff user and the reason.
 """
 
-import re
-import uuid
-from collections import Counter
+from collections import defaultdict
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.db import transaction
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import ngettext
 
 from accounts.models import Account, AccountStatus
 from accounts.selectors import accounts_search
-from accounts.services import (
-    account_resend_activation,
-    account_send_password_recovery,
-    account_suspend,
-    account_unsuspend,
-)
-from platform_events.audit import set_audit_context
+from accounts.services import account_suspend, account_unsuspend
+from platform_events.audit import audit_context
 from platform_events.db.refusals import LifecycleError
 from platform_events.read_only_admin import ReadOnlyModelAdmin
-from tokens.models import Token
+
+# This admin page composes accounts and tokens (their inline, the e-mail actions): the one place
+# where accounts imports tokens (README, "Layout").
+from tokens.admin import TokenInline
+from tokens.services import token_resend_activation, token_send_password_recovery
+
+# Reports name this many skipped accounts, then count the rest.
+NAMED_IN_REPORTS = 5
 
 STATUS_COLOURS = {
     AccountStatus.PROVISIONED: "#8a6d00",
@@ -40,19 +40,6 @@ class ReasonForm(forms.Form):
     reason = forms.CharField(
         label="Reason (kept in the audit trail)", max_length=1000, widget=forms.Textarea(attrs={"rows": 3, "cols": 60})
     )
-
-
-class TokenInline(admin.TabularInline):
-    model = Token
-    # Never the secret or the code: they are credentials.
-    fields = ["action", "created_at", "expires_at", "consumed_at", "superseded_at", "failed_attempts", "mail_state"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Account)
@@ -87,23 +74,23 @@ class AccountAdmin(ReadOnlyModelAdmin):
 
     @admin.action(permissions=["suspend"], description="Suspend selected accounts")
     def suspend(self, request, queryset):
-        return self._confirm_and_run(request, queryset, "suspend", account_suspend, "suspended")
+        done = ("%(count)d account suspended.", "%(count)d accounts suspended.")
+        return self._confirm_and_run(request, queryset, "suspend", account_suspend, done)
 
     @admin.action(permissions=["suspend"], description="Unsuspend selected accounts")
     def unsuspend(self, request, queryset):
-        return self._confirm_and_run(request, queryset, "unsuspend", account_unsuspend, "unsuspended")
+        done = ("%(count)d account unsuspended.", "%(count)d accounts unsuspended.")
+        return self._confirm_and_run(request, queryset, "unsuspend", account_unsuspend, done)
 
     @admin.action(permissions=["resend_activation"], description="Resend the activation e-mail")
     def resend_activation(self, request, queryset):
-        return self._confirm_and_run(
-            request, queryset, "resend_activation", account_resend_activation, "sent an activation e-mail"
-        )
+        done = ("%(count)d activation e-mail queued.", "%(count)d activation e-mails queued.")
+        return self._confirm_and_run(request, queryset, "resend_activation", token_resend_activation, done)
 
     @admin.action(permissions=["send_password_recovery"], description="Send a password-recovery e-mail")
     def send_password_recovery(self, request, queryset):
-        return self._confirm_and_run(
-            request, queryset, "send_password_recovery", account_send_password_recovery, "sent a recovery e-mail"
-        )
+        done = ("%(count)d password-recovery e-mail queued.", "%(count)d password-recovery e-mails queued.")
+        return self._confirm_and_run(request, queryset, "send_password_recovery", token_send_password_recovery, done)
 
     def has_suspend_permission(self, request):
         return request.user.has_perm("accounts.suspend_account")
@@ -114,7 +101,10 @@ class AccountAdmin(ReadOnlyModelAdmin):
     def has_send_password_recovery_permission(self, request):
         return request.user.has_perm("accounts.send_password_recovery")
 
-    def _confirm_and_run(self, request, queryset, action, service, done_label):
+    def _confirm_and_run(self, request, queryset, action, service, done):
+        """The confirmation page asking why; once answered, the service on each account (one transaction
+        each, under one audit context) and a report of what was done and what was skipped, and why."""
+        _, _, description = self.get_action(action)
         form = ReasonForm(request.POST if request.POST.get("confirm") else None)
         if not form.is_valid():
             return TemplateResponse(
@@ -122,40 +112,39 @@ class AccountAdmin(ReadOnlyModelAdmin):
                 "admin/accounts/account/action_confirmation.html",
                 {
                     **self.admin_site.each_context(request),
-                    "title": self.get_action(action)[2],
+                    "title": description,
                     "question": "These accounts are selected. Why?",
                     "accounts": queryset,
                     "opts": self.model._meta,
                     "action": action,
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                     "form": form,
-                    "button": self.get_action(action)[2],
+                    "button": description,
                 },
             )
-        done, skipped = 0, Counter()
-        request_id = uuid.uuid4()
-        for account in queryset:
-            try:
-                with transaction.atomic():
-                    set_audit_context(
-                        actor=request.user,
-                        reason=form.cleaned_data["reason"],
-                        ip=request.META.get("REMOTE_ADDR"),
-                        user_agent=request.META.get("HTTP_USER_AGENT"),
-                        request_id=request_id,
-                    )
-                    service(account=account)
-                done += 1
-            except LifecycleError as error:
-                skipped[_why(error)] += 1
-        summary = f"{done} {done_label}"
-        if skipped:
-            summary += "; " + ", ".join(f"{n} skipped: {why}" for why, n in skipped.items())
-        self.message_user(request, summary + ".", messages.SUCCESS if not skipped else messages.WARNING)
+        done_count, skipped = 0, defaultdict(list)
+        with audit_context(reason=form.cleaned_data["reason"], request=request):
+            for account in queryset:
+                try:
+                    service(account=account, actor=request.user)
+                except LifecycleError as refusal:
+                    skipped[refusal.reason].append(account)
+                else:
+                    done_count += 1
+        level = messages.SUCCESS if done_count else messages.INFO
+        self.message_user(request, ngettext(*done, done_count) % {"count": done_count}, level)
+        for reason, accounts in skipped.items():
+            self.message_user(request, skipped_report(reason, accounts), messages.WARNING)
         return None
 
 
-def _why(error: LifecycleError) -> str:
-    """'accounts: account 7 is already suspended' -> 'already suspended'."""
-    match = re.match(r"accounts: account \d+ is (.*)", str(error))
-    return match.group(1) if match else str(error)
+def skipped_report(reason: str, accounts: list[Account]) -> str:
+    """'2 accounts skipped (already suspended): jane, joe.', naming the first few and counting the rest."""
+    names = ", ".join(account.login for account in accounts[:NAMED_IN_REPORTS])
+    if len(accounts) > NAMED_IN_REPORTS:
+        names += f" and {len(accounts) - NAMED_IN_REPORTS} more"
+    return ngettext(
+        "%(count)d account skipped (%(reason)s): %(names)s.",
+        "%(count)d accounts skipped (%(reason)s): %(names)s.",
+        len(accounts),
+    ) % {"count": len(accounts), "reason": reason, "names": names}

@@ -1,14 +1,16 @@
+"""The refusals of accounts/sql/ (SQLSTATE class LA, or a unique index) and of the account services."""
+
 from platform_events.db.refusals import LifecycleError, raised_as
 
 
 @raised_as(sqlstate="LA001")
 class InvalidEmail(LifecycleError):
-    pass
+    code = "invalid_email"
 
 
 @raised_as(sqlstate="LA002")
 class InvalidLogin(LifecycleError):
-    pass
+    code = "invalid_login"
 
 
 @raised_as(
@@ -17,14 +19,31 @@ class InvalidLogin(LifecycleError):
     message="accounts: e-mail is already claimed by an activated account",
 )
 class EmailAlreadyClaimed(LifecycleError):
-    pass
+    code = "email_claimed"
 
 
 @raised_as(constraint="accounts_login_key", message="accounts: login is already taken")
 class LoginTaken(LifecycleError):
-    pass
+    code = "login_taken"
 
 
 @raised_as(sqlstate="LA005")
 class IllegalTransition(LifecycleError):
     """The account is not in a state this move starts from."""
+
+    code = "illegal_transition"
+
+
+class AlreadySuspended(IllegalTransition):
+    code = "already_suspended"
+
+
+class NotSuspended(IllegalTransition):
+    code = "not_suspended"
+
+
+class AccountGone(LifecycleError):
+    """The account was deleted meanwhile (a sweep, or psql)."""
+
+    code = "account_gone"
+    reason = "deleted meanwhile"

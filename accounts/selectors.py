@@ -1,3 +1,6 @@
+from datetime import datetime
+
+from django.db import connection
 from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Lower
 
@@ -31,3 +34,17 @@ def accounts_search(queryset: QuerySet[Account], term: str) -> QuerySet[Account]
     return queryset.alias(login_lower=Lower("login"), email_lower=Lower("email")).filter(
         Q(email_lower__startswith=prefix) | Q(login_lower__startswith=prefix)
     )
+
+
+# Seed 003's periodic cleanup: sign-ups never activated, with no token issued since the cut-off.
+ABANDONED_SIGN_UPS = """
+    SELECT id FROM accounts a
+    WHERE a.status = 'provisioned' AND a.activated_at IS NULL AND a.created_at < %(before)s
+      AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.account = a.id AND t.created_at >= %(before)s)
+"""
+
+
+def abandoned_sign_ups_count(*, created_before: datetime) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM ({ABANDONED_SIGN_UPS}) abandoned", {"before": created_before})
+        return cursor.fetchone()[0]

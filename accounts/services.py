@@ -1,7 +1,9 @@
 """The only way Python code changes an account's lifecycle state.
 
-Each service is atomic and returns the account as the triggers left it. The rules themselves
-live in the database (accounts/sql/); a refusal arrives as a LifecycleError (accounts/errors.py).
+Each service is atomic and returns the account as the triggers left it. The rules themselves live
+in the database (accounts/sql/); a refusal arrives as a LifecycleError (accounts/errors.py). Every
+service that changes state takes the acting staff user, ``actor`` (None: the system, audited as
+the database role), and opens the audit context with it (platform_events/audit.py).
 """
 
 from collections.abc import Callable
@@ -9,16 +11,14 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from accounts.errors import EmailAlreadyClaimed, IllegalTransition
+from accounts.errors import AccountGone, AlreadySuspended, EmailAlreadyClaimed, NotSuspended
 from accounts.models import Account, AccountStatus
-from accounts.selectors import email_is_claimed
-from platform_events.audit import set_audit_context
+from accounts.selectors import ABANDONED_SIGN_UPS, email_is_claimed
+from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
-from tokens.models import Token, TokenAction
-from tokens.services import token_issue
 
 
-def account_provision(*, email: str, login: str) -> Account:
+def account_provision(*, email: str, login: str, actor) -> Account:
     """Create a provisioned account; the database issues its activation token.
 
     Leading and trailing whitespace is stripped from both (the one normalisation we make); the
@@ -28,82 +28,49 @@ def account_provision(*, email: str, login: str) -> Account:
     email, login = email.strip(), login.strip()
     if email_is_claimed(email):
         raise EmailAlreadyClaimed(f"accounts: e-mail {email} is already claimed by an activated account")
-    with lifecycle_rules(), transaction.atomic():
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
         with connection.cursor() as cursor:
             cursor.execute("INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login])
             (account_id,) = cursor.fetchone()
     return Account.objects.get(pk=account_id)
 
 
-def account_suspend(*, account: Account, actor=None, reason: str | None = None) -> Account:
-    """Suspend; ``actor`` (a staff user) and ``reason`` go into the audit row the database writes."""
-    return _move(
-        account,
-        to=AccountStatus.SUSPENDED,
-        allowed_from={AccountStatus.PROVISIONED, AccountStatus.ACTIVE},
-        refusal="is already suspended",
-        actor=actor,
-        reason=reason,
-    )
-
-
-def account_unsuspend(*, account: Account, actor=None, reason: str | None = None) -> Account:
-    """Lift a suspension: back to active, or to provisioned if it never activated (seed rule)."""
-    return _move(
-        account,
-        to=AccountStatus.ACTIVE,
-        allowed_from={AccountStatus.SUSPENDED},
-        refusal="is not suspended",
-        actor=actor,
-        reason=reason,
-    )
-
-
-def _move(
-    account: Account, *, to: AccountStatus, allowed_from: set[AccountStatus], refusal: str, actor, reason
-) -> Account:
-    """Set the status (the triggers keep the timestamps), under a row lock so two moves cannot cross."""
-    with lifecycle_rules(), transaction.atomic():
-        set_audit_context(actor=actor, reason=reason)
-        locked = Account.objects.select_for_update().get(pk=account.pk)
-        if locked.status not in allowed_from:
-            raise IllegalTransition(f"accounts: account {account.pk} {refusal}")
-        Account.objects.filter(pk=account.pk).update(status=to)
-    account.refresh_from_db()
+def account_suspend(*, account: Account, actor) -> Account:
+    """Suspend a provisioned or active account; the triggers keep the timestamps."""
+    changed = _set_status(account, actor=actor, status=AccountStatus.SUSPENDED, only_from=None)
+    if not changed:
+        raise AlreadySuspended(
+            f"accounts: account {account.pk} is already suspended",
+            account_id=account.pk,
+            state=AccountStatus.SUSPENDED,
+        )
     return account
 
 
-def account_resend_activation(*, account: Account, actor=None, reason: str | None = None) -> Token:
-    """Issue a fresh activation token; the older one stops working."""
-    return _issue(account, TokenAction.ACTIVATION, AccountStatus.PROVISIONED, "get activation e-mails", actor, reason)
+def account_unsuspend(*, account: Account, actor) -> Account:
+    """Lift a suspension: back to active, or to provisioned if it never activated (seed rule)."""
+    changed = _set_status(account, actor=actor, status=AccountStatus.ACTIVE, only_from=AccountStatus.SUSPENDED)
+    if not changed:
+        raise NotSuspended(
+            f"accounts: account {account.pk} is not suspended", account_id=account.pk, state=account.status
+        )
+    return account
 
 
-def account_send_password_recovery(*, account: Account, actor=None, reason: str | None = None) -> Token:
-    """Issue a password-recovery token for an active account (staff's action; the mailroom sends it)."""
-    return _issue(account, TokenAction.PASSWORD_RECOVERY, AccountStatus.ACTIVE, "can recover a password", actor, reason)
-
-
-def _issue(account: Account, action: TokenAction, needs: AccountStatus, what: str, actor, reason) -> Token:
-    with lifecycle_rules(), transaction.atomic():
-        set_audit_context(actor=actor, reason=reason)
-        locked = Account.objects.select_for_update().get(pk=account.pk)
-        if locked.status != needs:
-            raise IllegalTransition(f"accounts: account {account.pk} is {locked.status}; only {needs} accounts {what}")
-        return token_issue(account=locked, action=action)
-
-
-# Seed 003's periodic cleanup: sign-ups never activated, with no token issued since the cut-off.
-ABANDONED_SIGN_UPS = """
-    SELECT id FROM accounts a
-    WHERE a.status = 'provisioned' AND a.activated_at IS NULL AND a.created_at < %(before)s
-      AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.account = a.id AND t.created_at >= %(before)s)
-"""
-
-
-def abandoned_sign_ups_count(*, created_before: datetime) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM ({ABANDONED_SIGN_UPS}) abandoned", {"before": created_before})
-        return cursor.fetchone()[0]
+def _set_status(account: Account, *, actor, status: AccountStatus, only_from: AccountStatus | None) -> bool:
+    """One UPDATE decides, under the row's lock: it changes the status unless the account is already
+    there (or, with ``only_from``, not in that state). Returns whether it did; ``account`` is
+    refreshed either way."""
+    rows = Account.objects.filter(pk=account.pk).exclude(status=status)
+    if only_from:
+        rows = rows.filter(status=only_from)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
+        changed = rows.update(status=status)
+    try:
+        account.refresh_from_db()
+    except Account.DoesNotExist:
+        raise AccountGone(f"accounts: account {account.pk} no longer exists", account_id=account.pk) from None
+    return bool(changed)
 
 
 def accounts_sweep_abandoned(

@@ -81,7 +81,7 @@ def latencies(server: SMTPServerProcess, samples: int, *, wait: float, prefix: s
     found = []
     for n in range(samples):
         seen = server.count()
-        account_provision(email=f"{prefix}{n}@example.com", login=f"{prefix}{n}")
+        account_provision(email=f"{prefix}{n}@example.com", login=f"{prefix}{n}", actor=None)
         committed = time.time()
         wait_for(lambda seen=seen: server.count() > seen, timeout=wait, interval=0.0005, message="the e-mail")
         found.append(server.accepted[seen][0] - committed)

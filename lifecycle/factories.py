@@ -9,7 +9,7 @@ import factory
 
 from accounts.models import Account, AccountStatus
 from accounts.services import account_provision, account_suspend
-from tokens.models import Token, TokenAction
+from tokens.selectors import live_token
 from tokens.services import token_consume
 
 
@@ -29,13 +29,12 @@ class AccountFactory(factory.django.DjangoModelFactory):
 
     @classmethod
     def _create(cls, model_class, *, email, login, status, was_activated):
-        account = account_provision(email=email, login=login)
+        account = account_provision(email=email, login=login, actor=None)
         if status == AccountStatus.PROVISIONED:
             return account
         if status == AccountStatus.ACTIVE or was_activated:
-            activation = Token.objects.get(account=account, action=TokenAction.ACTIVATION, consumed_at__isnull=True)
-            token_consume(secret=bytes(activation.secret))
+            token_consume(secret=bytes(live_token(account=account).secret), actor=None)
         if status == AccountStatus.SUSPENDED:
-            account_suspend(account=account)
+            account_suspend(account=account, actor=None)
         account.refresh_from_db()
         return account

@@ -1,46 +1,80 @@
-"""The audit trail's context.
+"""Who acts, why and from where: the context the audit trail's triggers read.
 
-Triggers write the audit rows (platform_events/sql/0001_audit.sql); Python only says who is acting
-and why, with ``SET LOCAL lifecycle.*`` inside the transaction of the change (django-pghistory's
-technique). Without it, a change is audited as the database role (actor type SYSTEM).
+Triggers write the audit rows (platform_events/sql/); Python only says who is acting and why, with
+``SET LOCAL lifecycle.*`` inside the transaction of the change (django-pghistory's technique).
+Without it, a change is audited as the database role (actor type SYSTEM), as a psql change is.
+
+One way to say it: ``audit_context``, nestable. The admin (or a command) opens it once around a
+whole action with the reason and the request; each service opens it again inside its own
+transaction with the acting party it was given (a required argument), and the two merge::
+
+    with audit_context(reason="chargeback", request=request):
+        for account in accounts:
+            account_suspend(account=account, actor=request.user)
 """
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from django.db import connection
 
-CONTEXT_FIELDS = ["actor_id", "actor_display", "actor_ip", "actor_user_agent", "reason", "request_id", "correlation_id"]
+# The lifecycle.* settings the triggers read (audit_actor() in platform_events/sql/0001_audit.sql).
+FIELDS = ["actor_id", "actor_display", "actor_ip", "actor_user_agent", "reason", "request_id", "correlation_id"]
+
+_current: ContextVar[dict[str, str] | None] = ContextVar("audit_context", default=None)
 
 
-def set_audit_context(
+@contextmanager
+def audit_context(
     *,
     actor=None,
     reason: str | None = None,
-    ip: str | None = None,
-    user_agent: str | None = None,
-    request_id: uuid.UUID | None = None,
+    request=None,
     correlation_id: uuid.UUID | None = None,
-) -> None:
-    """Name the acting staff user (and why, from where) for the rest of the current transaction.
+) -> Iterator[None]:
+    """Name the acting staff user (``actor``), the ``reason`` and the ``request`` (its IP, user agent
+    and a request id) for the changes made inside.
 
-    Given nothing, it changes nothing: a service called without an actor keeps the context its
-    caller set (the admin sets the IP, user agent and request id too).
+    Nested, the inner values add to the outer ones and win over them; a value not given (None)
+    leaves the outer one in place. Inside a transaction the context applies at once; outside one,
+    it applies to each transaction a service opens within it (services open it themselves).
     """
-    if not connection.in_atomic_block:
-        raise RuntimeError("set_audit_context() must run inside transaction.atomic(): SET LOCAL ends with it")
-    values = {
+    outer = _current.get() or {}
+    values = {**outer, **_given(actor, reason, request, correlation_id)}
+    token = _current.set(values)
+    try:
+        if values and connection.in_atomic_block:
+            _apply(values)
+        yield
+    finally:
+        _current.reset(token)
+    # The rest of the transaction speaks for the outer context again (after an error, the
+    # transaction or its savepoint is rolled back, and SET LOCAL with it).
+    if values != outer and connection.in_atomic_block:
+        _apply(outer)
+
+
+def _given(actor, reason, request, correlation_id) -> dict[str, str]:
+    given = {
         "actor_id": str(actor.pk) if actor else None,
         "actor_display": actor.get_username() if actor else None,
-        "actor_ip": ip,
-        "actor_user_agent": user_agent,
         "reason": reason,
-        "request_id": str(request_id) if request_id else None,
         "correlation_id": str(correlation_id) if correlation_id else None,
     }
-    if not any(values.values()):
-        return
+    if request is not None:
+        given |= {
+            "actor_ip": request.META.get("REMOTE_ADDR"),
+            "actor_user_agent": request.META.get("HTTP_USER_AGENT"),
+            "request_id": str(uuid.uuid4()),  # one per action, shared by every row it writes
+        }
+    return {name: value for name, value in given.items() if value}
+
+
+def _apply(values: dict[str, str]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT " + ", ".join(f"set_config('lifecycle.{name}', %s, true)" for name in CONTEXT_FIELDS),
-            [values[name] or "" for name in CONTEXT_FIELDS],
+            "SELECT " + ", ".join(f"set_config('lifecycle.{name}', %s, true)" for name in FIELDS),
+            [values.get(name, "") for name in FIELDS],
         )

@@ -5,8 +5,9 @@ from platform_events.read_only_admin import ReadOnlyModelAdmin
 from tokens.mailroom.retry import retry_now
 from tokens.models import Job, Token
 
-# Never the secret or the code: they are credentials.
-TOKEN_FIELDS = [
+# What a token page may show: never the secret or the code (they are credentials), nor the
+# mailroom's lease bookkeeping. Every token page below shows these fields or fewer.
+SHOWN_FIELDS = [
     "id",
     "account",
     "action",
@@ -23,23 +24,31 @@ TOKEN_FIELDS = [
 ]
 
 
+def shown(*leave_out: str) -> list[str]:
+    return [field for field in SHOWN_FIELDS if field not in leave_out]
+
+
+class TokenInline(admin.TabularInline):
+    """An account's tokens on its page (accounts/admin.py)."""
+
+    model = Token
+    fields = readonly_fields = shown(
+        "id", "account", "mail_attempts", "mail_next_attempt_at", "mailed_at", "mail_error"
+    )
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Token)
 class TokenAdmin(ReadOnlyModelAdmin):
-    list_display = [
-        "id",
-        "account",
-        "action",
-        "created_at",
-        "expires_at",
-        "consumed_at",
-        "mail_state",
-        "mail_attempts",
-        "mail_error",
-    ]
+    list_display = shown("superseded_at", "failed_attempts", "mail_next_attempt_at", "mailed_at")
     list_filter = ["mail_state", "action"]
     list_select_related = ["account"]
-    fields = TOKEN_FIELDS
-    readonly_fields = TOKEN_FIELDS
+    fields = readonly_fields = SHOWN_FIELDS
     actions = ["retry_mail_now"]
 
     @admin.action(permissions=["retry_mail"], description="Retry mailing now")

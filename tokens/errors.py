@@ -1,13 +1,15 @@
+"""The refusals of tokens/sql/ (SQLSTATE class LT, or a unique index) and of the token services."""
+
 from platform_events.db.refusals import LifecycleError, raised_as
 
 
 class TokenNotFound(LifecycleError):
-    pass
+    code = "token_not_found"
 
 
 @raised_as(sqlstate="LT001")
 class TokenAlreadyUsed(LifecycleError):
-    pass
+    code = "token_used"
 
 
 @raised_as(
@@ -16,30 +18,44 @@ class TokenAlreadyUsed(LifecycleError):
     message="tokens: a newer token was issued at the same time; use the newest one",
 )
 class TokenSuperseded(LifecycleError):
-    pass
+    code = "token_replaced"
 
 
 @raised_as(sqlstate="LT003")
 class TokenBurnt(LifecycleError):
-    pass
+    code = "token_burnt"
 
 
 @raised_as(sqlstate="LT004")
 class TokenExpired(LifecycleError):
-    pass
+    code = "token_expired"
 
 
 @raised_as(sqlstate="LT005")
 class AccountSuspended(LifecycleError):
-    pass
+    code = "account_suspended"
 
 
 @raised_as(sqlstate="LT006")
 class WrongAccountState(LifecycleError):
-    """The account is not in the state the token's action needs."""
+    """The account is not in the state the token's action needs (``needed``, when known)."""
+
+    code = "wrong_account_state"
+
+    def __init__(self, message: str, *, account_id: int | None = None, state: str | None = None, needed: str = ""):
+        super().__init__(message, account_id=account_id, state=state)
+        self.needed = needed
+
+    @property
+    def reason(self) -> str:
+        if self.state and self.needed:
+            return f"{self.state}, not {self.needed}"
+        return "not in the state this needs"
 
 
 class WrongCode(LifecycleError):
+    code = "wrong_code"
+
     def __init__(self, message: str, *, attempts_left: int):
         super().__init__(message)
         self.attempts_left = attempts_left

@@ -1,10 +1,18 @@
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
-from accounts.models import AccountStatus
+from accounts.models import Account, AccountStatus
 from tokens.models import MailState, Token, TokenAction
 
 WAITING = [MailState.QUEUED, MailState.RETRYING]
+
+
+def live_token(*, account: Account | int, action: TokenAction = TokenAction.ACTIVATION) -> Token | None:
+    """The account's usable token of this action: unconsumed and not replaced by a newer one (there is
+    at most one, by the index tokens_one_live_per_action_key). It may still have expired or be burnt."""
+    return Token.objects.filter(
+        account=account, action=action, consumed_at__isnull=True, superseded_at__isnull=True
+    ).first()
 
 
 def due_mail() -> QuerySet[Token]:

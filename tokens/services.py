@@ -2,7 +2,9 @@
 
 Whether a token may be consumed (unused, not replaced, not burnt, unexpired, account in the
 right state) is decided by the trigger on tokens.consumed_at, for every client; these services
-find the token, let the database decide, and turn its refusal into a LifecycleError.
+find the token, let the database decide, and turn its refusal into a LifecycleError. Like the
+account services, each takes the acting party, ``actor`` (None: the system or an end user,
+audited as the database role).
 """
 
 import hmac
@@ -11,23 +13,56 @@ from django.db import connection, transaction
 from django.db.models import BooleanField, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 
+from accounts.errors import AccountGone
 from accounts.models import Account, AccountStatus
 from accounts.selectors import accounts_by_identifier
+from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
-from tokens.errors import TokenNotFound, WrongCode
+from tokens.errors import TokenNotFound, WrongAccountState, WrongCode
 from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_from_text
 
 
-def token_issue(*, account: Account, action: TokenAction) -> Token:
-    """Insert a token; the database supersedes the older ones of that action and NOTIFYs."""
-    with lifecycle_rules(), transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("INSERT INTO tokens (account, action) VALUES (%s, %s) RETURNING id", [account.pk, action])
-            (token_id,) = cursor.fetchone()
-    return Token.objects.select_related("account").get(pk=token_id)
+def token_resend_activation(*, account: Account, actor) -> Token:
+    """Issue a fresh activation token for a provisioned account; the older one stops working."""
+    return _issue_or_refuse(account, TokenAction.ACTIVATION, needs=AccountStatus.PROVISIONED, actor=actor)
 
 
-def token_consume(*, secret: str | bytes, action: TokenAction | None = None) -> Token:
+def token_send_password_recovery(*, account: Account, actor) -> Token:
+    """Issue a password-recovery token for an active account (staff's action; the mailroom sends it)."""
+    return _issue_or_refuse(account, TokenAction.PASSWORD_RECOVERY, needs=AccountStatus.ACTIVE, actor=actor)
+
+
+def _issue_or_refuse(account: Account, action: TokenAction, *, needs: AccountStatus, actor) -> Token:
+    token = _issue(account.pk, action, needs=needs, actor=actor)
+    if token is not None:
+        return token
+    state = Account.objects.filter(pk=account.pk).values_list("status", flat=True).first()
+    if state is None:
+        raise AccountGone(f"accounts: account {account.pk} no longer exists", account_id=account.pk)
+    raise WrongAccountState(
+        f"tokens: account {account.pk} is {state}; {action.label.lower()} e-mails go to {needs} accounts only",
+        account_id=account.pk,
+        state=state,
+        needed=needs,
+    )
+
+
+def _issue(account_id: int, action: TokenAction, *, needs: AccountStatus, actor) -> Token | None:
+    """Insert a token if the account is in the state ``needs``: one statement, which holds the account's
+    row lock from the check to the insert (a concurrent activation or suspension waits, or wins
+    first). The database supersedes the older tokens of that action and NOTIFYs. None when the
+    account is not in that state."""
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor), connection.cursor() as cursor:
+        cursor.execute(
+            "WITH owner AS (SELECT id FROM accounts WHERE id = %s AND status = %s FOR NO KEY UPDATE)"
+            " INSERT INTO tokens (account, action) SELECT id, %s FROM owner RETURNING id",
+            [account_id, needs, action],
+        )
+        row = cursor.fetchone()
+    return Token.objects.select_related("account").get(pk=row[0]) if row else None
+
+
+def token_consume(*, secret: str | bytes, action: TokenAction | None = None, actor) -> Token:
     """Consume a token by the secret its link carries (URL-safe text, or the raw 32 bytes).
 
     With ``action``, a token of another action is not found (an activation page never consumes a
@@ -39,20 +74,20 @@ def token_consume(*, secret: str | bytes, action: TokenAction | None = None) -> 
     tokens = Token.objects.filter(secret=raw)
     if action is not None:
         tokens = tokens.filter(action=action)
-    with lifecycle_rules(), transaction.atomic():
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
         # Two concurrent consumptions: the second waits for the first's row lock, then the trigger refuses it.
         if not tokens.update(consumed_at=Now()):
             raise TokenNotFound("tokens: this link is not valid")
     return tokens.select_related("account").get()
 
 
-def token_consume_code(*, identifier: str, code: str, action: TokenAction = TokenAction.ACTIVATION) -> Token:
+def token_consume_code(*, identifier: str, code: str, action: TokenAction = TokenAction.ACTIVATION, actor) -> Token:
     """Consume a token by the 5-digit code, given with the login or e-mail it was sent for.
 
     A wrong code counts against every usable token of that action for the account(s); at
     MAX_CODE_ATTEMPTS a token is burnt. The count is committed even though we raise.
     """
-    with transaction.atomic():
+    with transaction.atomic(), audit_context(actor=actor):
         candidates = list(
             Token.objects.select_for_update()
             .filter(action=action, superseded_at__isnull=True, account__in=accounts_by_identifier(identifier))
@@ -73,17 +108,16 @@ def token_consume_code(*, identifier: str, code: str, action: TokenAction = Toke
         raise WrongCode(f"tokens: wrong code; {attempts_left} attempt(s) left", attempts_left=attempts_left)
     # Nothing usable to guess against: let the newest token's refusal say why (expired, used, burnt).
     target = match or candidates[0]
-    with lifecycle_rules(), transaction.atomic():
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
         Token.objects.filter(pk=target.pk).update(consumed_at=Now())
     return Token.objects.select_related("account").get(pk=target.pk)
 
 
-def token_request_password_recovery(*, identifier: str) -> None:
+def token_request_password_recovery(*, identifier: str, actor) -> None:
     """Issue a password-recovery token if an active account has this login or e-mail.
 
     Returns nothing either way, so the caller cannot tell whether an account exists.
     """
     account = accounts_by_identifier(identifier).filter(status=AccountStatus.ACTIVE).first()
-    if account is None:
-        return
-    token_issue(account=account, action=TokenAction.PASSWORD_RECOVERY)
+    if account is not None:
+        _issue(account.pk, TokenAction.PASSWORD_RECOVERY, needs=AccountStatus.ACTIVE, actor=actor)

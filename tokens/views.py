@@ -1,5 +1,6 @@
 """The public landing pages of the e-mails. A GET never consumes a token (mail scanners fetch
-links); a POST does. Every outcome has its own page, never a 500."""
+links); a POST does. Every outcome has its own page, never a 500. The person acting is not known
+to the services yet (actor=None: audited as the database role)."""
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -57,7 +58,7 @@ def _confirm_link(request, secret, *, action, title, button, done):
     if request.method == "GET":
         return render(request, "pages/confirm.html", {"heading": title, "button": button})
     try:
-        token = token_consume(secret=secret, action=action)
+        token = token_consume(secret=secret, action=action, actor=None)
     except LifecycleError as error:
         return refusal_page(request, error)
     return outcome_page(request, done, f"Account: {token.account.login}.")
@@ -92,7 +93,9 @@ def activate_code(request: HttpRequest) -> HttpResponse:
     form = CodeForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            token = token_consume_code(identifier=form.cleaned_data["identifier"], code=form.cleaned_data["code"])
+            token = token_consume_code(
+                identifier=form.cleaned_data["identifier"], code=form.cleaned_data["code"], actor=None
+            )
         except WrongCode as error:
             form.add_error(
                 "code",
@@ -111,7 +114,7 @@ def activate_code(request: HttpRequest) -> HttpResponse:
 def recover_request(request: HttpRequest) -> HttpResponse:
     form = RecoveryRequestForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        token_request_password_recovery(identifier=form.cleaned_data["identifier"])
+        token_request_password_recovery(identifier=form.cleaned_data["identifier"], actor=None)
         # The same answer whether or not an account exists.
         return outcome_page(
             request, "Check your e-mail", "If an active account has this login or e-mail, we sent it a link."

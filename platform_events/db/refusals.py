@@ -16,7 +16,23 @@ _BY_CONSTRAINT: dict[str, tuple[type["LifecycleError"], str]] = {}
 
 
 class LifecycleError(Exception):
-    """A move the lifecycle rules refuse. ``str(error)`` is a sentence fit to show a user."""
+    """A move the lifecycle rules refuse. ``str(error)`` is a sentence fit to show a user.
+
+    The fields say it to a program, so that nothing parses the sentence: ``code`` names the kind
+    of refusal, ``account_id`` and ``state`` say whose and in which state, when known; ``reason``
+    is a few words for a report that groups refusals ("already suspended").
+    """
+
+    code = "refused"
+
+    def __init__(self, message: str, *, account_id: int | None = None, state: str | None = None):
+        super().__init__(message)
+        self.account_id = account_id
+        self.state = state
+
+    @property
+    def reason(self) -> str:
+        return self.code.replace("_", " ")
 
 
 def raised_as(*, sqlstate: str | None = None, constraint: str | None = None, message: str = ""):

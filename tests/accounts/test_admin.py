@@ -14,6 +14,11 @@ pytestmark = pytest.mark.django_db
 CHANGELIST = reverse("admin:accounts_account_changelist")
 
 
+def reported(response) -> list[str]:
+    """The messages an action left for the next page, in order."""
+    return [str(message) for message in response.context["messages"]]
+
+
 def statuses(*accounts):
     return [Account.objects.get(pk=a.pk).status for a in accounts]
 
@@ -35,7 +40,7 @@ class TestActions:
     def test_suspending_one_account_leaves_an_audit_row_with_the_staff_user_and_reason(self, support):
         account = AccountFactory(active=True)
         response = admin_action(support, "suspend", [account], reason="chargeback")
-        assert "1 suspended." in response.content.decode()
+        assert reported(response) == ["1 account suspended."]
         event = (
             AuditEvent.objects.filter(resource_type="account", resource_id=str(account.pk))
             .order_by("occurred_at")
@@ -50,28 +55,46 @@ class TestActions:
         assert str(event.actor_ip) == "127.0.0.1"
         assert event.request_id is not None
 
-    def test_several_accounts_report_what_was_skipped(self, support):
-        accounts = AccountFactory.create_batch(3, active=True) + [AccountFactory(suspended=True)]
+    def test_several_accounts_report_what_was_done_and_name_what_was_skipped(self, support):
+        accounts = AccountFactory.create_batch(3, active=True) + [AccountFactory(suspended=True, login="jdoe")]
         response = admin_action(support, "suspend", accounts, reason="spam wave")
-        assert "3 suspended; 1 skipped: already suspended." in response.content.decode()
+        assert reported(response) == ["3 accounts suspended.", "1 account skipped (already suspended): jdoe."]
         assert statuses(*accounts) == [AccountStatus.SUSPENDED] * 4
 
-    def test_unsuspend(self, support):
-        accounts = [AccountFactory(suspended=True), AccountFactory(active=True)]
+    def test_skips_are_grouped_by_reason_in_the_order_of_the_list(self, support):
+        accounts = [
+            AccountFactory(suspended=True),
+            AccountFactory(active=True, login="ann"),
+            AccountFactory(login="bob"),
+        ]
         response = admin_action(support, "unsuspend", accounts, reason="cleared")
-        assert "1 unsuspended; 1 skipped: not suspended." in response.content.decode()
-        assert statuses(*accounts) == [AccountStatus.ACTIVE, AccountStatus.ACTIVE]
+        assert reported(response) == ["1 account unsuspended.", "2 accounts skipped (not suspended): bob, ann."]
+        assert statuses(*accounts) == [AccountStatus.ACTIVE, AccountStatus.ACTIVE, AccountStatus.PROVISIONED]
+
+    def test_a_long_skip_list_names_the_first_few_and_counts_the_rest(self, support):
+        accounts = [AccountFactory(suspended=True, login=f"user{n}") for n in range(1, 8)]
+        response = admin_action(support, "suspend", accounts, reason="spam wave")
+        assert reported(response) == [
+            "0 accounts suspended.",
+            "7 accounts skipped (already suspended): user7, user6, user5, user4, user3 and 2 more.",
+        ]
 
     def test_resend_activation(self, support):
-        accounts = [AccountFactory(), AccountFactory(active=True)]
+        accounts = [AccountFactory(), AccountFactory(active=True, login="ann")]
         response = admin_action(support, "resend_activation", accounts, reason="lost the e-mail")
-        assert "1 sent an activation e-mail; 1 skipped: active" in response.content.decode()
+        assert reported(response) == [
+            "1 activation e-mail queued.",
+            "1 account skipped (active, not provisioned): ann.",
+        ]
         assert Token.objects.filter(account=accounts[0], action=TokenAction.ACTIVATION).count() == 2
 
     def test_send_password_recovery(self, support):
-        accounts = [AccountFactory(active=True), AccountFactory()]
+        accounts = [AccountFactory(active=True), AccountFactory(login="bob")]
         response = admin_action(support, "send_password_recovery", accounts, reason="asked by phone")
-        assert "1 sent a recovery e-mail; 1 skipped: provisioned" in response.content.decode()
+        assert reported(response) == [
+            "1 password-recovery e-mail queued.",
+            "1 account skipped (provisioned, not active): bob.",
+        ]
         assert Token.objects.filter(account=accounts[0], action=TokenAction.PASSWORD_RECOVERY).count() == 1
 
 

@@ -6,10 +6,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounts.models import Account
-from accounts.services import account_resend_activation
 from lifecycle.factories import AccountFactory
 from platform_events.db.locks import advisory_lock, lock_key
 from tokens.models import Token
+from tokens.services import token_resend_activation
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +42,7 @@ def test_only_old_never_activated_sign_ups_and_their_tokens_are_deleted(sql):
 def test_a_sign_up_that_asked_for_a_new_code_recently_is_kept(sql):
     account = AccountFactory()
     age(account, 30, sql)
-    account_resend_activation(account=account)
+    token_resend_activation(account=account, actor=None)
     assert "Deleted 0 sign-up(s)" in sweep()
     assert Account.objects.filter(pk=account.pk).exists()
 

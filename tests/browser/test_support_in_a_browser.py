@@ -94,7 +94,7 @@ def test_support_suspends_and_unsuspends_an_account_and_an_auditor_cannot(browse
     assert page.locator("#result_list tbody tr").count() == 1
 
     run_action(page, "Suspend selected accounts", "chargeback reported by the bank")
-    assert "1 suspended." in page.locator(".messagelist").inner_text()
+    assert "1 account suspended." in page.locator(".messagelist").inner_text()
     assert Account.objects.get(pk=account.pk).status == AccountStatus.SUSPENDED
     search(page, "janedoe")
     assert page.locator("#result_list tbody tr td.field-status_badge").inner_text() == "suspended"
@@ -108,7 +108,7 @@ def test_support_suspends_and_unsuspends_an_account_and_an_auditor_cannot(browse
 
     page.goto(f"{live_server.url}/admin/accounts/account/?q=janedoe")
     run_action(page, "Unsuspend selected accounts", "the bank withdrew the chargeback")
-    assert "1 unsuspended." in page.locator(".messagelist").inner_text()
+    assert "1 account unsuspended." in page.locator(".messagelist").inner_text()
     assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE
     page.close()
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 from accounts.services import account_suspend
 from lifecycle.dashboard import accounts_by_status
 from lifecycle.factories import AccountFactory
+from platform_events.audit import audit_context
 
 pytestmark = pytest.mark.django_db
 INDEX = reverse("admin:index")
@@ -17,7 +18,8 @@ INDEX = reverse("admin:index")
 def test_the_dashboard_shows_each_figure(admin_client, admin_user):
     AccountFactory.create_batch(2)
     AccountFactory(active=True)
-    account_suspend(account=AccountFactory(active=True), actor=admin_user, reason="test run")
+    with audit_context(reason="test run"):
+        account_suspend(account=AccountFactory(active=True), actor=admin_user)
     response = admin_client.get(INDEX)
     dashboard = response.context["dashboard"]
     assert dashboard["accounts_by_status"] == {"provisioned": 2, "active": 1, "suspended": 1}

@@ -4,11 +4,10 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import transaction
 
 from accounts.services import account_suspend, account_unsuspend
 from lifecycle.factories import AccountFactory
-from platform_events.audit import set_audit_context
+from platform_events.audit import audit_context
 from platform_events.models import AuditEvent
 from tokens.errors import WrongCode
 from tokens.models import MAX_CODE_ATTEMPTS, Token, secret_to_text
@@ -51,8 +50,10 @@ def test_only_the_changed_fields_are_kept(sql):
 def test_a_suspension_by_staff_names_them_and_their_reason():
     staff = get_user_model().objects.create_user("support1", is_staff=True)
     account = AccountFactory(active=True)
-    account_suspend(account=account, actor=staff, reason="chargeback fraud")
-    account_unsuspend(account=account, actor=staff, reason="cleared by the bank")
+    with audit_context(reason="chargeback fraud"):
+        account_suspend(account=account, actor=staff)
+    with audit_context(reason="cleared by the bank"):
+        account_unsuspend(account=account, actor=staff)
     suspended, unsuspended = trail("account", account.pk)[-2:]
     assert (suspended.action, suspended.actor_type, suspended.actor_id, suspended.actor_display, suspended.reason) == (
         "account.suspended",
@@ -65,24 +66,46 @@ def test_a_suspension_by_staff_names_them_and_their_reason():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_context_ends_with_the_transaction(sql):
+def test_one_context_around_an_action_reaches_every_service_transaction_inside_it(rf):
+    staff = get_user_model().objects.create_user("support1", is_staff=True)
+    accounts = AccountFactory.create_batch(2, active=True)
+    request = rf.post("/admin/", REMOTE_ADDR="192.0.2.7", HTTP_USER_AGENT="Firefox")
+    with audit_context(reason="spam wave", request=request):
+        for account in accounts:
+            account_suspend(account=account, actor=staff)  # each in a transaction of its own
+    events = [trail("account", account.pk)[-1] for account in accounts]
+    assert {(e.action, e.actor_display, e.reason, str(e.actor_ip), e.actor_user_agent) for e in events} == {
+        ("account.suspended", "support1", "spam wave", "192.0.2.7", "Firefox")
+    }
+    assert events[0].request_id is not None and events[0].request_id == events[1].request_id
+
+
+def test_nested_contexts_merge_the_inner_wins_and_the_outer_comes_back(sql):
     staff = get_user_model().objects.create_user("support1", is_staff=True)
     account = AccountFactory(active=True)
-    with transaction.atomic():
-        set_audit_context(actor=staff, reason="first")
-    sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account.pk])
-    assert trail("account", account.pk)[-1].actor_type == "SYSTEM"
+    with audit_context(reason="outer"):
+        with audit_context(actor=staff, reason="inner"):
+            sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account.pk])
+        sql("UPDATE accounts SET status = 'active' WHERE id = %s", [account.pk])
+    suspended, unsuspended = trail("account", account.pk)[-2:]
+    assert (suspended.actor_type, suspended.actor_display, suspended.reason) == ("USER", "support1", "inner")
+    assert (unsuspended.actor_type, unsuspended.reason) == ("SYSTEM", "outer")
 
 
 @pytest.mark.django_db(transaction=True)
-def test_set_audit_context_needs_a_transaction():
-    with pytest.raises(RuntimeError, match="inside transaction.atomic"):
-        set_audit_context(reason="nowhere")
+def test_the_context_ends_with_it(sql):
+    staff = get_user_model().objects.create_user("support1", is_staff=True)
+    account = AccountFactory(active=True)
+    with audit_context(reason="first"):
+        account_suspend(account=account, actor=staff)
+    sql("UPDATE accounts SET status = 'active' WHERE id = %s", [account.pk])
+    event = trail("account", account.pk)[-1]
+    assert (event.action, event.actor_type, event.reason) == ("account.unsuspended", "SYSTEM", None)
 
 
 def test_creation_activation_and_address_changes_are_audited(sql):
     account = AccountFactory(email="jane@example.com", login="jane")
-    token_consume(secret=bytes(Token.objects.get(account=account).secret))
+    token_consume(secret=bytes(Token.objects.get(account=account).secret), actor=None)
     sql("UPDATE accounts SET email = 'jane.doe@example.com' WHERE id = %s", [account.pk])
     actions = [event.action for event in trail("account", account.pk)]
     assert actions == ["account.created", "account.activated", "account.changed"]
@@ -95,12 +118,12 @@ def test_creation_activation_and_address_changes_are_audited(sql):
 
 def test_tokens_issued_consumed_and_burnt_are_audited_without_secret_or_code():
     consumed = Token.objects.get(account=AccountFactory())
-    token_consume(secret=bytes(consumed.secret))
+    token_consume(secret=bytes(consumed.secret), actor=None)
     burnt = Token.objects.get(account=AccountFactory(login="jane"))
     wrong = "00000" if burnt.code != "00000" else "11111"
     for _ in range(MAX_CODE_ATTEMPTS):
         with pytest.raises(WrongCode):
-            token_consume_code(identifier="jane", code=wrong)
+            token_consume_code(identifier="jane", code=wrong, actor=None)
     assert [e.action for e in trail("token", consumed.pk)] == ["token.issued", "token.consumed"]
     assert [e.action for e in trail("token", burnt.pk)] == ["token.issued", "token.burnt"]
     everything = json.dumps([[e.diff_before, e.diff_after, e.reason] for e in AuditEvent.objects.all()])

@@ -13,11 +13,18 @@ from tokens.errors import (
     TokenBurnt,
     TokenExpired,
     TokenNotFound,
+    TokenSuperseded,
     WrongAccountState,
     WrongCode,
 )
 from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_from_text, secret_to_text
-from tokens.services import token_consume, token_consume_code, token_request_password_recovery
+from tokens.services import (
+    token_consume,
+    token_consume_code,
+    token_request_password_recovery,
+    token_resend_activation,
+    token_send_password_recovery,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -31,35 +38,35 @@ class TestConsumeBySecret:
         account = AccountFactory()
         text = secret_to_text(live_token(account).secret)
         assert len(text) == 43
-        assert token_consume(secret=text).account.status == AccountStatus.ACTIVE
+        assert token_consume(secret=text, actor=None).account.status == AccountStatus.ACTIVE
 
     @pytest.mark.parametrize("text", ["", "short", "!" * 43, secret_to_text(bytes(32))])
     def test_a_link_that_is_not_a_token_is_refused(self, text):
         AccountFactory()
         with pytest.raises(TokenNotFound, match="tokens: this link is not valid"):
-            token_consume(secret=text)
+            token_consume(secret=text, actor=None)
 
     def test_a_used_link_is_refused(self):
         secret = bytes(live_token(AccountFactory()).secret)
-        token_consume(secret=secret)
+        token_consume(secret=secret, actor=None)
         with pytest.raises(TokenAlreadyUsed, match="tokens: token .* has already been used"):
-            token_consume(secret=secret)
+            token_consume(secret=secret, actor=None)
 
     def test_an_expired_link_is_refused_and_the_account_stays_provisioned(self):
         account = AccountFactory()
         token = live_token(account)
         Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
         with pytest.raises(TokenExpired, match="tokens: token .* has expired"):
-            token_consume(secret=bytes(token.secret))
+            token_consume(secret=bytes(token.secret), actor=None)
         account.refresh_from_db()
         assert account.status == AccountStatus.PROVISIONED
 
     def test_a_link_of_a_suspended_account_is_refused(self):
         account = AccountFactory()
         secret = bytes(live_token(account).secret)
-        account_suspend(account=account)
+        account_suspend(account=account, actor=None)
         with pytest.raises(AccountSuspended, match=f"tokens: account {account.pk} is suspended"):
-            token_consume(secret=secret)
+            token_consume(secret=secret, actor=None)
 
 
 def test_secret_text_round_trips():
@@ -70,13 +77,13 @@ def test_secret_text_round_trips():
 class TestConsumeByCode:
     def test_login_and_code_activate(self):
         account = AccountFactory(login="Jane")
-        token = token_consume_code(identifier="jane", code=live_token(account).code)
+        token = token_consume_code(identifier="jane", code=live_token(account).code, actor=None)
         assert token.account.status == AccountStatus.ACTIVE
 
     def test_email_and_code_activate_the_right_one_of_several_sign_ups(self):
         squatter = AccountFactory(email="shared@example.com")
         owner = AccountFactory(email="shared@example.com")
-        token = token_consume_code(identifier=" SHARED@example.com ", code=live_token(owner).code)
+        token = token_consume_code(identifier=" SHARED@example.com ", code=live_token(owner).code, actor=None)
         assert token.account == owner
         squatter.refresh_from_db()
         assert squatter.status == AccountStatus.PROVISIONED
@@ -87,7 +94,7 @@ class TestConsumeByCode:
         with pytest.raises(
             WrongCode, match=f"tokens: wrong code; {MAX_CODE_ATTEMPTS - 1} attempt\\(s\\) left"
         ) as caught:
-            token_consume_code(identifier="jane", code=wrong)
+            token_consume_code(identifier="jane", code=wrong, actor=None)
         assert caught.value.attempts_left == MAX_CODE_ATTEMPTS - 1
         assert live_token(account).failed_attempts == 1
 
@@ -97,55 +104,86 @@ class TestConsumeByCode:
         wrong = "00000" if right != "00000" else "11111"
         for _ in range(MAX_CODE_ATTEMPTS - 1):
             with pytest.raises(WrongCode, match="attempt"):
-                token_consume_code(identifier="jane", code=wrong)
+                token_consume_code(identifier="jane", code=wrong, actor=None)
         with pytest.raises(WrongCode, match="this code no longer works"):
-            token_consume_code(identifier="jane", code=wrong)
+            token_consume_code(identifier="jane", code=wrong, actor=None)
         with pytest.raises(TokenBurnt, match="tokens: token .* was burnt after too many wrong codes"):
-            token_consume_code(identifier="jane", code=right)
+            token_consume_code(identifier="jane", code=right, actor=None)
         account.refresh_from_db()
         assert account.status == AccountStatus.PROVISIONED
         assert live_token(account).burnt
 
     def test_an_unknown_login_gets_a_clear_error(self):
         with pytest.raises(TokenNotFound, match="tokens: no code was sent to this login or e-mail"):
-            token_consume_code(identifier="nobody", code="12345")
+            token_consume_code(identifier="nobody", code="12345", actor=None)
 
     def test_a_used_code_says_so(self):
         account = AccountFactory(login="jane")
         code = live_token(account).code
-        token_consume_code(identifier="jane", code=code)
+        token_consume_code(identifier="jane", code=code, actor=None)
         with pytest.raises(TokenAlreadyUsed):
-            token_consume_code(identifier="jane", code=code)
+            token_consume_code(identifier="jane", code=code, actor=None)
 
     def test_an_expired_code_says_so_whatever_code_is_given(self):
         account = AccountFactory(login="jane")
         token = live_token(account)
         Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
         with pytest.raises(TokenExpired, match="has expired"):
-            token_consume_code(identifier="jane", code="99999" if token.code != "99999" else "00000")
+            token_consume_code(identifier="jane", code="99999" if token.code != "99999" else "00000", actor=None)
+
+
+class TestIssuing:
+    def test_resending_activation_supersedes_the_old_token(self):
+        account = AccountFactory()
+        old_secret = bytes(live_token(account).secret)
+        new_token = token_resend_activation(account=account, actor=None)
+        assert new_token.action == TokenAction.ACTIVATION
+        with pytest.raises(TokenSuperseded, match="tokens: token .* was replaced by a newer one"):
+            token_consume(secret=old_secret, actor=None)
+        assert token_consume(secret=bytes(new_token.secret), actor=None).account.status == AccountStatus.ACTIVE
+
+    def test_resending_activation_to_an_active_account_is_refused_with_its_state(self):
+        account = AccountFactory(active=True)
+        with pytest.raises(WrongAccountState, match="activation e-mails go to provisioned accounts only") as caught:
+            token_resend_activation(account=account, actor=None)
+        refusal = caught.value
+        assert (refusal.code, refusal.account_id, refusal.state, refusal.reason) == (
+            "wrong_account_state",
+            account.pk,
+            AccountStatus.ACTIVE,
+            "active, not provisioned",
+        )
+        assert Token.objects.filter(account=account).count() == 1  # only the consumed activation token
+
+    def test_recovery_goes_to_active_accounts_only(self):
+        account = AccountFactory()
+        with pytest.raises(WrongAccountState, match="password recovery e-mails go to active accounts only"):
+            token_send_password_recovery(account=account, actor=None)
+        active = AccountFactory(active=True)
+        assert token_send_password_recovery(account=active, actor=None).action == TokenAction.PASSWORD_RECOVERY
 
 
 class TestPasswordRecovery:
     def test_an_active_account_gets_a_recovery_token(self):
         account = AccountFactory(active=True, email="jane@example.com")
-        assert token_request_password_recovery(identifier="JANE@example.com") is None
+        assert token_request_password_recovery(identifier="JANE@example.com", actor=None) is None
         token = live_token(account, TokenAction.PASSWORD_RECOVERY)
-        assert token_consume(secret=bytes(token.secret)).account.status == AccountStatus.ACTIVE
+        assert token_consume(secret=bytes(token.secret), actor=None).account.status == AccountStatus.ACTIVE
 
     @pytest.mark.parametrize("traits", [{}, {"suspended": True}])
     def test_an_inactive_or_unknown_account_gets_nothing_and_the_answer_is_the_same(self, traits):
         AccountFactory(email="jane@example.com", **traits)
-        assert token_request_password_recovery(identifier="jane@example.com") is None
-        assert token_request_password_recovery(identifier="nobody@example.com") is None
+        assert token_request_password_recovery(identifier="jane@example.com", actor=None) is None
+        assert token_request_password_recovery(identifier="nobody@example.com", actor=None) is None
         assert not Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY).exists()
 
     def test_a_recovery_token_of_a_since_suspended_account_is_refused(self):
         account = AccountFactory(active=True)
-        token_request_password_recovery(identifier=account.login)
+        token_request_password_recovery(identifier=account.login, actor=None)
         token = live_token(account, TokenAction.PASSWORD_RECOVERY)
-        account_suspend(account=account)
+        account_suspend(account=account, actor=None)
         with pytest.raises(AccountSuspended):
-            token_consume(secret=bytes(token.secret))
+            token_consume(secret=bytes(token.secret), actor=None)
 
     def test_an_activation_token_of_an_active_account_is_refused(self, sql):
         account = AccountFactory(active=True)
@@ -153,7 +191,7 @@ class TestPasswordRecovery:
             0
         ]
         with pytest.raises(WrongAccountState, match=f"tokens: account {account.pk} is already active"):
-            token_consume(secret=bytes(Token.objects.get(pk=token_id).secret))
+            token_consume(secret=bytes(Token.objects.get(pk=token_id).secret), actor=None)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -164,7 +202,9 @@ class TestRaces:
         # A third session holds the row so that both consumers are waiting when it lets go.
         with psql.transaction():
             psql.execute("SELECT 1 FROM tokens WHERE account = %s FOR UPDATE", [account.pk])
-            threads, results = in_threads(lambda: token_consume(secret=secret), lambda: token_consume(secret=secret))
+            threads, results = in_threads(
+                lambda: token_consume(secret=secret, actor=None), lambda: token_consume(secret=secret, actor=None)
+            )
             wait_until_blocked(psql, 2)
         for thread in threads:
             thread.join()
@@ -179,7 +219,7 @@ class TestRaces:
         second = AccountFactory(email="RACE@example.com")
         with psql.transaction():
             psql.execute("UPDATE tokens SET consumed_at = now() WHERE account = %s", [first.pk])
-            threads, results = in_threads(lambda: token_consume(secret=bytes(live_token(second).secret)))
+            threads, results = in_threads(lambda: token_consume(secret=bytes(live_token(second).secret), actor=None))
             wait_until_blocked(psql, 1)
         threads[0].join()
         ((ok, error),) = results
@@ -192,7 +232,7 @@ class TestRaces:
     def test_concurrent_wrong_codes_are_all_counted(self):
         account = AccountFactory(login="jane")
         wrong = "00000" if live_token(account).code != "00000" else "11111"
-        threads, results = in_threads(*[lambda: token_consume_code(identifier="jane", code=wrong)] * 4)
+        threads, results = in_threads(*[lambda: token_consume_code(identifier="jane", code=wrong, actor=None)] * 4)
         for thread in threads:
             thread.join()
         assert all(isinstance(value, WrongCode) for _, value in results)

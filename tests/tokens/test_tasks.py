@@ -44,7 +44,7 @@ def test_the_django_q2_worker_drains_on_its_schedule(psql):
     add_schedule(apps, None)
     Schedule.objects.filter(name="mailroom: drain").update(next_run=timezone.now())
     smtp = SMTPServer().start()
-    account_provision(email="jane@example.com", login="jane")
+    account_provision(email="jane@example.com", login="jane", actor=None)
     worker = start_manage("qcluster", Q_WORKERS="1", **mailroom_env(smtp))
     try:
         wait_for(lambda: smtp.messages, timeout=90, interval=0.2, message="the scheduled drain's e-mail")

@@ -5,10 +5,10 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import AccountStatus
-from accounts.services import account_resend_activation, account_suspend
+from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
 from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_to_text
-from tokens.services import token_request_password_recovery
+from tokens.services import token_request_password_recovery, token_resend_activation
 
 pytestmark = pytest.mark.django_db
 
@@ -51,8 +51,12 @@ class TestActivationLink:
                 410,
                 "Expired",
             ),
-            (lambda account, token: account_resend_activation(account=account), 410, "Replaced by a newer e-mail"),
-            (lambda account, token: account_suspend(account=account), 403, "Account suspended"),
+            (
+                lambda account, token: token_resend_activation(account=account, actor=None),
+                410,
+                "Replaced by a newer e-mail",
+            ),
+            (lambda account, token: account_suspend(account=account, actor=None), 403, "Account suspended"),
             (
                 lambda account, token: Token.objects.filter(pk=token.pk).update(failed_attempts=MAX_CODE_ATTEMPTS),
                 403,
@@ -78,7 +82,7 @@ class TestActivationLink:
 
     def test_a_recovery_link_does_not_activate(self, client):
         account = AccountFactory(active=True)
-        token_request_password_recovery(identifier=account.login)
+        token_request_password_recovery(identifier=account.login, actor=None)
         recovery = Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY)
         response = client.post(reverse("activate-link", args=[secret_to_text(recovery.secret)]))
         assert response.status_code == 404
@@ -137,7 +141,7 @@ class TestRecovery:
 
     def test_the_recovery_link_confirms_on_post_only(self, client):
         account = AccountFactory(active=True)
-        token_request_password_recovery(identifier=account.login)
+        token_request_password_recovery(identifier=account.login, actor=None)
         url = link(account, TokenAction.PASSWORD_RECOVERY)
         assert "Yes, this is my account" in client.get(url).content.decode()
         assert Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY).consumed_at is None

@@ -3,7 +3,8 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from accounts.services import abandoned_sign_ups_count, accounts_sweep_abandoned
+from accounts.selectors import abandoned_sign_ups_count
+from accounts.services import accounts_sweep_abandoned
 from platform_events.db.locks import advisory_lock
 
 

@@ -47,7 +47,7 @@ class TestWhatIsNeverMailed:
 
     def test_a_consumed_token_is_skipped(self, smtp_server):
         token = token_of(AccountFactory())
-        token_consume(secret=bytes(token.secret))
+        token_consume(secret=bytes(token.secret), actor=None)
         drain()
         token.refresh_from_db()
         assert (token.mail_state, token.mail_error) == (MailState.SKIPPED, "used before it was mailed")
@@ -64,7 +64,7 @@ class TestWhatIsNeverMailed:
 
     def test_a_token_of_a_suspended_account_is_not_mailed(self, smtp_server):
         account = AccountFactory()
-        account_suspend(account=account)
+        account_suspend(account=account, actor=None)
         assert drain().claimed == 0
         assert token_of(account).mail_state == MailState.QUEUED
         assert smtp_server.messages == []

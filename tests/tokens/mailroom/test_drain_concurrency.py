@@ -94,7 +94,7 @@ def test_mail_goes_out_after_the_backoff_when_the_smtp_server_comes_back(setting
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
     settings.MAILROOM_BACKOFF_SECONDS = 1
-    account = account_provision(email="jane@example.com", login="jane")
+    account = account_provision(email="jane@example.com", login="jane", actor=None)
     refused = drain()
     assert refused.error.startswith("SMTP server unreachable")
     assert Token.objects.get(account=account).mail_state == MailState.RETRYING

@@ -25,14 +25,14 @@ def test_listen_mailroom_mails_a_new_account_without_waiting_for_a_poll(psql):
     listener = start_manage("listen_mailroom", "--poll-seconds", "300", PGAPPNAME="test-listener", **mailroom_env(smtp))
     try:
         wait_for(lambda: listener_is_listening(psql), timeout=60, message="the listener to LISTEN")
-        account_provision(email="jane@example.com", login="jane")
+        account_provision(email="jane@example.com", login="jane", actor=None)
         # The poll is 5 minutes away: only the NOTIFY can bring the e-mail this soon.
         wait_for(lambda: smtp.messages, timeout=30, message="the e-mail")
 
         # The database drops the listener's connections (as a restart does): it reconnects.
         psql.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'test-listener'")
         wait_for(lambda: listener_is_listening(psql), timeout=60, message="the listener to LISTEN again")
-        account_provision(email="joe@example.com", login="joe")
+        account_provision(email="joe@example.com", login="joe", actor=None)
         wait_for(lambda: len(smtp.messages) == 2, timeout=30, message="the second e-mail")
     finally:
         listener.send_signal(signal.SIGTERM)

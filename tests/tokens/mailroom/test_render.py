@@ -31,7 +31,7 @@ def test_an_activation_e_mail_carries_the_link_the_code_and_the_expiry(smtp_serv
 
 def test_a_recovery_e_mail_links_to_the_recovery_page(smtp_server, settings):
     account = AccountFactory(active=True)
-    token_request_password_recovery(identifier=account.email)
+    token_request_password_recovery(identifier=account.email, actor=None)
     drain()
     (message,) = smtp_server.messages
     token = token_of(account, TokenAction.PASSWORD_RECOVERY)
