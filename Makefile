@@ -41,6 +41,7 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo
 
 stop:
 	$(BIN)/python -m lifecycle.embedded_db stop
