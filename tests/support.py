@@ -138,6 +138,14 @@ def wait_for(condition, *, timeout: float = 30, interval: float = 0.05, message:
     raise AssertionError(f"timed out waiting for {message}")
 
 
+# Codes
+
+
+def wrong_code(code: str) -> str:
+    """A well-formed code that is not ``code``."""
+    return "00000" if code != "00000" else "11111"
+
+
 # Bad input: each value with the sentence the database refuses it with
 
 BAD_EMAILS = [

@@ -1,11 +1,8 @@
 """Tokens and mail runs, mapped onto the tables of tokens/sql/0001_tokens.sql (``managed = False``).
 
 A token's secret and code are credentials: they are never shown in the admin, logged or put in
-an audit row. ``secret_to_text``/``secret_from_text`` give the URL-safe form used in links.
+an audit row. Links carry the secret as URL-safe text (tokens/links.py).
 """
-
-import base64
-import binascii
 
 from django.db import models
 from django.db.models.functions import Now
@@ -85,20 +82,3 @@ class Job(models.Model):
 
     def __str__(self):
         return f"{self.job_type} run {self.id}"
-
-
-def secret_to_text(secret: bytes) -> str:
-    """The URL-safe form of a secret (43 characters, no padding)."""
-    return base64.urlsafe_b64encode(bytes(secret)).rstrip(b"=").decode("ascii")
-
-
-def secret_from_text(text: str) -> bytes | None:
-    """The secret a link carries, or None when the text cannot be one."""
-    text = text.strip()
-    if len(text) != 43:
-        return None
-    try:
-        secret = base64.urlsafe_b64decode(text + "=")
-    except (binascii.Error, ValueError):
-        return None
-    return secret if len(secret) == 32 else None

@@ -19,7 +19,8 @@ from accounts.selectors import accounts_by_identifier
 from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
 from tokens.errors import TokenNotFound, WrongAccountState, WrongCode
-from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_from_text
+from tokens.links import secret_from_text
+from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction
 
 
 def token_resend_activation(*, account: Account, actor) -> Token:

@@ -17,14 +17,11 @@ from accounts.models import Account, AccountStatus
 from accounts.services import account_provision, account_suspend, account_unsuspend
 from lifecycle.factories import AccountFactory
 from tests.support import BAD_EMAILS, BAD_LOGINS, connect, in_threads, wait_until_blocked
-from tokens.models import Token, TokenAction
+from tokens.models import Token
+from tokens.selectors import live_token
 from tokens.services import token_consume
 
 pytestmark = pytest.mark.django_db
-
-
-def activation_secret(account) -> bytes:
-    return bytes(Token.objects.get(account=account, action=TokenAction.ACTIVATION, superseded_at__isnull=True).secret)
 
 
 def test_walkthrough_through_the_services():
@@ -33,7 +30,7 @@ def test_walkthrough_through_the_services():
     assert account.status == AccountStatus.PROVISIONED
     assert account.created_at is not None and account.status_changed_at is not None
 
-    token = token_consume(secret=activation_secret(account), actor=None)
+    token = token_consume(secret=bytes(live_token(account=account).secret), actor=None)
     assert token.account.status == AccountStatus.ACTIVE
     assert token.account.activated_at is not None
 
@@ -94,7 +91,7 @@ def test_activating_the_second_holder_of_a_claimed_address_fails_and_changes_not
     squatter = AccountFactory(email="owner@example.com")
     AccountFactory(email="owner@example.com", active=True)
     with pytest.raises(EmailAlreadyClaimed, match="accounts: e-mail owner@example.com is already claimed"):
-        token_consume(secret=activation_secret(squatter), actor=None)
+        token_consume(secret=bytes(live_token(account=squatter).secret), actor=None)
     squatter.refresh_from_db()
     assert squatter.status == AccountStatus.PROVISIONED
     assert Token.objects.get(account=squatter).consumed_at is None

@@ -6,7 +6,8 @@ from django.urls import reverse
 from lifecycle.factories import AccountFactory
 from platform_events.models import AuditEvent
 from tests.support import admin_action
-from tokens.models import Token, secret_to_text
+from tokens.links import secret_to_text
+from tokens.selectors import live_token
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +33,7 @@ class TestAuditViews:
 
     def test_no_audit_or_admin_page_shows_a_secret_or_code(self, support):
         account = AccountFactory()
-        token = Token.objects.get(account=account)
+        token = live_token(account=account)
         for url in (
             reverse("admin:platform_events_auditevent_changelist"),
             reverse("admin:accounts_account_change", args=[account.pk]),

@@ -4,7 +4,9 @@ import pytest
 from django.urls import reverse
 
 from lifecycle.factories import AccountFactory
-from tokens.models import MailState, Token, secret_to_text
+from tokens.links import secret_to_text
+from tokens.models import MailState, Token
+from tokens.selectors import live_token
 
 pytestmark = pytest.mark.django_db
 
@@ -12,7 +14,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def token(admin_client):
     account = AccountFactory()
-    return Token.objects.get(account=account)
+    return live_token(account=account)
 
 
 @pytest.mark.parametrize(
@@ -37,7 +39,7 @@ def test_admin_pages_show_no_secret_or_code(admin_client, token, url):
 
 class TestMailStateInTheAdmin:
     def test_tokens_can_be_filtered_by_mail_state(self, admin_client):
-        sent, dead = (Token.objects.get(account=AccountFactory()) for _ in range(2))
+        sent, dead = (live_token(account=AccountFactory()) for _ in range(2))
         Token.objects.filter(pk=sent.pk).update(mail_state=MailState.SENT)
         Token.objects.filter(pk=dead.pk).update(mail_state=MailState.DEAD, mail_error="550 5.1.1 No such mailbox")
         response = admin_client.get(reverse("admin:tokens_token_changelist") + "?mail_state__exact=dead")
@@ -45,7 +47,7 @@ class TestMailStateInTheAdmin:
         assert "550 5.1.1 No such mailbox" in response.content.decode()
 
     def test_retry_now_reports_what_it_did(self, admin_client):
-        dead, sent = (Token.objects.get(account=AccountFactory()) for _ in range(2))
+        dead, sent = (live_token(account=AccountFactory()) for _ in range(2))
         Token.objects.filter(pk=dead.pk).update(mail_state=MailState.DEAD)
         Token.objects.filter(pk=sent.pk).update(mail_state=MailState.SENT)
         response = admin_client.post(

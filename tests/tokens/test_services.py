@@ -6,7 +6,7 @@ from accounts.errors import EmailAlreadyClaimed
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tests.support import in_threads, wait_until_blocked
+from tests.support import in_threads, wait_until_blocked, wrong_code
 from tokens.errors import (
     AccountSuspended,
     TokenAlreadyUsed,
@@ -17,7 +17,9 @@ from tokens.errors import (
     WrongAccountState,
     WrongCode,
 )
-from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_from_text, secret_to_text
+from tokens.links import secret_from_text, secret_to_text
+from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction
+from tokens.selectors import live_token
 from tokens.services import (
     token_consume,
     token_consume_code,
@@ -29,14 +31,10 @@ from tokens.services import (
 pytestmark = pytest.mark.django_db
 
 
-def live_token(account, action=TokenAction.ACTIVATION) -> Token:
-    return Token.objects.get(account=account, action=action, superseded_at__isnull=True)
-
-
 class TestConsumeBySecret:
     def test_the_link_text_of_a_secret_consumes_it(self):
         account = AccountFactory()
-        text = secret_to_text(live_token(account).secret)
+        text = secret_to_text(live_token(account=account).secret)
         assert len(text) == 43
         assert token_consume(secret=text, actor=None).account.status == AccountStatus.ACTIVE
 
@@ -47,14 +45,14 @@ class TestConsumeBySecret:
             token_consume(secret=text, actor=None)
 
     def test_a_used_link_is_refused(self):
-        secret = bytes(live_token(AccountFactory()).secret)
+        secret = bytes(live_token(account=AccountFactory()).secret)
         token_consume(secret=secret, actor=None)
         with pytest.raises(TokenAlreadyUsed, match="tokens: token .* has already been used"):
             token_consume(secret=secret, actor=None)
 
     def test_an_expired_link_is_refused_and_the_account_stays_provisioned(self):
         account = AccountFactory()
-        token = live_token(account)
+        token = live_token(account=account)
         Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
         with pytest.raises(TokenExpired, match="tokens: token .* has expired"):
             token_consume(secret=bytes(token.secret), actor=None)
@@ -63,7 +61,7 @@ class TestConsumeBySecret:
 
     def test_a_link_of_a_suspended_account_is_refused(self):
         account = AccountFactory()
-        secret = bytes(live_token(account).secret)
+        secret = bytes(live_token(account=account).secret)
         account_suspend(account=account, actor=None)
         with pytest.raises(AccountSuspended, match=f"tokens: account {account.pk} is suspended"):
             token_consume(secret=secret, actor=None)
@@ -77,31 +75,31 @@ def test_secret_text_round_trips():
 class TestConsumeByCode:
     def test_login_and_code_activate(self):
         account = AccountFactory(login="Jane")
-        token = token_consume_code(identifier="jane", code=live_token(account).code, actor=None)
+        token = token_consume_code(identifier="jane", code=live_token(account=account).code, actor=None)
         assert token.account.status == AccountStatus.ACTIVE
 
     def test_email_and_code_activate_the_right_one_of_several_sign_ups(self):
         squatter = AccountFactory(email="shared@example.com")
         owner = AccountFactory(email="shared@example.com")
-        token = token_consume_code(identifier=" SHARED@example.com ", code=live_token(owner).code, actor=None)
+        token = token_consume_code(identifier=" SHARED@example.com ", code=live_token(account=owner).code, actor=None)
         assert token.account == owner
         squatter.refresh_from_db()
         assert squatter.status == AccountStatus.PROVISIONED
 
     def test_a_wrong_code_says_how_many_attempts_are_left(self):
         account = AccountFactory(login="jane")
-        wrong = "00000" if live_token(account).code != "00000" else "11111"
+        wrong = wrong_code(live_token(account=account).code)
         with pytest.raises(
             WrongCode, match=f"tokens: wrong code; {MAX_CODE_ATTEMPTS - 1} attempt\\(s\\) left"
         ) as caught:
             token_consume_code(identifier="jane", code=wrong, actor=None)
         assert caught.value.attempts_left == MAX_CODE_ATTEMPTS - 1
-        assert live_token(account).failed_attempts == 1
+        assert live_token(account=account).failed_attempts == 1
 
     def test_five_wrong_codes_burn_the_token_even_for_the_right_code_afterwards(self):
         account = AccountFactory(login="jane")
-        right = live_token(account).code
-        wrong = "00000" if right != "00000" else "11111"
+        right = live_token(account=account).code
+        wrong = wrong_code(right)
         for _ in range(MAX_CODE_ATTEMPTS - 1):
             with pytest.raises(WrongCode, match="attempt"):
                 token_consume_code(identifier="jane", code=wrong, actor=None)
@@ -111,7 +109,7 @@ class TestConsumeByCode:
             token_consume_code(identifier="jane", code=right, actor=None)
         account.refresh_from_db()
         assert account.status == AccountStatus.PROVISIONED
-        assert live_token(account).burnt
+        assert live_token(account=account).burnt
 
     def test_an_unknown_login_gets_a_clear_error(self):
         with pytest.raises(TokenNotFound, match="tokens: no code was sent to this login or e-mail"):
@@ -119,23 +117,23 @@ class TestConsumeByCode:
 
     def test_a_used_code_says_so(self):
         account = AccountFactory(login="jane")
-        code = live_token(account).code
+        code = live_token(account=account).code
         token_consume_code(identifier="jane", code=code, actor=None)
         with pytest.raises(TokenAlreadyUsed):
             token_consume_code(identifier="jane", code=code, actor=None)
 
     def test_an_expired_code_says_so_whatever_code_is_given(self):
         account = AccountFactory(login="jane")
-        token = live_token(account)
+        token = live_token(account=account)
         Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
         with pytest.raises(TokenExpired, match="has expired"):
-            token_consume_code(identifier="jane", code="99999" if token.code != "99999" else "00000", actor=None)
+            token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
 
 
 class TestIssuing:
     def test_resending_activation_supersedes_the_old_token(self):
         account = AccountFactory()
-        old_secret = bytes(live_token(account).secret)
+        old_secret = bytes(live_token(account=account).secret)
         new_token = token_resend_activation(account=account, actor=None)
         assert new_token.action == TokenAction.ACTIVATION
         with pytest.raises(TokenSuperseded, match="tokens: token .* was replaced by a newer one"):
@@ -167,7 +165,7 @@ class TestPasswordRecovery:
     def test_an_active_account_gets_a_recovery_token(self):
         account = AccountFactory(active=True, email="jane@example.com")
         assert token_request_password_recovery(identifier="JANE@example.com", actor=None) is None
-        token = live_token(account, TokenAction.PASSWORD_RECOVERY)
+        token = live_token(account=account, action=TokenAction.PASSWORD_RECOVERY)
         assert token_consume(secret=bytes(token.secret), actor=None).account.status == AccountStatus.ACTIVE
 
     @pytest.mark.parametrize("traits", [{}, {"suspended": True}])
@@ -180,7 +178,7 @@ class TestPasswordRecovery:
     def test_a_recovery_token_of_a_since_suspended_account_is_refused(self):
         account = AccountFactory(active=True)
         token_request_password_recovery(identifier=account.login, actor=None)
-        token = live_token(account, TokenAction.PASSWORD_RECOVERY)
+        token = live_token(account=account, action=TokenAction.PASSWORD_RECOVERY)
         account_suspend(account=account, actor=None)
         with pytest.raises(AccountSuspended):
             token_consume(secret=bytes(token.secret), actor=None)
@@ -198,7 +196,7 @@ class TestPasswordRecovery:
 class TestRaces:
     def test_two_concurrent_consumptions_of_one_token_exactly_one_succeeds(self, psql):
         account = AccountFactory()
-        secret = bytes(live_token(account).secret)
+        secret = bytes(live_token(account=account).secret)
         # A third session holds the row so that both consumers are waiting when it lets go.
         with psql.transaction():
             psql.execute("SELECT 1 FROM tokens WHERE account = %s FOR UPDATE", [account.pk])
@@ -219,7 +217,9 @@ class TestRaces:
         second = AccountFactory(email="RACE@example.com")
         with psql.transaction():
             psql.execute("UPDATE tokens SET consumed_at = now() WHERE account = %s", [first.pk])
-            threads, results = in_threads(lambda: token_consume(secret=bytes(live_token(second).secret), actor=None))
+            threads, results = in_threads(
+                lambda: token_consume(secret=bytes(live_token(account=second).secret), actor=None)
+            )
             wait_until_blocked(psql, 1)
         threads[0].join()
         ((ok, error),) = results
@@ -227,13 +227,13 @@ class TestRaces:
         assert str(error) == "accounts: e-mail is already claimed by an activated account"
         assert Account.objects.get(pk=first.pk).status == AccountStatus.ACTIVE
         assert Account.objects.get(pk=second.pk).status == AccountStatus.PROVISIONED
-        assert live_token(second).consumed_at is None
+        assert live_token(account=second).consumed_at is None
 
     def test_concurrent_wrong_codes_are_all_counted(self):
         account = AccountFactory(login="jane")
-        wrong = "00000" if live_token(account).code != "00000" else "11111"
+        wrong = wrong_code(live_token(account=account).code)
         threads, results = in_threads(*[lambda: token_consume_code(identifier="jane", code=wrong, actor=None)] * 4)
         for thread in threads:
             thread.join()
         assert all(isinstance(value, WrongCode) for _, value in results)
-        assert live_token(account).failed_attempts == 4
+        assert live_token(account=account).failed_attempts == 4

@@ -2,18 +2,14 @@
 
 import pytest
 
+from tokens.selectors import live_token
+
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def account_id(sql):
     return sql("INSERT INTO accounts (email, login) VALUES ('user@example.com', 'user123') RETURNING id")[0][0]
-
-
-def activation_token(sql, account_id):
-    return sql(
-        "SELECT id FROM tokens WHERE account = %s AND action = 'activation' ORDER BY id DESC LIMIT 1", [account_id]
-    )[0][0]
 
 
 def secret_default(sql) -> str:
@@ -73,7 +69,7 @@ class TestRandomness:
 
 class TestConsumption:
     def test_a_token_is_single_use(self, sql, refused, account_id):
-        token = activation_token(sql, account_id)
+        token = live_token(account=account_id).pk
         sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token])
         refused(
             "UPDATE tokens SET consumed_at = now() WHERE id = %s",
@@ -82,7 +78,7 @@ class TestConsumption:
         )
 
     def test_a_consumed_token_cannot_be_unconsumed(self, sql, refused, account_id):
-        token = activation_token(sql, account_id)
+        token = live_token(account=account_id).pk
         sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token])
         refused(
             "UPDATE tokens SET consumed_at = NULL WHERE id = %s",
@@ -91,7 +87,7 @@ class TestConsumption:
         )
 
     def test_an_expired_token_cannot_be_consumed(self, sql, refused, account_id):
-        token = activation_token(sql, account_id)
+        token = live_token(account=account_id).pk
         sql("UPDATE tokens SET expires_at = now() - interval '1 second' WHERE id = %s", [token])
         refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match="tokens: token .* has expired")
         assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("provisioned",)]
@@ -103,7 +99,7 @@ class TestConsumption:
         )
 
     def test_a_token_of_a_suspended_account_cannot_be_consumed(self, sql, refused, account_id):
-        token = activation_token(sql, account_id)
+        token = live_token(account=account_id).pk
         sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
         refused(
             "UPDATE tokens SET consumed_at = now() WHERE id = %s",
@@ -112,7 +108,7 @@ class TestConsumption:
         )
 
     def test_a_token_burnt_by_wrong_codes_cannot_be_consumed(self, sql, refused, account_id):
-        token = activation_token(sql, account_id)
+        token = live_token(account=account_id).pk
         sql("UPDATE tokens SET failed_attempts = 5 WHERE id = %s", [token])
         refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match="tokens: token .* was burnt")
 
@@ -137,7 +133,7 @@ class TestConsumption:
 
 class TestSuperseding:
     def test_a_new_token_makes_the_older_unconsumed_one_unusable(self, sql, refused, account_id):
-        old = activation_token(sql, account_id)
+        old = live_token(account=account_id).pk
         new = sql("INSERT INTO tokens (account, action) VALUES (%s, 'activation') RETURNING id", [account_id])[0][0]
         refused(
             "UPDATE tokens SET consumed_at = now() WHERE id = %s",

@@ -7,22 +7,19 @@ from django.urls import reverse
 from accounts.models import AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction, secret_to_text
+from tests.support import wrong_code
+from tokens.links import landing_path, secret_to_text
+from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction
+from tokens.selectors import live_token
 from tokens.services import token_request_password_recovery, token_resend_activation
 
 pytestmark = pytest.mark.django_db
 
 
-def link(account, action=TokenAction.ACTIVATION) -> str:
-    token = Token.objects.get(account=account, action=action, superseded_at__isnull=True)
-    name = "activate-link" if action == TokenAction.ACTIVATION else "recover-link"
-    return reverse(name, args=[secret_to_text(token.secret)])
-
-
 class TestActivationLink:
     def test_get_shows_a_confirm_button_and_consumes_nothing(self, client):
         account = AccountFactory()
-        response = client.get(link(account))
+        response = client.get(landing_path(live_token(account=account)))
         assert response.status_code == 200
         assert "Activate my account" in response.content.decode()
         account.refresh_from_db()
@@ -30,14 +27,14 @@ class TestActivationLink:
 
     def test_post_activates(self, client):
         account = AccountFactory(login="jane")
-        response = client.post(link(account))
+        response = client.post(landing_path(live_token(account=account)))
         assert response.status_code == 200
         assert "Your account is active" in response.content.decode()
         account.refresh_from_db()
         assert account.status == AccountStatus.ACTIVE
 
     def test_a_second_post_says_it_was_used(self, client):
-        url = link(AccountFactory())
+        url = landing_path(live_token(account=AccountFactory()))
         client.post(url)
         response = client.post(url)
         assert response.status_code == 409
@@ -67,8 +64,8 @@ class TestActivationLink:
     )
     def test_each_refusal_has_its_page(self, client, spoil, status, heading):
         account = AccountFactory()
-        token = Token.objects.get(account=account)
-        url = link(account)
+        token = live_token(account=account)
+        url = landing_path(live_token(account=account))
         spoil(account, token)
         response = client.post(url)
         assert response.status_code == status
@@ -83,7 +80,7 @@ class TestActivationLink:
     def test_a_recovery_link_does_not_activate(self, client):
         account = AccountFactory(active=True)
         token_request_password_recovery(identifier=account.login, actor=None)
-        recovery = Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY)
+        recovery = live_token(account=account, action=TokenAction.PASSWORD_RECOVERY)
         response = client.post(reverse("activate-link", args=[secret_to_text(recovery.secret)]))
         assert response.status_code == 404
         recovery.refresh_from_db()
@@ -92,13 +89,13 @@ class TestActivationLink:
     def test_the_claimed_address_page(self, client):
         squatter = AccountFactory(email="owner@example.com")
         AccountFactory(email="owner@example.com", active=True)
-        response = client.post(link(squatter))
+        response = client.post(landing_path(live_token(account=squatter)))
         assert response.status_code == 409
         assert "already been activated with this e-mail address" in response.content.decode()
 
     def test_post_needs_the_csrf_token(self):
         account = AccountFactory()
-        response = Client(enforce_csrf_checks=True).post(link(account))
+        response = Client(enforce_csrf_checks=True).post(landing_path(live_token(account=account)))
         assert response.status_code == 403
         account.refresh_from_db()
         assert account.status == AccountStatus.PROVISIONED
@@ -107,13 +104,13 @@ class TestActivationLink:
 class TestActivationCode:
     def test_login_and_code_activate(self, client):
         account = AccountFactory(login="jane")
-        code = Token.objects.get(account=account).code
+        code = live_token(account=account).code
         response = client.post(reverse("activate-code"), {"identifier": "jane", "code": code})
         assert "Your account is active" in response.content.decode()
 
     def test_a_wrong_code_says_how_many_attempts_are_left(self, client):
         account = AccountFactory(login="jane")
-        wrong = "00000" if Token.objects.get(account=account).code != "00000" else "11111"
+        wrong = wrong_code(live_token(account=account).code)
         response = client.post(reverse("activate-code"), {"identifier": "jane", "code": wrong})
         assert response.status_code == 400
         assert f"Wrong code: {MAX_CODE_ATTEMPTS - 1} attempt(s) left." in response.content.decode()
@@ -142,7 +139,7 @@ class TestRecovery:
     def test_the_recovery_link_confirms_on_post_only(self, client):
         account = AccountFactory(active=True)
         token_request_password_recovery(identifier=account.login, actor=None)
-        url = link(account, TokenAction.PASSWORD_RECOVERY)
+        url = landing_path(live_token(account=account, action=TokenAction.PASSWORD_RECOVERY))
         assert "Yes, this is my account" in client.get(url).content.decode()
         assert Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY).consumed_at is None
         assert "Recovery confirmed" in client.post(url).content.decode()

@@ -5,19 +5,16 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
-from django.urls import reverse
 
-from tokens.models import Token, TokenAction, secret_to_text
-
-LANDING_PAGES = {TokenAction.ACTIVATION: "activate-link", TokenAction.PASSWORD_RECOVERY: "recover-link"}
+from tokens.links import landing_path
+from tokens.models import Token
 
 
 def render_mail(token: Token) -> EmailMultiAlternatives:
     account = token.account
-    path = reverse(LANDING_PAGES[token.action], args=[secret_to_text(token.secret)])
     context = {
         "login": account.login,
-        "link": f"{settings.PUBLIC_BASE_URL}{path}",
+        "link": f"{settings.PUBLIC_BASE_URL}{landing_path(token)}",
         "code": token.code,
         "expires_at": token.expires_at,
         "valid_minutes": max(1, round((token.expires_at - token.created_at).total_seconds() / 60)),

@@ -7,19 +7,16 @@ from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
 from tests.smtp import free_port
 from tokens.mailroom.drain import drain
-from tokens.models import Job, MailState, Token, TokenAction
+from tokens.models import Job, MailState, Token
+from tokens.selectors import live_token
 from tokens.services import token_consume
 
 pytestmark = pytest.mark.django_db
 
 
-def token_of(account, action=TokenAction.ACTIVATION) -> Token:
-    return Token.objects.get(account=account, action=action, superseded_at__isnull=True)
-
-
 class TestWhatIsMailed:
     def test_a_sent_token_is_marked_and_never_sent_again(self, smtp_server):
-        token = token_of(AccountFactory())
+        token = live_token(account=AccountFactory())
         drain()
         assert drain().claimed == 0
         token.refresh_from_db()
@@ -38,7 +35,7 @@ class TestWhatIsMailed:
 
 class TestWhatIsNeverMailed:
     def test_an_expired_token_is_skipped(self, smtp_server):
-        token = token_of(AccountFactory())
+        token = live_token(account=AccountFactory())
         Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
         assert drain().expired == 1
         token.refresh_from_db()
@@ -46,7 +43,7 @@ class TestWhatIsNeverMailed:
         assert smtp_server.messages == []
 
     def test_a_consumed_token_is_skipped(self, smtp_server):
-        token = token_of(AccountFactory())
+        token = live_token(account=AccountFactory())
         token_consume(secret=bytes(token.secret), actor=None)
         drain()
         token.refresh_from_db()
@@ -55,25 +52,25 @@ class TestWhatIsNeverMailed:
 
     def test_a_replaced_token_is_skipped_and_only_the_newest_is_mailed(self, smtp_server, sql):
         account = AccountFactory()
-        old = token_of(account)
+        old = live_token(account=account)
         sql("INSERT INTO tokens (account, action) VALUES (%s, 'activation')", [account.pk])
         drain()
         old.refresh_from_db()
         assert old.mail_state == MailState.SKIPPED
-        assert smtp_server.token_ids() == [token_of(account).pk]
+        assert smtp_server.token_ids() == [live_token(account=account).pk]
 
     def test_a_token_of_a_suspended_account_is_not_mailed(self, smtp_server):
         account = AccountFactory()
         account_suspend(account=account, actor=None)
         assert drain().claimed == 0
-        assert token_of(account).mail_state == MailState.QUEUED
+        assert live_token(account=account).mail_state == MailState.QUEUED
         assert smtp_server.messages == []
 
 
 class TestFailures:
     def test_a_550_answer_makes_the_mail_dead_with_the_reason(self, smtp_server):
         smtp_server.handler.refuse_recipients = "550 5.1.1 No such mailbox"
-        token = token_of(AccountFactory())
+        token = live_token(account=AccountFactory())
         result = drain()
         assert (result.dead, result.error) == (1, None)
         token.refresh_from_db()
@@ -83,7 +80,7 @@ class TestFailures:
 
     def test_a_4xx_answer_is_retried_later(self, smtp_server):
         smtp_server.handler.refuse_recipients = "451 4.3.0 Try again later"
-        token = token_of(AccountFactory())
+        token = live_token(account=AccountFactory())
         assert drain().retrying == 1
         token.refresh_from_db()
         assert (token.mail_state, token.mail_attempts) == (MailState.RETRYING, 1)
@@ -93,7 +90,7 @@ class TestFailures:
     def test_a_mail_that_keeps_failing_is_dead_after_the_last_attempt(self, smtp_server, settings):
         settings.MAILROOM_MAX_ATTEMPTS = 2
         smtp_server.handler.refuse_recipients = "451 4.3.0 Try again later"
-        token = token_of(AccountFactory())
+        token = live_token(account=AccountFactory())
         drain()
         Token.objects.filter(pk=token.pk).update(mail_next_attempt_at=token.created_at)
         assert drain().dead == 1
@@ -104,7 +101,7 @@ class TestFailures:
     def test_an_unreachable_server_fails_the_run_and_keeps_the_mail_for_later(self, settings):
         settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
         settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()
-        token = token_of(AccountFactory())
+        token = live_token(account=AccountFactory())
         result = drain()
         assert result.error.startswith("SMTP server unreachable: ConnectionRefusedError")
         token.refresh_from_db()

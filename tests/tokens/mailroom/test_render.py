@@ -3,9 +3,10 @@
 import pytest
 
 from lifecycle.factories import AccountFactory
-from tests.tokens.mailroom.test_drain import token_of
+from tokens.links import secret_to_text
 from tokens.mailroom.drain import drain
-from tokens.models import TokenAction, secret_to_text
+from tokens.models import TokenAction
+from tokens.selectors import live_token
 from tokens.services import token_request_password_recovery
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 def test_an_activation_e_mail_carries_the_link_the_code_and_the_expiry(smtp_server, settings):
     account = AccountFactory(login="jane", email="jane@example.com")
-    token = token_of(account)
+    token = live_token(account=account)
     result = drain()
     assert (result.claimed, result.sent, result.error) == (1, 1, None)
     (message,) = smtp_server.messages
@@ -34,7 +35,7 @@ def test_a_recovery_e_mail_links_to_the_recovery_page(smtp_server, settings):
     token_request_password_recovery(identifier=account.email, actor=None)
     drain()
     (message,) = smtp_server.messages
-    token = token_of(account, TokenAction.PASSWORD_RECOVERY)
+    token = live_token(account=account, action=TokenAction.PASSWORD_RECOVERY)
     assert (
         f"{settings.PUBLIC_BASE_URL}/recover/{secret_to_text(token.secret)}"
         in message.get_body(("plain",)).get_content()

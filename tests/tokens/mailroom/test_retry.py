@@ -3,17 +3,17 @@
 import pytest
 
 from lifecycle.factories import AccountFactory
-from tests.tokens.mailroom.test_drain import token_of
 from tokens.mailroom.drain import drain
 from tokens.mailroom.retry import retry_now
 from tokens.models import MailState, Token
+from tokens.selectors import live_token
 
 pytestmark = pytest.mark.django_db
 
 
 def test_retry_now_makes_a_dead_mail_due_again(smtp_server):
     smtp_server.handler.refuse_recipients = "550 5.1.1 No such mailbox"
-    token = token_of(AccountFactory())
+    token = live_token(account=AccountFactory())
     drain()
     smtp_server.handler.refuse_recipients = None
     assert retry_now(Token.objects.filter(pk=token.pk)) == 1
@@ -23,8 +23,8 @@ def test_retry_now_makes_a_dead_mail_due_again(smtp_server):
 
 
 def test_retry_now_leaves_sent_and_expired_tokens_alone(smtp_server):
-    sent = token_of(AccountFactory())
+    sent = live_token(account=AccountFactory())
     drain()
-    expired = token_of(AccountFactory())
+    expired = live_token(account=AccountFactory())
     Token.objects.filter(pk=expired.pk).update(mail_state=MailState.DEAD, expires_at=expired.created_at)
     assert retry_now(Token.objects.filter(pk__in=[sent.pk, expired.pk])) == 0
