@@ -141,6 +141,13 @@ def wait_for(condition, *, timeout: float = 30, interval: float = 0.05, message:
 # Codes
 
 
+def max_code_attempts() -> int:
+    """How many wrong codes burn a token, as the database says (tokens_max_code_attempts())."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tokens_max_code_attempts()")
+        return cursor.fetchone()[0]
+
+
 def wrong_code(code: str) -> str:
     """A well-formed code that is not ``code``."""
     return "00000" if code != "00000" else "11111"

@@ -68,7 +68,8 @@ def test_the_migrations_reverse_cleanly_and_apply_again():
             "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events')"
             " UNION ALL SELECT count(*) FROM pg_type WHERE typname IN ('account_status', 'token_action', 'job_type')"
             " UNION ALL SELECT count(*) FROM pg_proc WHERE proname LIKE 'trg_%' OR proname LIKE 'lifecycle_%'"
-            " OR proname LIKE 'accounts_%' OR proname LIKE 'audit_%' OR proname = 'set_updated_at'"
+            " OR proname LIKE 'accounts_%' OR proname LIKE 'tokens_%' OR proname LIKE 'audit_%'"
+            " OR proname = 'set_updated_at'"
         )
         assert [n for (n,) in cursor.fetchall()] == [0, 0, 0]
     call_command("migrate", verbosity=0)

@@ -9,8 +9,13 @@ from django.db.models.functions import Now
 
 from accounts.models import Account
 
-# Mirrors the 5 in trg_before_token_consume (tokens/sql/0001_tokens.sql).
-MAX_CODE_ATTEMPTS = 5
+
+class MaxCodeAttempts(models.Func):
+    """How many wrong codes burn a token: the database's tokens_max_code_attempts(), the one place
+    that says it (tokens/sql/0006_code_attempts.sql)."""
+
+    function = "tokens_max_code_attempts"
+    output_field = models.SmallIntegerField()
 
 
 class TokenAction(models.TextChoices):
@@ -52,10 +57,6 @@ class Token(models.Model):
 
     def __str__(self):
         return f"{self.get_action_display()} token {self.id}"
-
-    @property
-    def burnt(self) -> bool:
-        return self.failed_attempts >= MAX_CODE_ATTEMPTS
 
 
 class JobType(models.TextChoices):

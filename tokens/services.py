@@ -20,7 +20,7 @@ from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
 from tokens.errors import TokenNotFound, WrongAccountState, WrongCode
 from tokens.links import secret_from_text
-from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction
+from tokens.models import MaxCodeAttempts, Token, TokenAction
 
 
 def token_resend_activation(*, account: Account, actor) -> Token:
@@ -85,17 +85,21 @@ def token_consume(*, secret: str | bytes, action: TokenAction | None = None, act
 def token_consume_code(*, identifier: str, code: str, action: TokenAction = TokenAction.ACTIVATION, actor) -> Token:
     """Consume a token by the 5-digit code, given with the login or e-mail it was sent for.
 
-    A wrong code counts against every usable token of that action for the account(s); at
-    MAX_CODE_ATTEMPTS a token is burnt. The count is committed even though we raise.
+    A wrong code counts against every usable token of that action for the account(s); at the
+    database's tokens_max_code_attempts() a token is burnt. The count is committed even though we
+    raise.
     """
     with transaction.atomic(), audit_context(actor=actor):
         candidates = list(
             Token.objects.select_for_update()
             .filter(action=action, superseded_at__isnull=True, account__in=accounts_by_identifier(identifier))
-            .annotate(expired=ExpressionWrapper(Q(expires_at__lte=Now()), output_field=BooleanField()))
+            .annotate(
+                expired=ExpressionWrapper(Q(expires_at__lte=Now()), output_field=BooleanField()),
+                attempts_left=MaxCodeAttempts() - F("failed_attempts"),
+            )
             .order_by("-id")
         )
-        usable = [token for token in candidates if token.consumed_at is None and not token.burnt and not token.expired]
+        usable = [t for t in candidates if t.consumed_at is None and t.attempts_left > 0 and not t.expired]
         match = next((token for token in candidates if hmac.compare_digest(token.code, code.strip())), None)
         if match is None and usable:
             Token.objects.filter(pk__in=[token.pk for token in usable]).update(failed_attempts=F("failed_attempts") + 1)
@@ -103,7 +107,7 @@ def token_consume_code(*, identifier: str, code: str, action: TokenAction = Toke
     if not candidates:
         raise TokenNotFound("tokens: no code was sent to this login or e-mail; ask for a new one")
     if match is None and usable:
-        attempts_left = MAX_CODE_ATTEMPTS - 1 - max(token.failed_attempts for token in usable)
+        attempts_left = min(token.attempts_left for token in usable) - 1  # this wrong code counted
         if attempts_left == 0:
             raise WrongCode("tokens: wrong code; this code no longer works, ask for a new one", attempts_left=0)
         raise WrongCode(f"tokens: wrong code; {attempts_left} attempt(s) left", attempts_left=attempts_left)

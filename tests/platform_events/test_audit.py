@@ -9,10 +9,9 @@ from accounts.services import account_suspend, account_unsuspend
 from lifecycle.factories import AccountFactory
 from platform_events.audit import audit_context
 from platform_events.models import AuditEvent
-from tests.support import wrong_code
+from tests.support import max_code_attempts, wrong_code
 from tokens.errors import WrongCode
 from tokens.links import secret_to_text
-from tokens.models import MAX_CODE_ATTEMPTS
 from tokens.selectors import live_token
 from tokens.services import token_consume, token_consume_code
 
@@ -119,12 +118,35 @@ def test_creation_activation_and_address_changes_are_audited(sql):
     )
 
 
+def test_a_bulk_sign_up_audits_each_account_and_token_with_its_own_fields(sql):
+    sql(
+        "INSERT INTO accounts (email, login) SELECT 'user' || g || '@example.com', 'user' || g"
+        " FROM generate_series(1, 3) g"
+    )
+    created = sql(
+        "SELECT a.login, e.diff_after ->> 'login', e.diff_after ->> 'email' FROM audit_events e"
+        " JOIN accounts a ON a.id::text = e.resource_id WHERE e.action = 'account.created' ORDER BY a.id"
+    )
+    assert created == [(f"user{n}", f"user{n}", f"user{n}@example.com") for n in (1, 2, 3)]
+    issued = sql(
+        "SELECT t.account, (e.diff_after ->> 'account')::bigint FROM audit_events e"
+        " JOIN tokens t ON t.id::text = e.resource_id WHERE e.action = 'token.issued'"
+    )
+    assert len(issued) == 3 and all(account == audited for account, audited in issued)
+
+
+def test_a_statement_that_inserts_nothing_audits_nothing(sql):
+    before = sql("SELECT count(*) FROM audit_events")
+    sql("INSERT INTO accounts (email, login) SELECT 'x@example.com', 'x' WHERE false")
+    assert sql("SELECT count(*) FROM audit_events") == before
+
+
 def test_tokens_issued_consumed_and_burnt_are_audited_without_secret_or_code():
     consumed = live_token(account=AccountFactory())
     token_consume(secret=bytes(consumed.secret), actor=None)
     burnt = live_token(account=AccountFactory(login="jane"))
     wrong = wrong_code(burnt.code)
-    for _ in range(MAX_CODE_ATTEMPTS):
+    for _ in range(max_code_attempts()):
         with pytest.raises(WrongCode):
             token_consume_code(identifier="jane", code=wrong, actor=None)
     assert [e.action for e in trail("token", consumed.pk)] == ["token.issued", "token.consumed"]

@@ -6,7 +6,7 @@ from accounts.errors import EmailAlreadyClaimed
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tests.support import in_threads, wait_until_blocked, wrong_code
+from tests.support import in_threads, max_code_attempts, wait_until_blocked, wrong_code
 from tokens.errors import (
     AccountSuspended,
     TokenAlreadyUsed,
@@ -18,7 +18,7 @@ from tokens.errors import (
     WrongCode,
 )
 from tokens.links import secret_from_text, secret_to_text
-from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction
+from tokens.models import Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import (
     token_consume,
@@ -90,17 +90,17 @@ class TestConsumeByCode:
         account = AccountFactory(login="jane")
         wrong = wrong_code(live_token(account=account).code)
         with pytest.raises(
-            WrongCode, match=f"tokens: wrong code; {MAX_CODE_ATTEMPTS - 1} attempt\\(s\\) left"
+            WrongCode, match=f"tokens: wrong code; {max_code_attempts() - 1} attempt\\(s\\) left"
         ) as caught:
             token_consume_code(identifier="jane", code=wrong, actor=None)
-        assert caught.value.attempts_left == MAX_CODE_ATTEMPTS - 1
+        assert caught.value.attempts_left == max_code_attempts() - 1
         assert live_token(account=account).failed_attempts == 1
 
     def test_five_wrong_codes_burn_the_token_even_for_the_right_code_afterwards(self):
         account = AccountFactory(login="jane")
         right = live_token(account=account).code
         wrong = wrong_code(right)
-        for _ in range(MAX_CODE_ATTEMPTS - 1):
+        for _ in range(max_code_attempts() - 1):
             with pytest.raises(WrongCode, match="attempt"):
                 token_consume_code(identifier="jane", code=wrong, actor=None)
         with pytest.raises(WrongCode, match="this code no longer works"):
@@ -109,7 +109,24 @@ class TestConsumeByCode:
             token_consume_code(identifier="jane", code=right, actor=None)
         account.refresh_from_db()
         assert account.status == AccountStatus.PROVISIONED
-        assert live_token(account=account).burnt
+        assert live_token(account=account).failed_attempts == max_code_attempts()
+
+    def test_the_database_alone_says_how_many_wrong_codes_burn_a_token(self, sql):
+        """Change tokens_max_code_attempts() and the services, the consume trigger and the audit follow."""
+        sql(
+            "CREATE OR REPLACE FUNCTION tokens_max_code_attempts() RETURNS smallint LANGUAGE sql IMMUTABLE AS 'SELECT 2::smallint'"
+        )
+        account = AccountFactory(login="jane")
+        token = live_token(account=account)
+        with pytest.raises(WrongCode, match="1 attempt\\(s\\) left"):
+            token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
+        with pytest.raises(WrongCode, match="this code no longer works"):
+            token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
+        with pytest.raises(TokenBurnt):
+            token_consume(secret=bytes(token.secret), actor=None)
+        assert sql(
+            "SELECT count(*) FROM audit_events WHERE action = 'token.burnt' AND resource_id = %s", [str(token.pk)]
+        ) == [(1,)]
 
     def test_an_unknown_login_gets_a_clear_error(self):
         with pytest.raises(TokenNotFound, match="tokens: no code was sent to this login or e-mail"):

@@ -109,7 +109,7 @@ class TestConsumption:
 
     def test_a_token_burnt_by_wrong_codes_cannot_be_consumed(self, sql, refused, account_id):
         token = live_token(account=account_id).pk
-        sql("UPDATE tokens SET failed_attempts = 5 WHERE id = %s", [token])
+        sql("UPDATE tokens SET failed_attempts = tokens_max_code_attempts() WHERE id = %s", [token])
         refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match="tokens: token .* was burnt")
 
     def test_a_recovery_token_needs_an_active_account(self, sql, refused, account_id):

@@ -7,9 +7,9 @@ from django.urls import reverse
 from accounts.models import AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tests.support import wrong_code
+from tests.support import max_code_attempts, wrong_code
 from tokens.links import landing_path, secret_to_text
-from tokens.models import MAX_CODE_ATTEMPTS, Token, TokenAction
+from tokens.models import MaxCodeAttempts, Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_password_recovery, token_resend_activation
 
@@ -55,7 +55,7 @@ class TestActivationLink:
             ),
             (lambda account, token: account_suspend(account=account, actor=None), 403, "Account suspended"),
             (
-                lambda account, token: Token.objects.filter(pk=token.pk).update(failed_attempts=MAX_CODE_ATTEMPTS),
+                lambda account, token: Token.objects.filter(pk=token.pk).update(failed_attempts=MaxCodeAttempts()),
                 403,
                 "Blocked",
             ),
@@ -113,7 +113,7 @@ class TestActivationCode:
         wrong = wrong_code(live_token(account=account).code)
         response = client.post(reverse("activate-code"), {"identifier": "jane", "code": wrong})
         assert response.status_code == 400
-        assert f"Wrong code: {MAX_CODE_ATTEMPTS - 1} attempt(s) left." in response.content.decode()
+        assert f"Wrong code: {max_code_attempts() - 1} attempt(s) left." in response.content.decode()
 
     @pytest.mark.parametrize("code", ["", "1234", "123456", "abcde"])
     def test_a_malformed_code_is_refused_by_the_form(self, client, code):
