@@ -116,10 +116,13 @@ class TestActivationCode:
         assert f"Wrong code: {max_code_attempts() - 1} attempt(s) left." in response.content.decode()
 
     @pytest.mark.parametrize("code", ["", "1234", "123456", "abcde"])
-    def test_a_malformed_code_is_refused_by_the_form(self, client, code):
+    def test_a_malformed_code_is_refused_by_the_form_and_never_counts_as_a_guess(self, client, code):
+        account = AccountFactory(login="jane")
         response = client.post(reverse("activate-code"), {"identifier": "jane", "code": code})
         assert response.status_code == 400
-        assert Token.objects.count() == 0
+        assert response.context["form"].errors["code"]
+        token = live_token(account=account)
+        assert (token.failed_attempts, token.consumed_at) == (0, None)
 
     def test_an_unknown_login_has_its_page(self, client):
         response = client.post(reverse("activate-code"), {"identifier": "nobody", "code": "12345"})
