@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
 from platform_events.db.estimates import EXACT_COUNT_LIMIT, estimated_rows
-from platform_events.models import AuditEvent
+from platform_events.models import ActorType, AuditEvent
 from tokens.selectors import due_mail
 
 CHART_DAYS = 30
@@ -52,7 +52,9 @@ def dashboard(user) -> dict:
     if user.has_perm("tokens.view_token"):
         figures["mail_queue"] = mail_queue()
     if user.has_perm("platform_events.view_auditevent"):
-        figures["staff_actions"] = list(AuditEvent.objects.filter(actor_type="USER").order_by("-occurred_at")[:10])
+        figures["staff_actions"] = list(
+            AuditEvent.objects.filter(actor_type=ActorType.USER).order_by("-occurred_at")[:10]
+        )
     return figures
 
 
