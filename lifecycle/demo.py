@@ -1,0 +1,64 @@
+"""Demo data for `make run`: accounts in every state, made by the factories the tests use, spread over
+the last 30 days, and the local staff logins (admin, support, auditor)."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import connection
+
+from accounts.models import Account
+from lifecycle.factories import AccountFactory
+from lifecycle.roles import ensure_roles
+
+DEMO_DOMAIN = "demo.example.com"
+
+# (label, factory traits, how many)
+PLAN = [
+    ("provisioned", {}, 30),
+    ("active", {"active": True}, 100),
+    ("suspended", {"suspended": True}, 15),
+    ("never-active", {"suspended": True, "was_activated": False}, 5),
+]
+
+STAFF = [("Admin", "admin", None), ("Support", "support", "Support"), ("Auditor", "auditor", "Auditor")]
+
+
+def demo_accounts_loaded() -> bool:
+    return Account.objects.filter(email__endswith=f"@{DEMO_DOMAIN}").exists()
+
+
+def load_demo_accounts() -> int:
+    """Make the demo accounts through the real lifecycle; return how many."""
+    made = 0
+    for label, traits, count in PLAN:
+        for n in range(1, count + 1):
+            AccountFactory(email=f"{label}{n}@{DEMO_DOMAIN}", login=f"{label}{n}", **traits)
+            made += 1
+    # Spread the sign-ups over the last 30 days, so the dashboard's chart has something to draw.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE accounts SET created_at = created_at - shift, status_changed_at = status_changed_at - shift,
+                                activated_at = activated_at - shift
+            FROM (SELECT id, make_interval(days => ((id * 7919) %% 30)::int, mins => ((id * 104729) %% 600)::int) AS shift
+                  FROM accounts WHERE email LIKE %s) spread
+            WHERE accounts.id = spread.id
+            """,
+            [f"%@{DEMO_DOMAIN}"],
+        )
+    return made
+
+
+def ensure_staff_logins(password: str) -> dict[str, tuple[str, str]]:
+    """The local staff logins, each in its role, with ``password``; returns {role: (username, password)}."""
+    ensure_roles()
+    logins = {}
+    for role, username, group in STAFF:
+        user, _ = get_user_model().objects.get_or_create(username=username, defaults={"email": f"{username}@localhost"})
+        user.is_staff = True
+        user.is_superuser = group is None
+        user.set_password(password)
+        user.save()
+        if group:
+            user.groups.set([Group.objects.get(name=group)])
+        logins[role] = (username, password)
+    return logins
