@@ -1,8 +1,10 @@
-"""The admin site: Django's, with the dashboard on its index page."""
+"""The admin site: Django's, with the dashboard on its index page, and list filters limited to the
+ones each admin declares (platform_events/declared_lookups.py), for every model registered here."""
 
 from django.contrib import admin
 
 from lifecycle.dashboard import dashboard
+from platform_events.declared_lookups import DeclaredLookupsOnly
 
 
 class LifecycleAdminSite(admin.AdminSite):
@@ -12,3 +14,12 @@ class LifecycleAdminSite(admin.AdminSite):
 
     def index(self, request, extra_context=None):
         return super().index(request, {**(extra_context or {}), "dashboard": dashboard(request.user)})
+
+    def register(self, model_or_iterable, admin_class=None, **options):
+        admin_class = admin_class or admin.ModelAdmin
+        if not issubclass(admin_class, DeclaredLookupsOnly):
+            # Django's, django-q2's and django-axes' admins too: no model is filtered by an undeclared field.
+            admin_class = type(
+                admin_class.__name__, (DeclaredLookupsOnly, admin_class), {"__module__": admin_class.__module__}
+            )
+        super().register(model_or_iterable, admin_class, **options)

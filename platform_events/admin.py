@@ -19,10 +19,7 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     search_fields = ["=resource_id", "=actor_id"]
 
     # Links from an account's page filter by ?resource_type=account&resource_id=7.
-    def lookup_allowed(self, lookup, value, request=None):
-        return lookup in {"resource_type", "resource_id", "correlation_id"} or super().lookup_allowed(
-            lookup, value, request
-        )
+    extra_lookups = frozenset({"resource_type", "resource_id", "correlation_id"})
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()

@@ -1,12 +1,14 @@
 from django.contrib import admin
 
 from platform_events.db.estimates import EstimatingPaginator
+from platform_events.declared_lookups import DeclaredLookupsOnly
 
 
-class ReadOnlyModelAdmin(admin.ModelAdmin):
+class ReadOnlyModelAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
     """An admin that shows rows and never writes them (state changes go through the services).
 
-    Its lists never COUNT(*) a large table: exact counts up to 10,000 rows, estimates past that.
+    Its lists filter only by their declared filters (declared_lookups.py) and never COUNT(*) a large
+    table: exact counts up to 10,000 rows, estimates past that.
     """
 
     paginator = EstimatingPaginator
