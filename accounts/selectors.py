@@ -8,14 +8,18 @@ from accounts.models import Account
 
 
 def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
-    """Accounts whose login or e-mail is ``identifier``, ignoring case.
+    """Accounts whose e-mail (when ``identifier`` holds an @) or else login is ``identifier``, ignoring case.
 
-    Both sides go through the database's lower(), the expression the indexes are built on.
+    Logins cannot hold an @ (accounts/sql/0007_address_rules.sql), so an identifier is one or the
+    other, never both: a login that looked like someone's address once sent their recovery e-mail to
+    the login's owner. Both sides go through the database's lower(), the expression the indexes are
+    built on.
     """
-    wanted = Lower(Value(identifier.strip()))
-    return Account.objects.alias(login_lower=Lower("login"), email_lower=Lower("email")).filter(
-        Q(login_lower=wanted) | Q(email_lower=wanted)
-    )
+    identifier = identifier.strip()
+    wanted = Lower(Value(identifier))
+    if "@" in identifier:
+        return Account.objects.alias(email_lower=Lower("email")).filter(email_lower=wanted)
+    return Account.objects.alias(login_lower=Lower("login")).filter(login_lower=wanted)
 
 
 def email_is_claimed(email: str) -> bool:

@@ -167,6 +167,15 @@ BAD_EMAILS = [
     ("user@localhost", "e-mail is not a valid address"),
     ("two@at@example.com", "e-mail is not a valid address"),
     ("user@-example.com", "e-mail is not a valid address"),
+    # Addresses the mailer cannot send to, or sends elsewhere (issue 8).
+    ("poison@" + "x" * 64 + ".example.com", "e-mail domain parts must be at most 63 characters each"),
+    ("user@example." + "c" * 64, "e-mail domain parts must be at most 63 characters each"),
+    ("=?utf-8?q?a=0D=0Ab?=@example.com", 'e-mail must not contain "=?"'),
+    ("=?us-ascii?q?active1?=@example.com", 'e-mail must not contain "=?"'),
+    (".a..b.@example.com", "e-mail is not a valid address"),
+    ("a..b@example.com", "e-mail is not a valid address"),
+    ("ab.@example.com", "e-mail is not a valid address"),
+    (".ab@example.com", "e-mail is not a valid address"),
 ]
 BAD_LOGINS = [
     ("", "login must not be empty"),
@@ -175,4 +184,6 @@ BAD_LOGINS = [
     ("ı", "login may only hold ASCII"),
     ("Ma\u00dfe", "login may only hold ASCII"),
     ("-user", "login may only hold ASCII"),
+    # A login that reads as an address would let a login-or-e-mail form find the wrong account (issue 8).
+    ("jane@example.com", "login must not contain @"),
 ]

@@ -194,6 +194,20 @@ class TestPasswordRecovery:
         assert not Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY).exists()
         assert sql("SELECT count(*) FROM audit_events") == trail
 
+    def test_an_address_finds_the_account_of_that_address_not_a_login_spelled_like_it(self, sql):
+        """The attack: an account whose login is another person's address took that person's
+        recovery e-mail. Logins can no longer hold @ (BAD_LOGINS); a row stored before that rule
+        is still never found by an address."""
+        victim = AccountFactory(active=True, email="victim@example.com", login="victim")
+        sql("ALTER TABLE accounts DISABLE TRIGGER before_account_validate")
+        sql(
+            "INSERT INTO accounts (email, login, status) VALUES ('attacker@example.net', 'victim@example.com', 'active')"
+        )
+        sql("ALTER TABLE accounts ENABLE TRIGGER before_account_validate")
+        token_request_password_recovery(identifier="victim@example.com", actor=None)
+        (token,) = Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY)
+        assert token.account_id == victim.pk
+
     def test_a_recovery_token_of_a_since_suspended_account_is_refused(self):
         account = AccountFactory(active=True)
         token_request_password_recovery(identifier=account.login, actor=None)

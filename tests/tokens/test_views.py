@@ -7,7 +7,7 @@ from django.urls import reverse
 from accounts.models import AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tests.support import max_code_attempts, wrong_code
+from tests.support import in_threads, max_code_attempts, wrong_code
 from tokens.links import landing_path, secret_to_text
 from tokens.models import MaxCodeAttempts, Token, TokenAction
 from tokens.selectors import live_token
@@ -150,3 +150,23 @@ class TestRecovery:
 
     def test_an_empty_form_is_refused(self, client):
         assert client.post(reverse("recover"), {"identifier": "  "}).status_code == 400
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("known", [True, False])
+def test_concurrent_recovery_requests_all_get_the_same_answer(known):
+    """The attack: 8 concurrent POSTs for a real account answered 500 in most (a unique violation on
+    the live-token index), never for an unknown address: an oracle. Each request now waits for the
+    account's row lock and replaces the previous token."""
+    AccountFactory(active=True, email="jane@example.com")
+    identifier = "jane@example.com" if known else "nobody@example.com"
+
+    def ask():
+        return Client().post(reverse("recover"), {"identifier": identifier}).status_code
+
+    threads, results = in_threads(*[ask] * 8)
+    for thread in threads:
+        thread.join()
+    assert results == [(True, 200)] * 8
+    live = Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY, superseded_at__isnull=True)
+    assert live.count() == int(known)

@@ -15,28 +15,37 @@ from tokens.models import MailState, Token
 if TYPE_CHECKING:
     from tokens.mailroom.drain import DrainResult
 
+# Raised while building or addressing one message, before anything reaches the server: the idna
+# codec on a domain label over 63 characters, an address or header holding CR/LF (ValueError, and
+# UnicodeError is one), an address the server cannot take without SMTPUTF8.
+UNSENDABLE = (ValueError, smtplib.SMTPNotSupportedError)
+
 
 def send_batch(batch: list[Token], *, claim: uuid.UUID, result: DrainResult) -> None:
-    messages = [(token, render_mail(token)) for token in batch]
     smtp = get_connection(fail_silently=False)
     try:
         smtp.open()
     except OSError as error:  # smtplib's errors are OSErrors too: refused, timed out, bad greeting
         result.error = f"SMTP server unreachable: {_describe(error)}"
-        for token, _ in messages:
+        for token in batch:
             _failed(token, claim=claim, reason=result.error, permanent=False, result=result)
         return
     try:
-        for position, (token, message) in enumerate(messages):
+        for position, token in enumerate(batch):
             try:
-                smtp.send_messages([message])
+                smtp.send_messages([render_mail(token)])
+            except UNSENDABLE as error:
+                # This message can never be sent (an address stored before the database refused such
+                # addresses: accounts/sql/0007_address_rules.sql); the rest of the batch goes on.
+                reason = f"cannot be sent to this address: {_describe(error)}"
+                _failed(token, claim=claim, reason=reason, permanent=True, result=result)
             except (smtplib.SMTPRecipientsRefused, smtplib.SMTPResponseException) as error:
                 code, reason = _smtp_answer(error)
                 _failed(token, claim=claim, reason=reason, permanent=500 <= code < 600, result=result)
             except OSError as error:
                 # The connection is gone: this token and the rest of the batch wait for their backoff.
                 result.error = f"SMTP connection lost: {_describe(error)}"
-                for unsent, _ in messages[position:]:
+                for unsent in batch[position:]:
                     _failed(unsent, claim=claim, reason=result.error, permanent=False, result=result)
                 return
             else:
