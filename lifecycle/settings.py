@@ -115,9 +115,15 @@ MAILROOM_BACKOFF_SECONDS = read_int("MAILROOM_BACKOFF_SECONDS", default=10, mini
 MAILROOM_BACKOFF_MAX_SECONDS = read_int("MAILROOM_BACKOFF_MAX_SECONDS", default=300, minimum=0)
 MAILROOM_MAX_ATTEMPTS = read_int("MAILROOM_MAX_ATTEMPTS", default=6, minimum=1)
 MAILROOM_POLL_SECONDS = read_int("MAILROOM_POLL_SECONDS", default=30, minimum=1)
-if MAILROOM_LEASE_SECONDS <= EMAIL_TIMEOUT:
+# The longest one message may take: four server replies (MAIL, RCPT, DATA, end of data), each up to
+# EMAIL_TIMEOUT. A run renews its lease when less than this is left (tokens/mailroom/claim.py).
+MAILROOM_MESSAGE_SECONDS = 4 * EMAIL_TIMEOUT
+if MAILROOM_LEASE_SECONDS < 2 * MAILROOM_MESSAGE_SECONDS:
     # A lease that ends while a send can still be waiting would let a second run mail the same token.
-    raise ImproperlyConfigured("MAILROOM_LEASE_SECONDS must be greater than EMAIL_TIMEOUT.")
+    raise ImproperlyConfigured(
+        f"MAILROOM_LEASE_SECONDS must be at least 8 × EMAIL_TIMEOUT ({8 * EMAIL_TIMEOUT} s with EMAIL_TIMEOUT"
+        f" {EMAIL_TIMEOUT}): one message may take 4 × EMAIL_TIMEOUT, and a run renews its lease before that."
+    )
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -35,6 +35,14 @@ def test_a_bad_value_stops_start_up_with_one_sentence_naming_it(variable, value,
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_lease_one_slow_message_could_outlast_stops_start_up():
+    """8 × EMAIL_TIMEOUT at least: a run renews its lease when one message (4 × EMAIL_TIMEOUT) could outlast it."""
+    refused = manage("check", DEBUG="true", MAILROOM_LEASE_SECONDS="15", EMAIL_TIMEOUT="2")
+    assert refused.returncode == 1
+    assert "MAILROOM_LEASE_SECONDS must be at least 8 × EMAIL_TIMEOUT (16 s with EMAIL_TIMEOUT 2)" in refused.stderr
+    assert manage("check", DEBUG="true", MAILROOM_LEASE_SECONDS="16", EMAIL_TIMEOUT="2").returncode == 0
+
+
 def test_production_needs_a_secret_key():
     result = manage("check", DEBUG="false")
     assert result.returncode == 1

@@ -1,10 +1,14 @@
 """Claims: a run leases a batch of due tokens, then gives each back marked sent or failed.
 
 Only the run holding a token's claim may mark it: a run whose lease ended finds its marks matching
-nothing, and the run that took the token over decides.
+nothing, and the run that took the token over decides. A run renews its lease while it still has
+tokens to send (a batch may take longer than one lease), so a slow server never lets two runs hold
+one token.
 """
 
+import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -16,9 +20,20 @@ from tokens.models import MailState, Token
 from tokens.selectors import due_mail
 
 
-def claim_batch(size: int) -> tuple[uuid.UUID, list[Token]]:
+@dataclass
+class Claim:
+    id: uuid.UUID
+    # time.monotonic() by which the lease ends at the latest: read before the database starts it.
+    lease_ends: float
+
+    def running_out(self) -> bool:
+        """Whether one more message could outlast the lease (settings.MAILROOM_MESSAGE_SECONDS)."""
+        return time.monotonic() + settings.MAILROOM_MESSAGE_SECONDS >= self.lease_ends
+
+
+def claim_batch(size: int) -> tuple[Claim, list[Token]]:
     """Lease up to ``size`` due tokens to this run; rows another run is claiming are skipped, not waited for."""
-    claim = uuid.uuid4()
+    claim = Claim(id=uuid.uuid4(), lease_ends=time.monotonic() + settings.MAILROOM_LEASE_SECONDS)
     with transaction.atomic():
         ids = list(
             due_mail()
@@ -28,31 +43,51 @@ def claim_batch(size: int) -> tuple[uuid.UUID, list[Token]]:
         )
         if not ids:
             return claim, []
-        lease_until = ExpressionWrapper(
-            Now() + Value(timedelta(seconds=settings.MAILROOM_LEASE_SECONDS)), output_field=DateTimeField()
-        )
-        Token.objects.filter(id__in=ids).update(mail_lease_until=lease_until, mail_claim=claim)
+        Token.objects.filter(id__in=ids).update(mail_lease_until=_lease_until(), mail_claim=claim.id)
     return claim, list(Token.objects.select_related("account").filter(id__in=ids).order_by("expires_at"))
 
 
-def mark_sent(token: Token, *, claim: uuid.UUID) -> None:
+def renew_lease(claim: Claim, tokens: list[Token]) -> set[int]:
+    """Lease ``tokens`` for another MAILROOM_LEASE_SECONDS, those this run still holds; returns their ids
+    (a token missing was taken over by another run after this run's lease ran out: not ours to send)."""
+    lease_ends = time.monotonic() + settings.MAILROOM_LEASE_SECONDS
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE tokens SET mail_lease_until = now() + %s WHERE id = ANY(%s) AND mail_claim = %s RETURNING id",
+            [timedelta(seconds=settings.MAILROOM_LEASE_SECONDS), [token.pk for token in tokens], claim.id],
+        )
+        held = {row[0] for row in cursor.fetchall()}
+    claim.lease_ends = lease_ends
+    return held
+
+
+def _lease_until():
+    return ExpressionWrapper(
+        Now() + Value(timedelta(seconds=settings.MAILROOM_LEASE_SECONDS)), output_field=DateTimeField()
+    )
+
+
+def mark_sent(token: Token, *, claim: Claim) -> bool:
+    """Mark a token mailed; False when this run no longer holds its claim (the mark matched nothing)."""
     # One statement, committed on its own; plain SQL, as the ORM's own cost here was twice the database's.
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE tokens SET mail_state = 'sent', mailed_at = now(), mail_attempts = mail_attempts + 1,"
             " mail_lease_until = NULL, mail_claim = NULL, mail_error = NULL WHERE id = %s AND mail_claim = %s",
-            [token.pk, claim],
+            [token.pk, claim.id],
         )
+        return cursor.rowcount == 1
 
 
-def mark_failed(token: Token, *, claim: uuid.UUID, reason: str, permanent: bool) -> MailState:
-    """Mark a failed attempt: retrying after a backoff, or dead when permanent or out of attempts."""
+def mark_failed(token: Token, *, claim: Claim, reason: str, permanent: bool) -> MailState | None:
+    """Mark a failed attempt: retrying after a backoff, or dead when permanent or out of attempts.
+    None when this run no longer holds the token's claim (the mark matched nothing)."""
     attempts = token.mail_attempts + 1
     if not permanent and attempts >= settings.MAILROOM_MAX_ATTEMPTS:
         permanent, reason = True, f"gave up after {attempts} attempts: {reason}"
     backoff = min(settings.MAILROOM_BACKOFF_SECONDS * 2 ** (attempts - 1), settings.MAILROOM_BACKOFF_MAX_SECONDS)
     state = MailState.DEAD if permanent else MailState.RETRYING
-    Token.objects.filter(pk=token.pk, mail_claim=claim).update(
+    matched = Token.objects.filter(pk=token.pk, mail_claim=claim.id).update(
         mail_state=state,
         mail_attempts=attempts,
         mail_next_attempt_at=ExpressionWrapper(Now() + Value(timedelta(seconds=backoff)), output_field=DateTimeField()),
@@ -60,4 +95,4 @@ def mark_failed(token: Token, *, claim: uuid.UUID, reason: str, permanent: bool)
         mail_claim=None,
         mail_error=reason[:1000],
     )
-    return state
+    return state if matched else None

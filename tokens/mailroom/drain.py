@@ -20,6 +20,8 @@ class DrainResult:
     retrying: int = 0
     dead: int = 0
     expired: int = 0
+    # Tokens this run sent or failed after its lease ran out and another run took them over.
+    lost_claims: int = 0
     error: str | None = None
     # The highest token id this run handled: the seed's last_seq, kept in jobs for the record only.
     last_seq: int | None = None
@@ -32,6 +34,7 @@ class DrainResult:
         return (
             f"mail run {self.job_id}: claimed {self.claimed}, sent {self.sent}, retrying {self.retrying}, "
             f"dead {self.dead}, expired unsent {self.expired}"
+            + (f", lease ran out on {self.lost_claims} (see MAILROOM_LEASE_SECONDS)" if self.lost_claims else "")
         )
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import smtplib
-import uuid
 from typing import TYPE_CHECKING
 
 from django.core.mail import get_connection
 
-from tokens.mailroom.claim import mark_failed, mark_sent
+from tokens.mailroom.claim import Claim, mark_failed, mark_sent, renew_lease
 from tokens.mailroom.render import render_mail
 from tokens.models import MailState, Token
 
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 UNSENDABLE = (ValueError, smtplib.SMTPNotSupportedError)
 
 
-def send_batch(batch: list[Token], *, claim: uuid.UUID, result: DrainResult) -> None:
+def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None:
     smtp = get_connection(fail_silently=False)
     try:
         smtp.open()
@@ -30,8 +29,14 @@ def send_batch(batch: list[Token], *, claim: uuid.UUID, result: DrainResult) -> 
         for token in batch:
             _failed(token, claim=claim, reason=result.error, permanent=False, result=result)
         return
+    held = {token.pk for token in batch}
     try:
         for position, token in enumerate(batch):
+            if claim.running_out():
+                held = renew_lease(claim, batch[position:])
+            if token.pk not in held:  # another run took it over after our lease ran out: it decides
+                result.lost_claims += 1
+                continue
             try:
                 smtp.send_messages([render_mail(token)])
             except UNSENDABLE as error:
@@ -49,8 +54,11 @@ def send_batch(batch: list[Token], *, claim: uuid.UUID, result: DrainResult) -> 
                     _failed(unsent, claim=claim, reason=result.error, permanent=False, result=result)
                 return
             else:
-                mark_sent(token, claim=claim)
-                result.sent += 1
+                # A run whose lease ran out counts nothing: the run that took the token over decides.
+                if mark_sent(token, claim=claim):
+                    result.sent += 1
+                else:
+                    result.lost_claims += 1
                 result.last_seq = max(result.last_seq or 0, token.pk)
     finally:
         try:
@@ -59,11 +67,14 @@ def send_batch(batch: list[Token], *, claim: uuid.UUID, result: DrainResult) -> 
             pass
 
 
-def _failed(token: Token, *, claim: uuid.UUID, reason: str, permanent: bool, result: DrainResult) -> None:
-    if mark_failed(token, claim=claim, reason=reason, permanent=permanent) == MailState.DEAD:
+def _failed(token: Token, *, claim: Claim, reason: str, permanent: bool, result: DrainResult) -> None:
+    state = mark_failed(token, claim=claim, reason=reason, permanent=permanent)
+    if state == MailState.DEAD:
         result.dead += 1
-    else:
+    elif state == MailState.RETRYING:
         result.retrying += 1
+    else:
+        result.lost_claims += 1
     result.last_seq = max(result.last_seq or 0, token.pk)
 
 

@@ -9,7 +9,7 @@ from tests.smtp import free_port
 from tokens.mailroom.drain import drain
 from tokens.models import Job, MailState, Token
 from tokens.selectors import live_token
-from tokens.services import token_consume
+from tokens.services import token_consume, token_send_password_recovery
 
 pytestmark = pytest.mark.django_db
 
@@ -58,6 +58,15 @@ class TestWhatIsNeverMailed:
         old.refresh_from_db()
         assert old.mail_state == MailState.SKIPPED
         assert smtp_server.token_ids() == [live_token(account=account).pk]
+
+    def test_a_recovery_token_of_an_account_suspended_since_is_not_mailed(self, smtp_server):
+        account = AccountFactory(active=True)
+        token = token_send_password_recovery(account=account, actor=None)
+        account_suspend(account=account, actor=None)
+        assert drain().claimed == 0
+        token.refresh_from_db()
+        assert token.mail_state == MailState.QUEUED
+        assert smtp_server.messages == []
 
     def test_a_token_of_a_suspended_account_is_not_mailed(self, smtp_server):
         account = AccountFactory()

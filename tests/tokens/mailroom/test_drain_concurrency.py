@@ -67,7 +67,7 @@ def test_a_drain_killed_mid_batch_loses_nothing_and_doubles_at_most_the_one_in_f
     smtp.handler.delay = 0.02
     try:
         sign_up_many(psql, 200)
-        env = mailroom_env(smtp, MAILROOM_LEASE_SECONDS="3", EMAIL_TIMEOUT="2")
+        env = mailroom_env(smtp, MAILROOM_LEASE_SECONDS="8", EMAIL_TIMEOUT="1")
         run = start_manage("drain_mailroom", "--batch-size", "50", **env)
         wait_for(lambda: len(smtp.messages) >= 30, timeout=60, message="30 e-mails before the kill")
         run.send_signal(signal.SIGKILL)
@@ -87,6 +87,27 @@ def test_a_drain_killed_mid_batch_loses_nothing_and_doubles_at_most_the_one_in_f
     assert sum(1 for n in counts.values() if n > 1) <= 1
     assert max(counts.values()) <= 2
     assert set(Token.objects.values_list("mail_state", flat=True)) == {MailState.SENT}
+
+
+def test_a_batch_that_outlasts_its_lease_renews_it_and_no_second_run_takes_it_over(psql):
+    """The attack: a slow server (here 0.25 s a message) and a batch longer than the lease; a second
+    run started once the first lease would have ended found the batch free and mailed it again."""
+    smtp = SMTPServer().start()
+    smtp.handler.delay = 0.25
+    try:
+        sign_up_many(psql, 48)  # 12 s of sending, one batch, an 8 s lease
+        env = mailroom_env(smtp, MAILROOM_LEASE_SECONDS="8", EMAIL_TIMEOUT="1")
+        first = start_manage("drain_mailroom", "--batch-size", "48", **env)
+        # 36 accepted: at least 9 s since the lease began, so an unrenewed lease has ended.
+        wait_for(lambda: len(smtp.messages) >= 36, timeout=60, message="36 e-mails from the first run")
+        second = manage("drain_mailroom", **env)
+        first_output = first.communicate(timeout=60)[0]
+        counts = Counter(smtp.token_ids())
+    finally:
+        smtp.stop()
+    assert "claimed 0," in second.stdout, second.stdout
+    assert (first.returncode, "claimed 48, sent 48," in first_output) == (0, True), first_output
+    assert len(counts) == 48 and set(counts.values()) == {1}
 
 
 def test_mail_goes_out_after_the_backoff_when_the_smtp_server_comes_back(settings):

@@ -1,0 +1,70 @@
+"""Claims: a run skips what another run is claiming, marks only what it still holds, renews its lease."""
+
+import threading
+from datetime import UTC, datetime
+
+import pytest
+
+from lifecycle.factories import AccountFactory
+from tests.support import connect
+from tokens.mailroom.claim import claim_batch, mark_failed, mark_sent, renew_lease
+from tokens.models import MailState, Token
+from tokens.selectors import live_token
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ENDED = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def lease_runs_out(claim) -> None:
+    """What time does to a lease: the database's ends (another run may then claim), and so does ours."""
+    Token.objects.filter(mail_claim=claim.id).update(mail_lease_until=ENDED)
+    claim.lease_ends = 0.0
+
+
+def test_a_claim_skips_rows_another_run_is_claiming_instead_of_waiting_for_them(psql):
+    """A second run claims the rest at once while the first still holds its rows' locks."""
+    held, free = (live_token(account=AccountFactory()) for _ in range(2))
+    claimed = []
+    with psql.transaction():
+        psql.execute("SELECT 1 FROM tokens WHERE id = %s FOR UPDATE", [held.pk])
+        runner = threading.Thread(target=lambda: claimed.extend(claim_batch(10)[1]))
+        runner.start()
+        # Holding the lock until the claim returns: a claim that waited for it would never return.
+        with connect() as watcher:
+            while runner.is_alive():
+                runner.join(0.05)
+                waiting = watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND datname = current_database()"
+                ).fetchone()[0]
+                watcher.rollback()
+                assert waiting == 0, "the claim waits for a row another run holds"
+    assert [token.pk for token in claimed] == [free.pk]
+
+
+def test_a_run_whose_lease_ran_out_cannot_mark_a_token_another_run_took_over():
+    token = live_token(account=AccountFactory())
+    first, _ = claim_batch(10)
+    lease_runs_out(first)
+    second, (taken,) = claim_batch(10)
+    assert taken.pk == token.pk
+    assert mark_sent(token, claim=first) is False
+    assert mark_failed(token, claim=first, reason="421 try later", permanent=False) is None
+    token.refresh_from_db()
+    assert (token.mail_state, token.mail_claim, token.mail_attempts) == (MailState.QUEUED, second.id, 0)
+    assert mark_sent(token, claim=second) is True
+    token.refresh_from_db()
+    assert token.mail_state == MailState.SENT
+
+
+def test_renewing_keeps_the_tokens_this_run_holds_and_drops_those_taken_over():
+    kept, lost = (live_token(account=AccountFactory()) for _ in range(2))
+    first, batch = claim_batch(10)
+    Token.objects.filter(pk=lost.pk).update(mail_lease_until=ENDED)
+    second, (taken,) = claim_batch(10)
+    assert taken.pk == lost.pk
+    Token.objects.filter(pk=kept.pk).update(mail_lease_until=ENDED)  # ran out, but nobody took it
+    assert renew_lease(first, batch) == {kept.pk}
+    assert first.running_out() is False
+    assert claim_batch(10)[1] == []  # the renewed lease holds again
