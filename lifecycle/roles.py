@@ -7,6 +7,7 @@ add, change or delete accounts, tokens or audit rows: state changes go through t
 from django.apps import apps
 from django.contrib.auth.management import create_permissions
 from django.contrib.auth.models import Group, Permission
+from django.db import DEFAULT_DB_ALIAS
 
 ROLES = {
     "Support": [
@@ -22,13 +23,17 @@ ROLES = {
 }
 
 
-def ensure_roles(**kwargs) -> None:
-    """Make the groups and give them exactly their permissions (idempotent)."""
+def ensure_roles(*, using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
+    """Make the groups and give them exactly their permissions (idempotent), on the database ``using``
+    (migrate's post_migrate sends the owner's)."""
     for app_config in apps.get_app_configs():  # the permissions of apps migrated after this one
-        create_permissions(app_config, verbosity=0)
+        create_permissions(app_config, verbosity=0, using=using)
     for name, permission_names in ROLES.items():
-        group, _ = Group.objects.get_or_create(name=name)
+        group, _ = Group.objects.using(using).get_or_create(name=name)
         wanted = [name.split(".") for name in permission_names]
         group.permissions.set(
-            [Permission.objects.get(content_type__app_label=app, codename=codename) for app, codename in wanted]
+            [
+                Permission.objects.using(using).get(content_type__app_label=app, codename=codename)
+                for app, codename in wanted
+            ]
         )

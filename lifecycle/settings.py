@@ -98,9 +98,23 @@ TEMPLATES = [
     },
 ]
 
-# DATABASE_URL unset: the embedded PostgreSQL under .local/ (LIFECYCLE_PGDATA), started on demand.
-DATABASES = {"default": read_database_url() or embedded_db.ensure_running()}
-DATABASES["default"]["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=0)
+# Two roles (README, "Security"): "default" is the runtime role everything connects as; "owner" owns
+# the schema and runs the migrations (manage.py migrate uses it: platform_events/management/commands/
+# migrate.py). DATABASE_URL unset: the embedded PostgreSQL under .local/ (LIFECYCLE_PGDATA), started
+# on demand, with both roles. DATABASE_URL without DATABASE_OWNER_URL: one role does both.
+if runtime_database := read_database_url("DATABASE_URL"):
+    DATABASES = {
+        "default": runtime_database,
+        "owner": read_database_url("DATABASE_OWNER_URL") or dict(runtime_database),
+    }
+else:
+    DATABASES = embedded_db.ensure_running()
+for database in DATABASES.values():
+    database["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=0)
+# Under test, the runtime role uses the test database the owner creates and migrates.
+DATABASES["default"]["TEST"] = {"MIRROR": "owner"}
+# The group role the owner grants the runtime's privileges to, after every migrate.
+DATABASE_RUNTIME_ROLE = env.str("DATABASE_RUNTIME_ROLE", default=embedded_db.RUNTIME_GROUP)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 globals().update(read_email_url("EMAIL_URL", default="consolemail://"))

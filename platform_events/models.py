@@ -58,6 +58,8 @@ class AuditEvent(models.Model):
     status_code = models.IntegerField(null=True, blank=True)
     diff_before = models.JSONField(null=True, blank=True)
     diff_after = models.JSONField(null=True, blank=True)
+    # The login role that wrote the row (session_user): the actor above is a claim any session can make.
+    db_user = models.TextField(null=True, blank=True)
 
     class Meta:
         managed = False

@@ -1,27 +1,59 @@
 import pytest
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection, connections, transaction
 
 from tests.smtp import SMTPServer
-from tests.support import connect, staff_client
+from tests.support import connect, connect_as_owner, staff_client
 
-# Unmanaged tables are not flushed by Django after transactional tests: empty them ourselves.
-LIFECYCLE_TABLES = ["tokens", "accounts", "jobs"]
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_test_environment, django_db_blocker):
+    """The test database, created and migrated by the owner role; the tests' "default" connection,
+    the runtime role, uses it (settings: DATABASES["default"]["TEST"]["MIRROR"])."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    with django_db_blocker.unblock():
+        config = setup_databases(verbosity=0, interactive=False, aliases={"default", "owner"})
+    yield
+    with django_db_blocker.unblock():
+        connections.close_all()  # the runtime role's session too, or the owner cannot drop the database
+        teardown_databases(config, verbosity=0)
+
+
+# What migrate wrote and every test needs (staff groups, permissions, django-q2's schedules): kept.
+KEPT_AFTER_TRANSACTIONAL_TESTS = {
+    "django_migrations",
+    "django_content_type",
+    "auth_permission",
+    "auth_group",
+    "auth_group_permissions",
+    "django_q_schedule",
+}
 
 
 @pytest.fixture(autouse=True)
-def _empty_lifecycle_tables_after_transactional_tests(request):
+def _empty_tables_after_transactional_tests(request):
+    """Django flushes no table here (the runtime role's alias mirrors the owner's under test, and
+    the runtime role may not truncate): the owner empties what the test committed."""
     yield
     marker = request.node.get_closest_marker("django_db")
-    if marker and marker.kwargs.get("transaction"):
-        with connection.cursor() as cursor:
-            cursor.execute(f"TRUNCATE {', '.join(LIFECYCLE_TABLES)} RESTART IDENTITY CASCADE")
-            # The trail too, or its rows would name ids the next test reuses. Only the table's owner
-            # can lift the append-only rule, and only for this one statement.
-            cursor.execute(
-                "ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_truncate;"
-                " TRUNCATE audit_events;"
-                " ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_truncate"
+    if not (marker and marker.kwargs.get("transaction")):
+        return
+    with connect_as_owner(autocommit=True) as owner:
+        tables = [
+            name
+            for (name,) in owner.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')"
+                " AND NOT relispartition"
             )
+            if name not in KEPT_AFTER_TRANSACTIONAL_TESTS and name != "audit_events"
+        ]
+        owner.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        # The trail too, or its rows would name ids the next test reuses. Only the table's owner
+        # can lift the append-only rule, and only for this one statement.
+        with owner.transaction():
+            owner.execute("ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_truncate")
+            owner.execute("TRUNCATE audit_events")
+            owner.execute("ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_truncate")
 
 
 @pytest.fixture
@@ -61,6 +93,20 @@ def sql(db):
 
     def run(statement: str, params=None):
         with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall() if cursor.description else cursor.rowcount
+
+    return run
+
+
+@pytest.fixture
+def owner_sql(django_db_blocker, request):
+    """Raw SQL as the owner role (what the runtime role may not do: aged rows, rows the rules now
+    refuse, direct audit rows), on the owner's own connection inside its own test transaction.
+    Needs ``@pytest.mark.django_db(databases=["default", "owner"])``."""
+
+    def run(statement: str, params=None):
+        with connections["owner"].cursor() as cursor:
             cursor.execute(statement, params)
             return cursor.fetchall() if cursor.description else cursor.rowcount
 

@@ -26,8 +26,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def connect(**kwargs) -> psycopg.Connection:
-    """A connection of our own to the test database, as a second psql session would be."""
+    """A connection of our own to the test database as the runtime role, as the app's psql session would be."""
     return direct_connection(**kwargs)
+
+
+def connect_as_owner(**kwargs) -> psycopg.Connection:
+    """A connection to the test database as the owner role (what the runtime role may not do)."""
+    return direct_connection("owner", **kwargs)
+
+
+def analyze(table: str) -> None:
+    """Refresh the planner's statistics of a table, as autovacuum would (the owner's to do; the
+    rows must be committed: call it from transactional tests)."""
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute(f"ANALYZE {table}")
 
 
 def wait_until_blocked(conn: psycopg.Connection, count: int, timeout: float = 10.0) -> None:
@@ -86,15 +98,18 @@ def admin_action(client: Client, action: str, accounts, reason: str | None = Non
 # manage.py in other processes, as cron, a worker or a person would run it
 
 
-def database_url_for_tests() -> str:
-    settings = connection.settings_dict
+def database_url_for_tests(alias: str = "default") -> str:
+    """The test database's URL as the runtime role ("default") or the owner ("owner")."""
+    settings = connections[alias].settings_dict
     host = quote(settings["HOST"], safe="") if settings["HOST"] else ""
     port = f":{settings['PORT']}" if settings["PORT"] else ""
     return f"postgres://{settings['USER']}@{host}{port}/{settings['NAME']}"
 
 
 def environment(**env) -> dict:
-    base = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL"}}
+    base = {
+        k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL", "DATABASE_OWNER_URL"}
+    }
     # ENV_FILE empty: a developer's .env must not leak into what the tests set.
     return {**base, "DEBUG": "true", "ENV_FILE": "", **env}
 

@@ -5,6 +5,8 @@ from django.apps import apps
 from django.core.management import call_command
 from django.db import connection
 
+from tests.support import database_url_for_tests, manage
+
 pytestmark = pytest.mark.django_db
 
 # Which PostgreSQL types each Django field type may map onto (enums are USER-DEFINED).
@@ -62,8 +64,11 @@ def test_the_models_match_their_migrations():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migrations_reverse_cleanly_and_apply_again():
-    call_command("migrate", "accounts", "zero", verbosity=0)
-    call_command("migrate", "platform_events", "zero", verbosity=0)
+    """As an operator would: manage.py migrate, which runs as the owner role."""
+    roles = {"DATABASE_URL": database_url_for_tests(), "DATABASE_OWNER_URL": database_url_for_tests("owner")}
+    for app in ("accounts", "platform_events"):
+        result = manage("migrate", app, "zero", "--no-input", **roles)
+        assert result.returncode == 0, result.stderr
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events')"
@@ -73,5 +78,6 @@ def test_the_migrations_reverse_cleanly_and_apply_again():
             " OR proname = 'set_updated_at'"
         )
         assert [n for (n,) in cursor.fetchall()] == [0, 0, 0]
-    call_command("migrate", verbosity=0)
+    result = manage("migrate", "--no-input", **roles)
+    assert result.returncode == 0, result.stderr
     assert set(live_columns("tokens")) >= {"secret", "code", "account"}

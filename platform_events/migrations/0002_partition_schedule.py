@@ -5,14 +5,14 @@ SCHEDULE_NAME = "audit: ensure partitions"
 
 def add_schedule(apps, schema_editor):
     # The worker makes next months' audit partitions daily (no pg_partman).
-    apps.get_model("django_q", "Schedule").objects.update_or_create(
+    apps.get_model("django_q", "Schedule").objects.using(schema_editor.connection.alias).update_or_create(
         name=SCHEDULE_NAME,
         defaults={"func": "platform_events.tasks.ensure_audit_partitions", "schedule_type": "D", "repeats": -1},
     )
 
 
 def remove_schedule(apps, schema_editor):
-    apps.get_model("django_q", "Schedule").objects.filter(name=SCHEDULE_NAME).delete()
+    apps.get_model("django_q", "Schedule").objects.using(schema_editor.connection.alias).filter(name=SCHEDULE_NAME).delete()
 
 
 class Migration(migrations.Migration):

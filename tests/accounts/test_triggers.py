@@ -2,10 +2,11 @@
 
 import re
 
+import psycopg
 import pytest
 from django.core.mail.message import sanitize_address
 
-from tests.support import BAD_EMAILS, BAD_LOGINS, connect
+from tests.support import BAD_EMAILS, BAD_LOGINS, connect, connect_as_owner
 
 pytestmark = pytest.mark.django_db
 
@@ -184,14 +185,17 @@ class TestEmailClaiming:
             match="accounts: e-mail .* is already claimed",
         )
 
-    def test_the_unique_index_holds_even_without_the_trigger(self, sql, refused):
-        """The trigger's check only gives the message; the partial unique index is the guarantee."""
-        insert_account(sql, email="owner@example.com", login="owner", status="active")
-        sql("ALTER TABLE accounts DISABLE TRIGGER before_account_write_claim_email")
-        refused(
-            "INSERT INTO accounts (email, login, status) VALUES ('OWNER@example.com', 'twin', 'active')",
-            match="accounts_email_claimed_key",
-        )
+    @pytest.mark.django_db(transaction=True)
+    def test_the_unique_index_holds_even_without_the_trigger(self):
+        """The trigger's check only gives the message; the partial unique index is the guarantee
+        (only the owner can disable a trigger)."""
+        with connect_as_owner() as owner:
+            owner.execute("INSERT INTO accounts (email, login, status) VALUES ('owner@example.com', 'owner', 'active')")
+            owner.execute("ALTER TABLE accounts DISABLE TRIGGER before_account_write_claim_email")
+            with pytest.raises(psycopg.errors.UniqueViolation, match="accounts_email_claimed_key"):
+                owner.execute(
+                    "INSERT INTO accounts (email, login, status) VALUES ('OWNER@example.com', 'twin', 'active')"
+                )
 
     def test_logins_are_unique_ignoring_case(self, sql, refused):
         insert_account(sql, login="Jane.Doe")

@@ -10,6 +10,7 @@ from accounts.services import account_suspend
 from lifecycle.dashboard import accounts_by_status
 from lifecycle.factories import AccountFactory
 from platform_events.audit import audit_context
+from tests.support import analyze
 
 pytestmark = pytest.mark.django_db
 INDEX = reverse("admin:index")
@@ -33,12 +34,13 @@ def test_the_dashboard_shows_each_figure(admin_client, admin_user):
     assert "account.suspended account" in page
 
 
-def test_a_large_table_is_estimated_and_the_page_says_so(admin_client, sql, monkeypatch):
+@pytest.mark.django_db(transaction=True)
+def test_a_large_table_is_estimated_and_the_page_says_so(admin_client, monkeypatch):
     monkeypatch.setattr("lifecycle.dashboard.EXACT_COUNT_LIMIT", 3)
     AccountFactory.create_batch(4)
     AccountFactory.create_batch(2, active=True)
     AccountFactory.create_batch(2, suspended=True)
-    sql("ANALYZE accounts")
+    analyze("accounts")
     figures, estimated = accounts_by_status()
     assert estimated and figures == {"provisioned": 4, "active": 2, "suspended": 2}
     assert "estimated from table statistics, not counted" in admin_client.get(INDEX).content.decode()

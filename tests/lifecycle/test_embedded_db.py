@@ -59,11 +59,42 @@ def test_status_reports_the_running_server():
 
 def test_a_server_is_started_and_stopped_in_a_fresh_directory(tmp_path):
     pgdata = tmp_path / "pgdata"
-    settings = embedded_db.ensure_running(pgdata)
+    databases = embedded_db.ensure_running(pgdata)
     try:
-        assert settings["HOST"] == str(pgdata)
+        assert {alias: settings["USER"] for alias, settings in databases.items()} == {
+            "default": "lifecycle_app",
+            "owner": "lifecycle_owner",
+        }
+        assert databases["default"]["HOST"] == str(pgdata)
         assert embedded_db._running_postmaster(pgdata) is not None
     finally:
         assert embedded_db.stop(pgdata, delete=True) is True
     assert not pgdata.exists()
     assert embedded_db.stop(pgdata) is False
+
+
+def test_a_database_an_earlier_version_made_as_the_superuser_is_handed_to_the_owner_role(tmp_path):
+    import psycopg
+
+    pgdata = tmp_path / "pgdata"
+    databases = embedded_db.ensure_running(pgdata)
+    place = {"host": databases["owner"]["HOST"], "port": databases["owner"]["PORT"], "autocommit": True}
+    try:
+        with psycopg.connect(dbname="postgres", user=embedded_db.SUPERUSER, **place) as superuser:
+            superuser.execute("ALTER DATABASE lifecycle OWNER TO postgres")
+        with psycopg.connect(dbname="lifecycle", user=embedded_db.SUPERUSER, **place) as superuser:
+            superuser.execute("CREATE TYPE mood AS ENUM ('calm')")
+            superuser.execute("CREATE TABLE things (id bigserial PRIMARY KEY, mood mood)")
+            superuser.execute("CREATE FUNCTION answer() RETURNS int LANGUAGE sql AS 'SELECT 42'")
+        embedded_db.ensure_running(pgdata)
+        with psycopg.connect(dbname="lifecycle", user=embedded_db.SUPERUSER, **place) as superuser:
+            owners = superuser.execute(
+                "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'lifecycle'"
+                " UNION ALL SELECT pg_get_userbyid(relowner) FROM pg_class"
+                " WHERE relname IN ('things', 'things_id_seq', 'things_pkey')"
+                " UNION ALL SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE proname = 'answer'"
+                " UNION ALL SELECT pg_get_userbyid(typowner) FROM pg_type WHERE typname = 'mood'"
+            ).fetchall()
+        assert owners == [(embedded_db.OWNER,)] * 6
+    finally:
+        embedded_db.stop(pgdata, delete=True)

@@ -11,7 +11,10 @@ pytestmark = pytest.mark.django_db
 
 
 class TestPartitions:
-    def test_rows_either_side_of_a_month_boundary_land_in_their_months(self, sql):
+    # Direct audit rows are the owner's to write (the runtime role writes none: test_runtime_role.py).
+    @pytest.mark.django_db(databases=["default", "owner"])
+    def test_rows_either_side_of_a_month_boundary_land_in_their_months(self, owner_sql):
+        sql = owner_sql
         sql("SELECT audit_ensure_partition('2031-01-01'), audit_ensure_partition('2031-02-01')")
         for moment in ("2031-01-31T23:59:59.999999Z", "2031-02-01T00:00:00Z"):
             sql(
@@ -26,7 +29,9 @@ class TestPartitions:
             ("audit_events_2031_02",),
         ]
 
-    def test_a_row_for_a_month_without_a_partition_lands_in_the_default_one_and_moves_later(self, sql):
+    @pytest.mark.django_db(databases=["default", "owner"])
+    def test_a_row_for_a_month_without_a_partition_lands_in_the_default_one_and_moves_later(self, owner_sql):
+        sql = owner_sql
         sql(
             "INSERT INTO audit_events (occurred_at, actor_type, actor_id, action, resource_type, resource_id)"
             " VALUES ('2033-05-17T12:00:00Z', 'SYSTEM', 'test', 'test.future', 'test', '1')"

@@ -6,7 +6,7 @@ from accounts.errors import EmailAlreadyClaimed
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tests.support import in_threads, max_code_attempts, wait_until_blocked, wrong_code
+from tests.support import connect_as_owner, in_threads, max_code_attempts, wait_until_blocked, wrong_code
 from tokens.errors import (
     AccountSuspended,
     TokenAlreadyUsed,
@@ -111,22 +111,31 @@ class TestConsumeByCode:
         assert account.status == AccountStatus.PROVISIONED
         assert live_token(account=account).failed_attempts == max_code_attempts()
 
+    @pytest.mark.django_db(transaction=True)
     def test_the_database_alone_says_how_many_wrong_codes_burn_a_token(self, sql):
-        """Change tokens_max_code_attempts() and the services, the consume trigger and the audit follow."""
-        sql(
-            "CREATE OR REPLACE FUNCTION tokens_max_code_attempts() RETURNS smallint LANGUAGE sql IMMUTABLE AS 'SELECT 2::smallint'"
-        )
-        account = AccountFactory(login="jane")
-        token = live_token(account=account)
-        with pytest.raises(WrongCode, match="1 attempt\\(s\\) left"):
-            token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
-        with pytest.raises(WrongCode, match="this code no longer works"):
-            token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
-        with pytest.raises(TokenBurnt):
-            token_consume(secret=bytes(token.secret), actor=None)
-        assert sql(
-            "SELECT count(*) FROM audit_events WHERE action = 'token.burnt' AND resource_id = %s", [str(token.pk)]
-        ) == [(1,)]
+        """Change tokens_max_code_attempts() (the owner's to change) and the services, the consume
+        trigger and the audit follow."""
+        with connect_as_owner(autocommit=True) as owner:
+            (released,) = owner.execute("SELECT pg_get_functiondef('tokens_max_code_attempts'::regproc)").fetchone()
+            owner.execute(
+                "CREATE OR REPLACE FUNCTION tokens_max_code_attempts() RETURNS smallint LANGUAGE sql IMMUTABLE"
+                " AS 'SELECT 2::smallint'"
+            )
+        try:
+            account = AccountFactory(login="jane")
+            token = live_token(account=account)
+            with pytest.raises(WrongCode, match="1 attempt\\(s\\) left"):
+                token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
+            with pytest.raises(WrongCode, match="this code no longer works"):
+                token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
+            with pytest.raises(TokenBurnt):
+                token_consume(secret=bytes(token.secret), actor=None)
+            assert sql(
+                "SELECT count(*) FROM audit_events WHERE action = 'token.burnt' AND resource_id = %s", [str(token.pk)]
+            ) == [(1,)]
+        finally:
+            with connect_as_owner(autocommit=True) as owner:
+                owner.execute(released)
 
     def test_an_unknown_login_gets_a_clear_error(self):
         with pytest.raises(TokenNotFound, match="tokens: no code was sent to this login or e-mail"):
@@ -194,16 +203,19 @@ class TestPasswordRecovery:
         assert not Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY).exists()
         assert sql("SELECT count(*) FROM audit_events") == trail
 
-    def test_an_address_finds_the_account_of_that_address_not_a_login_spelled_like_it(self, sql):
+    @pytest.mark.django_db(transaction=True)
+    def test_an_address_finds_the_account_of_that_address_not_a_login_spelled_like_it(self):
         """The attack: an account whose login is another person's address took that person's
         recovery e-mail. Logins can no longer hold @ (BAD_LOGINS); a row stored before that rule
-        is still never found by an address."""
+        (written here by the owner, who alone can lift it) is still never found by an address."""
         victim = AccountFactory(active=True, email="victim@example.com", login="victim")
-        sql("ALTER TABLE accounts DISABLE TRIGGER before_account_validate")
-        sql(
-            "INSERT INTO accounts (email, login, status) VALUES ('attacker@example.net', 'victim@example.com', 'active')"
-        )
-        sql("ALTER TABLE accounts ENABLE TRIGGER before_account_validate")
+        with connect_as_owner() as owner:
+            owner.execute("ALTER TABLE accounts DISABLE TRIGGER before_account_validate")
+            owner.execute(
+                "INSERT INTO accounts (email, login, status)"
+                " VALUES ('attacker@example.net', 'victim@example.com', 'active')"
+            )
+            owner.execute("ALTER TABLE accounts ENABLE TRIGGER before_account_validate")
         token_request_password_recovery(identifier="victim@example.com", actor=None)
         (token,) = Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY)
         assert token.account_id == victim.pk

@@ -1,6 +1,5 @@
 """The mailroom's django-q2 task, as the worker finds it from its schedule, and the worker itself."""
 
-import importlib
 import pydoc
 import signal
 
@@ -13,7 +12,6 @@ from tests.smtp import SMTPServer
 from tests.support import mailroom_env, start_manage, wait_for
 
 pytestmark = pytest.mark.django_db
-add_schedule = importlib.import_module("tokens.migrations.0003_mailroom_schedule").add_schedule
 
 
 def test_the_task_the_schedule_names_drains(smtp_server):
@@ -27,11 +25,8 @@ def test_the_task_the_schedule_names_drains(smtp_server):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_django_q2_worker_drains_on_its_schedule(psql):
-    from django.apps import apps
     from django.utils import timezone
 
-    # Transactional tests empty Django's tables, the migration's schedule row among them: put it back.
-    add_schedule(apps, None)
     Schedule.objects.filter(name="mailroom: drain").update(next_run=timezone.now())
     smtp = SMTPServer().start()
     account_provision(email="jane@example.com", login="jane", actor=None)

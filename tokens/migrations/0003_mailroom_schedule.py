@@ -6,14 +6,14 @@ SCHEDULE_NAME = "mailroom: drain"
 def add_schedule(apps, schema_editor):
     # The worker (manage.py qcluster) drains every minute, a fallback beside listen_mailroom.
     Schedule = apps.get_model("django_q", "Schedule")
-    Schedule.objects.update_or_create(
+    Schedule.objects.using(schema_editor.connection.alias).update_or_create(
         name=SCHEDULE_NAME,
         defaults={"func": "tokens.tasks.drain_mailroom", "schedule_type": "I", "minutes": 1, "repeats": -1},
     )
 
 
 def remove_schedule(apps, schema_editor):
-    apps.get_model("django_q", "Schedule").objects.filter(name=SCHEDULE_NAME).delete()
+    apps.get_model("django_q", "Schedule").objects.using(schema_editor.connection.alias).filter(name=SCHEDULE_NAME).delete()
 
 
 class Migration(migrations.Migration):

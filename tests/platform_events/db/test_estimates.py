@@ -4,16 +4,18 @@ import pytest
 from django.urls import reverse
 
 from lifecycle.factories import AccountFactory
+from tests.support import analyze
 
 pytestmark = pytest.mark.django_db
 CHANGELIST = reverse("admin:accounts_account_changelist")
 
 
 class TestNoFullCounts:
-    def test_a_long_unfiltered_list_shows_the_estimate_and_says_so(self, support, sql, monkeypatch):
+    @pytest.mark.django_db(transaction=True)
+    def test_a_long_unfiltered_list_shows_the_estimate_and_says_so(self, support, monkeypatch):
         monkeypatch.setattr("platform_events.db.estimates.EXACT_COUNT_LIMIT", 3)
         AccountFactory.create_batch(5)
-        sql("ANALYZE accounts")
+        analyze("accounts")
         page = support.get(CHANGELIST).content.decode()
         assert "about 5 accounts (estimated, not counted)" in page
 
@@ -27,9 +29,10 @@ class TestNoFullCounts:
         AccountFactory.create_batch(2)
         assert "2 accounts" in support.get(CHANGELIST).content.decode()
 
-    def test_the_estimate_covers_partitions(self, sql):
+    @pytest.mark.django_db(transaction=True)
+    def test_the_estimate_covers_partitions(self):
         from platform_events.db.estimates import estimated_rows
 
         AccountFactory.create_batch(3)
-        sql("ANALYZE audit_events")
+        analyze("audit_events")
         assert estimated_rows("audit_events") >= 6  # account.created and token.issued for each

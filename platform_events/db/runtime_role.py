@@ -1,0 +1,51 @@
+"""What the runtime role may do, granted by the owner after every migrate (README, "Security").
+
+The runtime role (settings.DATABASE_RUNTIME_ROLE, a group the login roles of the web server, the
+worker and the commands belong to) reads and writes the product's tables and nothing more: it owns
+nothing, so it cannot alter, disable triggers on, truncate, detach or drop a table. The audit trail
+it may only read: its rows are written by trigger functions that run as the owner (SECURITY DEFINER),
+and audit_record()/audit_record_many() are not executable by anyone else.
+"""
+
+from django.conf import settings
+from django.db import connections
+
+GRANTS = """
+GRANT USAGE ON SCHEMA public TO {role};
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role};
+GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role};
+-- Read-only: the migration history, and the audit trail with each of its partitions (if migrated).
+REVOKE INSERT, UPDATE, DELETE ON django_migrations FROM {role};
+DO $$
+DECLARE
+    partition regclass;
+BEGIN
+    IF to_regclass('audit_events') IS NULL THEN
+        RETURN;
+    END IF;
+    REVOKE INSERT, UPDATE, DELETE ON audit_events FROM {role};
+    FOR partition IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'audit_events'::regclass LOOP
+        EXECUTE format('REVOKE ALL ON %s FROM {role}', partition);
+    END LOOP;
+END
+$$;
+"""
+
+
+def grant_runtime_privileges(*, using: str, **kwargs) -> None:
+    """post_migrate: grant the runtime role its privileges on what the migrations made (idempotent).
+
+    Skipped when the runtime and the owner are one role (DATABASE_URL without DATABASE_OWNER_URL)."""
+    connection = connections[using]
+    runtime_user = connections["default"].settings_dict["USER"]
+    if runtime_user == connection.settings_dict["USER"]:
+        return
+    role = settings.DATABASE_RUNTIME_ROLE
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
+        if cursor.fetchone() is None:
+            raise RuntimeError(
+                f'The runtime role {role!r} does not exist. Create it as the README says ("Security"),'
+                " or set DATABASE_RUNTIME_ROLE."
+            )
+        cursor.execute(GRANTS.format(role=connection.ops.quote_name(role)))

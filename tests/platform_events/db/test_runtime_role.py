@@ -1,0 +1,113 @@
+"""The runtime role (what the web server, the worker and the commands connect as) cannot rewrite the
+audit trail, nor lift the rules that guard it: each statement of the attack, tried on a real
+connection of that role (issue 8)."""
+
+import psycopg
+import pytest
+
+from accounts.services import account_suspend
+from lifecycle.factories import AccountFactory
+from platform_events.models import AuditEvent
+from tests.support import connect, connect_as_owner
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PERMISSION_DENIED = "permission denied"
+NOT_OWNER = "must be owner of"
+
+FORBIDDEN = [
+    ("TRUNCATE audit_events", PERMISSION_DENIED),
+    ("TRUNCATE audit_events_default", PERMISSION_DENIED),  # the TRUNCATE trigger is not on partitions
+    ("DELETE FROM audit_events", PERMISSION_DENIED),
+    ("UPDATE audit_events SET reason = 'rewritten'", PERMISSION_DENIED),
+    ("DELETE FROM audit_events_default", PERMISSION_DENIED),
+    (
+        "INSERT INTO audit_events (actor_type, actor_id, action, resource_type, resource_id)"
+        " VALUES ('USER', '1', 'account.suspended', 'account', '1')",
+        PERMISSION_DENIED,
+    ),
+    (
+        "INSERT INTO audit_events_default (actor_type, actor_id, action, resource_type, resource_id)"
+        " VALUES ('USER', '1', 'account.suspended', 'account', '1')",
+        PERMISSION_DENIED,
+    ),
+    ("SELECT audit_record('account.suspended', 'account', '1', NULL, NULL)", PERMISSION_DENIED),
+    ("SELECT audit_record_many('account.suspended', 'account', ARRAY['1'], NULL, NULL)", PERMISSION_DENIED),
+    ("SET session_replication_role = replica", PERMISSION_DENIED),
+    ("ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only", NOT_OWNER),
+    ("ALTER TABLE audit_events_default DISABLE TRIGGER ALL", NOT_OWNER),
+    ("ALTER TABLE accounts DISABLE TRIGGER before_account_validate", NOT_OWNER),
+    ("ALTER TABLE audit_events DETACH PARTITION audit_events_default", NOT_OWNER),
+    ("DROP TABLE audit_events_default", NOT_OWNER),
+    ("DROP TABLE audit_events", NOT_OWNER),
+    ("ALTER FUNCTION audit_ensure_partition(date) SECURITY INVOKER", NOT_OWNER),
+    (
+        "CREATE OR REPLACE FUNCTION tokens_max_code_attempts() RETURNS smallint LANGUAGE sql AS 'SELECT 99::smallint'",
+        PERMISSION_DENIED,  # no CREATE on the schema, nor owner of the function
+    ),
+    ("CREATE TABLE forged (id int)", PERMISSION_DENIED),
+    ("COPY accounts FROM PROGRAM 'id'", "pg_execute_server_program"),
+    ("DELETE FROM django_migrations", PERMISSION_DENIED),
+    ("ALTER ROLE CURRENT_USER SUPERUSER", PERMISSION_DENIED),
+    ("GRANT lifecycle_owner TO CURRENT_USER", PERMISSION_DENIED),
+]
+
+
+@pytest.fixture
+def trail():
+    """A trail with rows in it, and a way to read all of it as the owner."""
+    account_suspend(account=AccountFactory(), actor=None)
+
+    def read():
+        with connect_as_owner() as owner:
+            return owner.execute("SELECT * FROM audit_events ORDER BY occurred_at, id").fetchall()
+
+    return read
+
+
+@pytest.mark.parametrize(("statement", "refusal"), FORBIDDEN, ids=[statement for statement, _ in FORBIDDEN])
+def test_the_runtime_role_cannot(trail, statement, refusal):
+    before = trail()
+    with connect() as runtime:
+        with pytest.raises(psycopg.Error, match=refusal):
+            runtime.execute(statement)
+    assert trail() == before
+
+
+def test_the_runtime_role_is_no_superuser_and_owns_nothing():
+    with connect() as runtime:
+        superuser, createrole, createdb = runtime.execute(
+            "SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        owned = runtime.execute(
+            "SELECT count(*) FROM pg_class WHERE relowner = current_user::regrole"
+            " UNION ALL SELECT count(*) FROM pg_proc WHERE proowner = current_user::regrole"
+        ).fetchall()
+    assert (superuser, createrole, createdb) == (False, False, False)
+    assert owned == [(0,), (0,)]
+
+
+def test_a_claimed_actor_is_recorded_beside_the_login_role_that_wrote_the_row():
+    """Any session can SET LOCAL an actor; the row also says which login role really wrote it."""
+    account = AccountFactory()
+    with connect() as runtime:
+        runtime.execute("SET LOCAL lifecycle.actor_id = '1'")
+        runtime.execute("SET LOCAL lifecycle.actor_display = 'admin'")
+        runtime.execute("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account.pk])
+    event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+    assert (event.actor_display, event.db_user) == ("admin", "lifecycle_app")
+
+
+def test_the_runtime_role_makes_a_partition_and_moves_its_rows_through_the_owners_function():
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute(
+            "INSERT INTO audit_events (occurred_at, actor_type, actor_id, action, resource_type, resource_id)"
+            " VALUES ('2034-03-17T12:00:00Z', 'SYSTEM', 'test', 'test.future', 'test', '1')"
+        )
+    with connect(autocommit=True) as runtime:
+        assert runtime.execute("SELECT audit_ensure_partition('2034-03-01')").fetchone() == (True,)
+        where = runtime.execute("SELECT tableoid::regclass::text FROM audit_events WHERE action = 'test.future'")
+        assert where.fetchall() == [("audit_events_2034_03",)]
+    # The new partition gives the runtime role nothing either.
+    with connect() as runtime, pytest.raises(psycopg.Error, match=PERMISSION_DENIED):
+        runtime.execute("DELETE FROM audit_events_2034_03")
