@@ -34,6 +34,13 @@ class IllegalTransition(LifecycleError):
     code = "illegal_transition"
 
 
+@raised_as(sqlstate="LA006")
+class HistoryIsKept(LifecycleError):
+    """A trigger-kept timestamp (created_at, status_changed_at, activated_at, ...) was set by hand."""
+
+    code = "history_kept"
+
+
 class AlreadySuspended(IllegalTransition):
     code = "already_suspended"
 

@@ -79,8 +79,9 @@ def accounts_sweep_abandoned(
     """Delete abandoned sign-ups (ABANDONED_SIGN_UPS) in batches, one transaction each; their tokens
     go with them. Returns how many were deleted."""
     deleted = 0
+    reason = f"abandoned sign-up: never activated, no token since {created_before:%Y-%m-%d %H:%M %Z}"
     while True:
-        with transaction.atomic(), connection.cursor() as cursor:
+        with transaction.atomic(), audit_context(reason=reason), connection.cursor() as cursor:
             cursor.execute(
                 f"DELETE FROM accounts WHERE id IN ({ABANDONED_SIGN_UPS} ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED)",
                 {"before": created_before, "batch": batch_size},

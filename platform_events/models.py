@@ -27,9 +27,16 @@ class AuditAction(models.TextChoices):
     ACCOUNT_SUSPENDED = "account.suspended", "account.suspended"
     ACCOUNT_UNSUSPENDED = "account.unsuspended", "account.unsuspended"
     ACCOUNT_CHANGED = "account.changed", "account.changed"
+    ACCOUNT_DELETED = "account.deleted", "account.deleted"
+    ACCOUNT_HISTORY_REWRITTEN = "account.history_rewritten", "account.history_rewritten"
     TOKEN_ISSUED = "token.issued", "token.issued"
     TOKEN_CONSUMED = "token.consumed", "token.consumed"
     TOKEN_BURNT = "token.burnt", "token.burnt"
+    TOKEN_CODE_REJECTED = "token.code_rejected", "token.code_rejected"
+    TOKEN_REVOKED = "token.revoked", "token.revoked"
+    TOKEN_MAIL_CHANGED = "token.mail_changed", "token.mail_changed"
+    TOKEN_DELETED = "token.deleted", "token.deleted"
+    TOKEN_HISTORY_REWRITTEN = "token.history_rewritten", "token.history_rewritten"
 
 
 class ResourceType(models.TextChoices):

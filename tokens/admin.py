@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 from django.utils.translation import ngettext
 
+from platform_events.audit import audit_context
 from platform_events.read_only_admin import ReadOnlyModelAdmin
 from tokens.mailroom.retry import retry_now
 from tokens.models import Job, Token
@@ -54,7 +55,8 @@ class TokenAdmin(ReadOnlyModelAdmin):
     @admin.action(permissions=["retry_mail"], description="Retry mailing now")
     def retry_mail_now(self, request, queryset):
         selected = queryset.count()
-        retried = retry_now(queryset)
+        with audit_context(request=request):
+            retried = retry_now(queryset, actor=request.user)
         self.message_user(
             request,
             ngettext("%d token will be mailed on the next run.", "%d tokens will be mailed on the next run.", retried)

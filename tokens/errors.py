@@ -53,6 +53,20 @@ class WrongAccountState(LifecycleError):
         return "not in the state this needs"
 
 
+@raised_as(sqlstate="LT007")
+class TokenIdentityKept(LifecycleError):
+    """A token's identity (account, action, secret, code, times) was changed, or its count of wrong codes lowered."""
+
+    code = "token_identity_kept"
+
+
+@raised_as(sqlstate="LT008")
+class TokenNotIssuedUnused(LifecycleError):
+    """A token was inserted already used, replaced, with wrong codes or with a mail state."""
+
+    code = "token_not_unused"
+
+
 class WrongCode(LifecycleError):
     code = "wrong_code"
 

@@ -4,7 +4,8 @@ The runtime role (settings.DATABASE_RUNTIME_ROLE, a group the login roles of the
 worker and the commands belong to) reads and writes the product's tables and nothing more: it owns
 nothing, so it cannot alter, disable triggers on, truncate, detach or drop a table. The audit trail
 it may only read: its rows are written by trigger functions that run as the owner (SECURITY DEFINER),
-and audit_record()/audit_record_many() are not executable by anyone else.
+and audit_record()/audit_record_many() are not executable by anyone else. Nor may it read the key that
+lets a transaction rewrite trigger-kept history (platform_events/db/history.py).
 """
 
 from django.conf import settings
@@ -22,6 +23,10 @@ DECLARE
 BEGIN
     IF to_regclass('audit_events') IS NULL THEN
         RETURN;
+    END IF;
+    -- Nothing on the key that lets a transaction rewrite trigger-kept history: it is the owner's.
+    IF to_regclass('history_rewrite_key') IS NOT NULL THEN
+        REVOKE ALL ON history_rewrite_key FROM {role};
     END IF;
     REVOKE INSERT, UPDATE, DELETE ON audit_events FROM {role};
     FOR partition IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'audit_events'::regclass LOOP

@@ -7,6 +7,7 @@ from django.core.management import CommandError, call_command
 
 from accounts.models import Account
 from lifecycle.factories import AccountFactory
+from platform_events.db.history import history_rewrite
 from platform_events.db.locks import advisory_lock, lock_key
 from tokens.models import Token
 from tokens.services import token_resend_activation
@@ -15,8 +16,10 @@ pytestmark = pytest.mark.django_db
 
 
 def age(account, days, sql):
-    sql("UPDATE accounts SET created_at = now() - make_interval(days => %s) WHERE id = %s", [days, account.pk])
-    sql("UPDATE tokens SET created_at = now() - make_interval(days => %s) WHERE account = %s", [days, account.pk])
+    """Make a sign-up and its tokens ``days`` old (history the owner's key may rewrite)."""
+    with history_rewrite():
+        sql("UPDATE accounts SET created_at = now() - make_interval(days => %s) WHERE id = %s", [days, account.pk])
+        sql("UPDATE tokens SET created_at = now() - make_interval(days => %s) WHERE account = %s", [days, account.pk])
 
 
 def sweep(*args):

@@ -121,8 +121,13 @@ class TestInsertTimestamps:
 def test_timestamps_are_timestamptz_beyond_2038(sql):
     """Seed flaw: INTEGER epochs overflow on 2038-01-19."""
     account_id = insert_account(sql)
-    sql("UPDATE tokens SET expires_at = '2040-01-01T00:00:00Z' WHERE account = %s", [account_id])
-    assert sql("SELECT extract(year FROM expires_at)::int FROM tokens WHERE account = %s", [account_id]) == [(2040,)]
+    sql(
+        "INSERT INTO tokens (account, action, expires_at) VALUES (%s, 'activation', '2040-01-01T00:00:00Z')",
+        [account_id],
+    )
+    assert sql("SELECT extract(year FROM max(expires_at))::int FROM tokens WHERE account = %s", [account_id]) == [
+        (2040,)
+    ]
     types = dict(sql("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'accounts'"))
     assert {
         types[c] for c in ["created_at", "status_changed_at", "activated_at", "suspended_at", "unsuspended_at"]

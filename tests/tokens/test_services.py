@@ -6,7 +6,7 @@ from accounts.errors import EmailAlreadyClaimed
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tests.support import connect_as_owner, in_threads, max_code_attempts, wait_until_blocked, wrong_code
+from tests.support import connect_as_owner, expire, in_threads, max_code_attempts, wait_until_blocked, wrong_code
 from tokens.errors import (
     AccountSuspended,
     TokenAlreadyUsed,
@@ -53,7 +53,7 @@ class TestConsumeBySecret:
     def test_an_expired_link_is_refused_and_the_account_stays_provisioned(self):
         account = AccountFactory()
         token = live_token(account=account)
-        Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
+        expire(token)
         with pytest.raises(TokenExpired, match="tokens: token .* has expired"):
             token_consume(secret=bytes(token.secret), actor=None)
         account.refresh_from_db()
@@ -151,7 +151,7 @@ class TestConsumeByCode:
     def test_an_expired_code_says_so_whatever_code_is_given(self):
         account = AccountFactory(login="jane")
         token = live_token(account=account)
-        Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
+        expire(token)
         with pytest.raises(TokenExpired, match="has expired"):
             token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.support import expire
 from tokens.selectors import live_token
 
 pytestmark = pytest.mark.django_db
@@ -87,8 +88,9 @@ class TestConsumption:
         )
 
     def test_an_expired_token_cannot_be_consumed(self, sql, refused, account_id):
-        token = live_token(account=account_id).pk
-        sql("UPDATE tokens SET expires_at = now() - interval '1 second' WHERE id = %s", [token])
+        token = live_token(account=account_id)
+        expire(token)
+        token = token.pk
         refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match="tokens: token .* has expired")
         assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("provisioned",)]
 

@@ -7,7 +7,7 @@ from django.urls import reverse
 from accounts.models import AccountStatus
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
-from tests.support import in_threads, max_code_attempts, wrong_code
+from tests.support import expire, in_threads, max_code_attempts, wrong_code
 from tokens.links import landing_path, secret_to_text
 from tokens.models import MaxCodeAttempts, Token, TokenAction
 from tokens.selectors import live_token
@@ -44,7 +44,7 @@ class TestActivationLink:
         ("spoil", "status", "heading"),
         [
             (
-                lambda account, token: Token.objects.filter(pk=token.pk).update(expires_at=token.created_at),
+                lambda account, token: expire(token),
                 410,
                 "Expired",
             ),

@@ -6,7 +6,7 @@ from django.core.management import CommandError, call_command
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
 from tests.smtp import free_port
-from tests.support import connect_as_owner
+from tests.support import connect_as_owner, expire
 from tokens.mailroom.drain import drain
 from tokens.models import Job, MailState, Token
 from tokens.selectors import live_token
@@ -37,7 +37,7 @@ class TestWhatIsMailed:
 class TestWhatIsNeverMailed:
     def test_an_expired_token_is_skipped(self, smtp_server):
         token = live_token(account=AccountFactory())
-        Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
+        expire(token)
         assert drain().expired == 1
         token.refresh_from_db()
         assert (token.mail_state, token.mail_error) == (MailState.SKIPPED, "expired before it was mailed")

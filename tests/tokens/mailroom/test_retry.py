@@ -3,6 +3,7 @@
 import pytest
 
 from lifecycle.factories import AccountFactory
+from tests.support import expire
 from tokens.mailroom.drain import drain
 from tokens.mailroom.retry import retry_now
 from tokens.models import MailState, Token
@@ -16,7 +17,7 @@ def test_retry_now_makes_a_dead_mail_due_again(smtp_server):
     token = live_token(account=AccountFactory())
     drain()
     smtp_server.handler.refuse_recipients = None
-    assert retry_now(Token.objects.filter(pk=token.pk)) == 1
+    assert retry_now(Token.objects.filter(pk=token.pk), actor=None) == 1
     assert drain().sent == 1
     token.refresh_from_db()
     assert token.mail_state == MailState.SENT
@@ -26,5 +27,6 @@ def test_retry_now_leaves_sent_and_expired_tokens_alone(smtp_server):
     sent = live_token(account=AccountFactory())
     drain()
     expired = live_token(account=AccountFactory())
-    Token.objects.filter(pk=expired.pk).update(mail_state=MailState.DEAD, expires_at=expired.created_at)
-    assert retry_now(Token.objects.filter(pk__in=[sent.pk, expired.pk])) == 0
+    Token.objects.filter(pk=expired.pk).update(mail_state=MailState.DEAD)
+    expire(expired)
+    assert retry_now(Token.objects.filter(pk__in=[sent.pk, expired.pk]), actor=None) == 0

@@ -1,0 +1,2 @@
+DROP FUNCTION history_rewrite_allowed();
+DROP TABLE history_rewrite_key;

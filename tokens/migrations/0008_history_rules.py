@@ -1,0 +1,12 @@
+from django.db import migrations
+
+from platform_events.db.sql_files import run_sql_file
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("tokens", "0007_runtime_role"),
+        ("platform_events", "0005_history_rules"),
+    ]
+
+    operations = [run_sql_file(__file__, "0008_history_rules")]
