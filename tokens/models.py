@@ -71,6 +71,8 @@ class Job(models.Model):
     last_seq = models.BigIntegerField(null=True, blank=True)
     started_at = models.DateTimeField(db_default=Now())
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When the run last recorded its counts (after each batch); a row whose progress stopped was killed.
+    progress_at = models.DateTimeField(null=True, blank=True)
     claimed = models.IntegerField(db_default=0)
     sent = models.IntegerField(db_default=0)
     failed = models.IntegerField(db_default=0)

@@ -1,10 +1,13 @@
 """A drain run: mail everything due, batch after batch; each run leaves a row in ``jobs``."""
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models.functions import Now
+from django.db.models import Q
+from django.db.models.functions import Coalesce, Now
+from django.utils import timezone
 
 from tokens.mailroom.claim import claim_batch
 from tokens.mailroom.send import send_batch
@@ -41,6 +44,7 @@ class DrainResult:
 def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> DrainResult:
     """Mail everything due, batch after batch, until nothing is due or the SMTP server is unreachable."""
     batch_size = batch_size or settings.MAILROOM_BATCH_SIZE
+    close_stopped_runs()
     result = DrainResult(job_id=Job.objects.create(job_type=JobType.MAILROOM).pk)
     # Each accepted e-mail is marked in a commit of its own (so a killed run re-sends at most the one
     # in flight); not waiting for the WAL flush keeps those commits cheap. Only a crash of PostgreSQL
@@ -56,6 +60,7 @@ def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> Dra
                 break
             result.claimed += len(batch)
             send_batch(batch, claim=claim, result=result)
+            _record_run(result, finished=False)
             on_batch(result)
     except Exception as error:
         result.error = f"{type(error).__name__}: {error}"
@@ -71,12 +76,29 @@ def _set_synchronous_commit(value: str) -> None:
         cursor.execute(f"SET synchronous_commit TO {value}")
 
 
-def _record_run(result: DrainResult) -> None:
+def close_stopped_runs() -> int:
+    """Close the rows of runs that stopped recording progress (killed, or their host lost): they keep
+    the counts of their last batch. A live run records progress after every batch; one whose single
+    batch outlasts two leases (a very slow SMTP server) is closed too, and its own final record then
+    overwrites this one."""
+    stopped_before = timezone.now() - timedelta(seconds=2 * settings.MAILROOM_LEASE_SECONDS)
+    return (
+        Job.objects.filter(job_type=JobType.MAILROOM, finished_at__isnull=True)
+        .filter(Q(progress_at__lt=stopped_before) | Q(progress_at__isnull=True, started_at__lt=stopped_before))
+        .update(
+            finished_at=Coalesce("progress_at", "started_at"),
+            error="stopped before it finished (killed, or its host lost); counts are up to its last batch",
+        )
+    )
+
+
+def _record_run(result: DrainResult, *, finished: bool = True) -> None:
     Job.objects.filter(pk=result.job_id).update(
-        finished_at=Now(),
+        progress_at=Now(),
         claimed=result.claimed,
         sent=result.sent,
         failed=result.failed,
         error=result.error,
         last_seq=result.last_seq,
+        **({"finished_at": Now()} if finished else {}),
     )

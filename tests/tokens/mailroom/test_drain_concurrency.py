@@ -10,7 +10,7 @@ from accounts.services import account_provision
 from tests.smtp import SMTPServer, free_port
 from tests.support import connect, mailroom_env, manage, start_manage, wait_for
 from tokens.mailroom.drain import drain
-from tokens.models import MailState, Token
+from tokens.models import Job, JobType, MailState, Token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,6 +87,39 @@ def test_a_drain_killed_mid_batch_loses_nothing_and_doubles_at_most_the_one_in_f
     assert sum(1 for n in counts.values() if n > 1) <= 1
     assert max(counts.values()) <= 2
     assert set(Token.objects.values_list("mail_state", flat=True)) == {MailState.SENT}
+
+
+def test_a_killed_runs_row_keeps_its_counts_and_the_next_run_closes_it(psql):
+    """Issue 8 (Low): a run killed mid-way left its jobs row unfinished with counts of 0 although it had
+    sent mail."""
+    smtp = SMTPServer().start()
+    smtp.handler.delay = 0.02
+    try:
+        sign_up_many(psql, 100)
+        env = mailroom_env(smtp, MAILROOM_LEASE_SECONDS="8", EMAIL_TIMEOUT="1")
+        run = start_manage("drain_mailroom", "--batch-size", "10", **env)
+        wait_for(lambda: len(smtp.messages) >= 35, timeout=60, message="35 e-mails before the kill")
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    finally:
+        smtp.stop()
+    killed = Job.objects.get()
+    assert killed.finished_at is None and killed.sent >= 30 and killed.claimed >= killed.sent
+    # Time passes: no progress for longer than two leases.
+    psql.execute(
+        "UPDATE jobs SET progress_at = progress_at - interval '1 hour', started_at = started_at - interval '1 hour'"
+    )
+    drain()
+    killed.refresh_from_db()
+    assert killed.finished_at is not None and killed.sent >= 30
+    assert killed.error.startswith("stopped before it finished")
+
+
+def test_a_running_run_is_not_closed_by_another():
+    running = Job.objects.create(job_type=JobType.MAILROOM)
+    drain()
+    running.refresh_from_db()
+    assert running.finished_at is None and running.error is None
 
 
 def test_a_batch_that_outlasts_its_lease_renews_it_and_no_second_run_takes_it_over(psql):
