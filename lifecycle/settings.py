@@ -74,10 +74,19 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+# Reverse proxies in front of the web server that append the client's address to X-Forwarded-For
+# (nginx's $proxy_add_x_forwarded_for, most load balancers). 0: none; the header is then ignored,
+# because a client can write it. The lock-out and the audit trail take the client's address from
+# platform_events/client_ip.py.
+TRUSTED_PROXY_COUNT = read_int("TRUSTED_PROXY_COUNT", default=0, minimum=0)
+if TRUSTED_PROXY_COUNT > 10:
+    raise ImproperlyConfigured(f"TRUSTED_PROXY_COUNT must be at most 10, not {TRUSTED_PROXY_COUNT}.")
+
 # Repeated failed logins lock that username from that address out for a while (django-axes).
 AXES_FAILURE_LIMIT = read_int("AXES_FAILURE_LIMIT", default=5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=read_int("AXES_COOLOFF_MINUTES", default=30, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "platform_events.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 
 ROOT_URLCONF = "lifecycle.urls"

@@ -20,6 +20,8 @@ from contextvars import ContextVar
 
 from django.db import connection
 
+from platform_events.client_ip import client_ip
+
 # The lifecycle.* settings the triggers read (audit_actor() in platform_events/sql/0001_audit.sql).
 FIELDS = ["actor_id", "actor_display", "actor_ip", "actor_user_agent", "reason", "request_id", "correlation_id"]
 
@@ -65,11 +67,16 @@ def _given(actor, reason, request, correlation_id) -> dict[str, str]:
     }
     if request is not None:
         given |= {
-            "actor_ip": request.META.get("REMOTE_ADDR"),
-            "actor_user_agent": request.META.get("HTTP_USER_AGENT"),
+            "actor_ip": client_ip(request),
+            "actor_user_agent": _printable(request.META.get("HTTP_USER_AGENT"), limit=512),
             "request_id": str(uuid.uuid4()),  # one per action, shared by every row it writes
         }
     return {name: value for name, value in given.items() if value}
+
+
+def _printable(value: str | None, *, limit: int) -> str | None:
+    """A header as the trail keeps it: no NUL (PostgreSQL text cannot hold one), at most ``limit`` characters."""
+    return value.replace("\x00", "")[:limit] if value else value
 
 
 def _apply(values: dict[str, str]) -> None:

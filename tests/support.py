@@ -88,12 +88,13 @@ def staff_client(role: str, username: str | None = None) -> Client:
     return client
 
 
-def admin_action(client: Client, action: str, accounts, reason: str | None = None):
-    """Run an action of the account list on ``accounts``; without a reason, only its confirmation page."""
+def admin_action(client: Client, action: str, accounts, reason: str | None = None, **meta):
+    """Run an action of the account list on ``accounts``; without a reason, only its confirmation page.
+    ``meta``: request headers and REMOTE_ADDR, as the test client takes them."""
     data = {"action": action, "_selected_action": [account.pk for account in accounts]}
     if reason is not None:
         data |= {"confirm": "yes", "reason": reason}
-    return client.post(reverse("admin:accounts_account_changelist"), data, follow=reason is not None)
+    return client.post(reverse("admin:accounts_account_changelist"), data, follow=reason is not None, **meta)
 
 
 # manage.py in other processes, as cron, a worker or a person would run it

@@ -55,6 +55,35 @@ class TestActions:
         assert str(event.actor_ip) == "127.0.0.1"
         assert event.request_id is not None
 
+    def test_behind_a_trusted_proxy_the_audit_row_names_the_client_not_the_proxy(self, support, settings):
+        """Issue 8, item 6."""
+        settings.TRUSTED_PROXY_COUNT = 1
+        account = AccountFactory(active=True)
+        admin_action(
+            support,
+            "suspend",
+            [account],
+            reason="chargeback",
+            REMOTE_ADDR="10.0.0.2",
+            HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7",
+        )
+        event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+        assert str(event.actor_ip) == "203.0.113.7"
+
+    def test_without_a_trusted_proxy_a_forged_forwarded_header_is_not_recorded(self, support):
+        account = AccountFactory(active=True)
+        admin_action(support, "suspend", [account], reason="chargeback", HTTP_X_FORWARDED_FOR="203.0.113.7")
+        event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+        assert str(event.actor_ip) == "127.0.0.1"
+
+    def test_a_nul_byte_in_the_user_agent_is_dropped_not_a_server_error(self, support):
+        """Issue 8, Low list: it answered 500 (PostgreSQL text cannot hold NUL)."""
+        account = AccountFactory(active=True)
+        response = admin_action(support, "suspend", [account], reason="chargeback", HTTP_USER_AGENT="curl\x00/8")
+        assert response.status_code == 200
+        event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+        assert event.actor_user_agent == "curl/8"
+
     def test_several_accounts_report_what_was_done_and_name_what_was_skipped(self, support):
         accounts = AccountFactory.create_batch(3, active=True) + [AccountFactory(suspended=True, login="jdoe")]
         response = admin_action(support, "suspend", accounts, reason="spam wave")

@@ -31,3 +31,44 @@ def test_a_good_login_works(settings):
 def test_the_admin_says_whose_it_is(admin_client):
     response = admin_client.get(reverse("admin:index"))
     assert "Lifecycle back-office" in response.content.decode()
+
+
+def fail_logins(client: Client, username: str, times: int, **meta) -> None:
+    for _ in range(times):
+        client.post(reverse("admin:login"), {"username": username, "password": "wrong"}, **meta)
+
+
+def test_behind_a_proxy_one_clients_failures_do_not_lock_the_login_out_for_another(settings):
+    """Issue 8, item 6: behind a proxy every request came from the proxy's address, so five wrong
+    passwords from anywhere locked a staff login out for everyone."""
+    settings.TRUSTED_PROXY_COUNT = 1
+    get_user_model().objects.create_user("support7", password="right-password-123", is_staff=True)
+    via_proxy = {"REMOTE_ADDR": "10.0.0.2"}
+    fail_logins(Client(), "support7", settings.AXES_FAILURE_LIMIT, HTTP_X_FORWARDED_FOR="198.51.100.1", **via_proxy)
+    locked = Client().post(
+        reverse("admin:login"),
+        {"username": "support7", "password": "right-password-123"},
+        HTTP_X_FORWARDED_FOR="198.51.100.1",
+        **via_proxy,
+    )
+    assert locked.status_code == 429
+    other = Client().post(
+        reverse("admin:login"),
+        {"username": "support7", "password": "right-password-123"},
+        HTTP_X_FORWARDED_FOR="203.0.113.2",
+        **via_proxy,
+    )
+    assert other.status_code == 302
+
+
+def test_without_a_trusted_proxy_a_forged_forwarded_header_does_not_dodge_the_lock_out(settings):
+    """A client that writes a new X-Forwarded-For on every try is still one address."""
+    get_user_model().objects.create_user("support6", password="right-password-123", is_staff=True)
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        fail_logins(Client(), "support6", 1, HTTP_X_FORWARDED_FOR=f"198.51.100.{n + 1}")
+    response = Client().post(
+        reverse("admin:login"),
+        {"username": "support6", "password": "right-password-123"},
+        HTTP_X_FORWARDED_FOR="203.0.113.99",
+    )
+    assert response.status_code == 429

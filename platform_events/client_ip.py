@@ -1,0 +1,35 @@
+"""The address of the client behind a request: one rule for the lock-out (django-axes) and the audit trail.
+
+Behind reverse proxies, REMOTE_ADDR is the nearest proxy's address: five wrong passwords from
+anywhere would lock a staff login out for everyone, and every audit row would name the proxy. Each
+proxy appends the address it received the request from to X-Forwarded-For, so with
+TRUSTED_PROXY_COUNT proxies in front, the client is the entry the outermost of them appended:
+the TRUSTED_PROXY_COUNT-th from the right (Django REST framework's NUM_PROXIES rule). Entries further
+left were written by the client and are never trusted; with no proxy counted (the default), the
+header is ignored altogether.
+
+Not django-ipware: its proxy_count counts the hops listed inside X-Forwarded-For, so behind one
+proxy that appends only the client it answers None, and with a count of 0 it trusts the client's own
+entries (tests/platform_events/test_client_ip.py shows the cases).
+"""
+
+import ipaddress
+
+from django.conf import settings
+
+
+def client_ip(request) -> str | None:
+    """The client's address; REMOTE_ADDR when no proxy is trusted or the request bypassed them."""
+    remote = request.META.get("REMOTE_ADDR") or None
+    proxies = settings.TRUSTED_PROXY_COUNT
+    if not proxies:
+        return remote
+    hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    if len(hops) < proxies:
+        # Fewer entries than proxies: it did not come through all of them; the peer is all we know.
+        return remote
+    candidate = hops[-proxies]
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:  # not an address: a misconfigured proxy, or a forgery that reached this far
+        return remote
