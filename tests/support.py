@@ -105,7 +105,8 @@ def database_url_for_tests(alias: str = "default") -> str:
     settings = connections[alias].settings_dict
     host = quote(settings["HOST"], safe="") if settings["HOST"] else ""
     port = f":{settings['PORT']}" if settings["PORT"] else ""
-    return f"postgres://{settings['USER']}@{host}{port}/{settings['NAME']}"
+    password = f":{quote(settings['PASSWORD'], safe='')}" if settings.get("PASSWORD") else ""
+    return f"postgres://{settings['USER']}{password}@{host}{port}/{settings['NAME']}"
 
 
 def environment(**env) -> dict:

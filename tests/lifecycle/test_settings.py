@@ -5,7 +5,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from lifecycle import configuration
-from tests.support import manage
+from tests.support import database_url_for_tests, manage
 
 PRODUCTION = {
     "DEBUG": "false",
@@ -58,7 +58,8 @@ def test_a_production_configuration_passes_check_deploy():
 def test_database_url_is_used_instead_of_the_embedded_server():
     """A percent-encoded socket directory as host reaches the same server as the test database."""
     settings = connection.settings_dict
-    url = f"postgres://{settings['USER']}@{settings['HOST'].replace('/', '%2F')}:{settings['PORT']}/{settings['NAME']}"
+    url = database_url_for_tests()
+    assert "%2F" in url  # the socket directory, percent-encoded
     result = manage(
         "shell",
         "--no-imports",
