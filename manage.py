@@ -9,12 +9,19 @@ def main():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
+    from django.db import OperationalError
 
     try:
         execute_from_command_line(sys.argv)
     except ImproperlyConfigured as error:
         # A bad setting is the operator's to fix: one sentence, no traceback.
         sys.exit(f"Configuration error: {error}")
+    except OperationalError as error:
+        # The database cannot be reached (a wrong DATABASE_URL, a server down): one sentence too.
+        if not str(error).startswith("connection failed"):
+            raise
+        reason = " ".join(str(error).split())
+        sys.exit(f"Database unreachable (DATABASE_URL, or the embedded server): {reason}")
 
 
 if __name__ == "__main__":

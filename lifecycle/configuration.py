@@ -5,7 +5,8 @@ the variable (``ImproperlyConfigured``), where django-environ would guess (``DEB
 False to it) or raise a bare ``ValueError``.
 """
 
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -26,7 +27,7 @@ def read_bool(name: str, default: bool) -> bool:
     return value in _TRUE
 
 
-def read_int(name: str, default: int, *, minimum: int = 0) -> int:
+def read_int(name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
     raw = env.str(name, default=None)
     if raw is None or raw.strip() == "":
         return default
@@ -36,6 +37,8 @@ def read_int(name: str, default: int, *, minimum: int = 0) -> int:
         raise ImproperlyConfigured(f"{name} must be a whole number, not {raw!r}.") from None
     if value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {value}.")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name} must be at most {maximum}, not {value}.")
     return value
 
 
@@ -82,7 +85,26 @@ def read_email_url(name: str, default: str) -> dict:
 
 
 def read_url(name: str, default: str) -> str:
+    """A base URL links are built on: scheme and host, perhaps a path; nothing a link could not follow."""
     raw = env.str(name, default=default).strip().rstrip("/")
     if not raw.startswith(("http://", "https://")):
         raise ImproperlyConfigured(f"{name} must be an http:// or https:// URL, not {raw!r}.")
+    parts = urlsplit(raw)
+    if any(character.isspace() for character in raw) or not parts.hostname:
+        raise ImproperlyConfigured(f"{name} must be a URL with a host and no spaces, not {raw!r}.")
+    if parts.query or parts.fragment or "?" in raw or "#" in raw or parts.username or parts.password:
+        raise ImproperlyConfigured(
+            f"{name} must be a base URL (scheme, host, perhaps a path) without a query, fragment or login, not {raw!r}."
+        )
     return raw
+
+
+def read_time_zone(name: str, default: str) -> str:
+    value = env.str(name, default=default).strip() or default
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ImproperlyConfigured(
+            f"{name} must be a time zone name such as Europe/Paris or UTC, not {value!r}."
+        ) from None
+    return value

@@ -5,6 +5,7 @@ is read first when present (``make run`` writes one for development); real envir
 variables win over it.
 """
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,11 +20,15 @@ from lifecycle.configuration import (
     read_email_url,
     read_int,
     read_list,
+    read_time_zone,
     read_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 ENV_FILE = env.str("ENV_FILE", default=str(BASE_DIR / ".env"))
+if ENV_FILE and "ENV_FILE" in os.environ and not Path(ENV_FILE).is_file():
+    # The default .env may be absent; a file named on purpose must be there.
+    raise ImproperlyConfigured(f"ENV_FILE names {ENV_FILE}, which is not a readable file (empty ENV_FILE: read none).")
 if ENV_FILE:
     env.read_env(ENV_FILE, overwrite=False)
 
@@ -36,8 +41,21 @@ if not SECRET_KEY:
             "SECRET_KEY must be set when DEBUG is off (make run writes a development one to .env)."
         )
     SECRET_KEY = "insecure-development-key-only-used-when-debug-is-on-and-no-secret-key-is-set"
+if not DEBUG and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")):
+    # Django's own deploy check (security.W009) would only warn; a guessable key signs sessions.
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be at least 50 characters with at least 5 different ones when DEBUG is off"
+        " (python -c 'import secrets; print(secrets.token_urlsafe(50))' makes one)."
+    )
 
 ALLOWED_HOSTS = read_list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+if not DEBUG and not os.environ.get("ALLOWED_HOSTS", "").strip(" ,"):
+    # Empty, or the development default: Django would answer the real site's requests with 400 and
+    # say nothing at start-up.
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS must name the site's host names (comma-separated) when DEBUG is off;"
+        " the default, localhost, is for development."
+    )
 CSRF_TRUSTED_ORIGINS = read_list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # Links in e-mails are built from this, never from a request's Host header.
@@ -84,7 +102,8 @@ if TRUSTED_PROXY_COUNT > 10:
 
 # Repeated failed logins lock that username from that address out for a while (django-axes).
 AXES_FAILURE_LIMIT = read_int("AXES_FAILURE_LIMIT", default=5, minimum=1)
-AXES_COOLOFF_TIME = timedelta(minutes=read_int("AXES_COOLOFF_MINUTES", default=30, minimum=1))
+# At most a year: a longer lock-out is a ban, better done by deactivating the user.
+AXES_COOLOFF_TIME = timedelta(minutes=read_int("AXES_COOLOFF_MINUTES", default=30, minimum=1, maximum=525_600))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "platform_events.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
@@ -156,7 +175,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+TIME_ZONE = read_time_zone("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
 

@@ -1,11 +1,14 @@
 """Settings come from the environment; a bad value stops start-up with one sentence."""
 
+import subprocess
+import sys
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from lifecycle import configuration
-from tests.support import database_url_for_tests, manage
+from tests.support import ROOT, database_url_for_tests, environment, manage
 
 PRODUCTION = {
     "DEBUG": "false",
@@ -25,6 +28,22 @@ PRODUCTION = {
         ("EMAIL_URL", "pigeon://coop", "EMAIL_URL is not a valid e-mail URL"),
         ("PUBLIC_BASE_URL", "lifecycle.example.com", "PUBLIC_BASE_URL must be an http:// or https:// URL"),
         ("LOG_LEVEL", "LOUD", "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'."),
+        # Issue 8, Low list: each of these was a traceback, or a setting that silently broke something.
+        (
+            "TIME_ZONE",
+            "Mars/Olympus",
+            "TIME_ZONE must be a time zone name such as Europe/Paris or UTC, not 'Mars/Olympus'.",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "https://example.com/?next=x",
+            "PUBLIC_BASE_URL must be a base URL (scheme, host, perhaps a path) without a query",
+        ),
+        ("PUBLIC_BASE_URL", "https://exa mple.com", "PUBLIC_BASE_URL must be a URL with a host and no spaces"),
+        ("PUBLIC_BASE_URL", "https://:8000", "PUBLIC_BASE_URL must be a URL with a host and no spaces"),
+        ("AXES_COOLOFF_MINUTES", "99999999999999", "AXES_COOLOFF_MINUTES must be at most 525600, not 99999999999999."),
+        ("ENV_FILE", "/nonexistent/.env", "ENV_FILE names /nonexistent/.env, which is not a readable file"),
+        ("TRUSTED_PROXY_COUNT", "-1", "TRUSTED_PROXY_COUNT must be at least 0, not -1."),
     ],
 )
 def test_a_bad_value_stops_start_up_with_one_sentence_naming_it(variable, value, sentence):
@@ -83,3 +102,42 @@ def test_read_int_refuses_a_value_below_its_minimum(monkeypatch):
     monkeypatch.setenv("Q_WORKERS", "0")
     with pytest.raises(ImproperlyConfigured, match="Q_WORKERS must be at least 1, not 0."):
         configuration.read_int("Q_WORKERS", default=2, minimum=1)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "sentence"),
+    [
+        ("ALLOWED_HOSTS", "", "ALLOWED_HOSTS must name the site's host names (comma-separated) when DEBUG is off"),
+        ("ALLOWED_HOSTS", " , ", "ALLOWED_HOSTS must name the site's host names (comma-separated) when DEBUG is off"),
+        ("SECRET_KEY", "short-key", "SECRET_KEY must be at least 50 characters with at least 5 different ones"),
+        ("SECRET_KEY", "a" * 60, "SECRET_KEY must be at least 50 characters with at least 5 different ones"),
+    ],
+)
+def test_production_refuses_what_would_fail_quietly(variable, value, sentence):
+    """Issue 8, Low list: an empty ALLOWED_HOSTS answered every request with 400; a short key was accepted."""
+    result = manage("check", **{**PRODUCTION, variable: value})
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith(f"Configuration error: {sentence}")
+
+
+def test_the_wsgi_application_with_a_bad_setting_stops_with_one_sentence():
+    result = subprocess.run(
+        [sys.executable, "-c", "import lifecycle.wsgi"],
+        cwd=ROOT,
+        env=environment(TIME_ZONE="Mars/Olympus"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "Configuration error: TIME_ZONE must be a time zone name such as Europe/Paris or UTC, not 'Mars/Olympus'."
+    )
+
+
+def test_an_unreachable_database_is_one_sentence_at_any_command():
+    """Issue 8, Low list: it was a hundred lines of traceback."""
+    result = manage("migrate", DEBUG="true", DATABASE_URL="postgres://nobody@127.0.0.1:1/nothing")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Database unreachable (DATABASE_URL, or the embedded server): connection failed")
+    assert len(result.stderr.strip().splitlines()) == 1
