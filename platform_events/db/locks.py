@@ -12,12 +12,16 @@ def lock_key(name: str) -> int:
 
 
 @contextmanager
-def advisory_lock(name: str) -> Iterator[bool]:
-    """Hold a session-level advisory lock named ``name`` if it is free; yield whether we got it."""
+def advisory_lock(name: str, *, wait: bool = False) -> Iterator[bool]:
+    """Hold a session-level advisory lock named ``name`` if it is free (or, with ``wait``, once it is);
+    yield whether we got it."""
     key = lock_key(name)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        (acquired,) = cursor.fetchone()
+        if wait:
+            cursor.execute("SELECT pg_advisory_lock(%s), true", [key])
+        else:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        acquired = cursor.fetchone()[-1]
     try:
         yield acquired
     finally:

@@ -65,7 +65,13 @@ def test_progress_is_reported_per_batch(sql):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"), [(["--older-than-days", "0"], "at least 1"), (["--batch-size", "0"], "at least 1")]
+    ("args", "message"),
+    [
+        (["--older-than-days", "0"], "at least 1"),
+        (["--older-than-days", "99999999"], "at most 36500"),  # issue 8, Low list: an OverflowError
+        (["--batch-size", "0"], "between 1 and 100000"),
+        (["--batch-size", "99999999999999999999"], "between 1 and 100000"),
+    ],
 )
 def test_bad_arguments_are_refused(args, message):
     with pytest.raises(CommandError, match=message):

@@ -55,3 +55,25 @@ class TestPartitions:
     def test_the_command_refuses_a_bad_count(self):
         with pytest.raises(CommandError, match="between 0 and 120"):
             call_command("ensure_audit_partitions", "--months-ahead", "-1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_run_waits_for_the_first_and_finds_the_months_made():
+    """Issue 8, Low list: two runs at once both made the missing month, and the second failed."""
+    from datetime import date
+
+    from platform_events.db.locks import lock_key
+    from platform_events.partitions import PARTITIONS_LOCK
+    from tests.support import connect, connect_as_owner, in_threads, wait_until_blocked
+
+    with connect_as_owner() as first, connect() as watcher:
+        # The first run, midway: it holds the lock and has made the month, not yet committed.
+        first.execute("SELECT pg_advisory_lock(%s)", [lock_key(PARTITIONS_LOCK)])
+        first.execute("SELECT audit_ensure_partition('2041-03-01')")
+        threads, results = in_threads(lambda: ensure_partitions(months_ahead=0, today=date(2041, 3, 9)))
+        wait_until_blocked(watcher, 1)
+        first.commit()
+        first.execute("SELECT pg_advisory_unlock(%s)", [lock_key(PARTITIONS_LOCK)])
+        for thread in threads:
+            thread.join(30)
+    assert results == [(True, [])]

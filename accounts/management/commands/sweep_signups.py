@@ -7,6 +7,9 @@ from accounts.selectors import abandoned_sign_ups_count
 from accounts.services import accounts_sweep_abandoned
 from platform_events.db.locks import advisory_lock
 
+MAX_DAYS = 36_500
+MAX_BATCH_SIZE = 100_000
+
 
 class Command(BaseCommand):
     help = "Delete sign-ups that never activated, so unverified accounts do not pile up (seed 003). For cron."
@@ -23,8 +26,10 @@ class Command(BaseCommand):
     def handle(self, *args, older_than_days, batch_size, dry_run, **options):
         if older_than_days < 1:
             raise CommandError("--older-than-days must be at least 1: tokens of younger sign-ups may still be in use.")
-        if batch_size < 1:
-            raise CommandError("--batch-size must be at least 1.")
+        if older_than_days > MAX_DAYS:  # the cut-off date would fall before year 1
+            raise CommandError(f"--older-than-days must be at most {MAX_DAYS} (100 years).")
+        if not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise CommandError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}.")
         created_before = timezone.now() - timedelta(days=older_than_days)
         if dry_run:
             count = abandoned_sign_ups_count(created_before=created_before)

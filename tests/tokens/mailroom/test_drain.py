@@ -168,6 +168,8 @@ class TestDrainCommand:
         with pytest.raises(CommandError, match="failed: SMTP server unreachable"):
             call_command("drain_mailroom")
 
-    def test_refuses_a_bad_batch_size(self):
-        with pytest.raises(CommandError, match="--batch-size must be at least 1"):
-            call_command("drain_mailroom", "--batch-size", "0")
+    @pytest.mark.parametrize("size", ["0", "-3", "99999999999999999999"])
+    def test_refuses_a_bad_batch_size(self, size):
+        """Issue 8, Low list: a huge one was a DataError (the LIMIT overflowed bigint)."""
+        with pytest.raises(CommandError, match="--batch-size must be between 1 and 10000"):
+            call_command("drain_mailroom", "--batch-size", size)

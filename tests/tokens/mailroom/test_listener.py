@@ -3,6 +3,7 @@
 import signal
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from accounts.services import account_provision
 from tests.smtp import SMTPServer
@@ -41,3 +42,10 @@ def test_listen_mailroom_mails_a_new_account_without_waiting_for_a_poll(psql):
     assert listener.returncode == 0, output
     assert "Mailroom listener stopped." in output
     assert sorted(m["To"] for m in smtp.messages) == ["jane@example.com", "joe@example.com"]
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "0", "-1", "86401"])
+def test_a_poll_interval_that_is_no_interval_is_refused(seconds):
+    """Issue 8, Low list: nan made a busy loop (383 runs in 5 s)."""
+    with pytest.raises(CommandError, match="--poll-seconds must be more than 0 and at most 86400"):
+        call_command("listen_mailroom", "--poll-seconds", seconds)

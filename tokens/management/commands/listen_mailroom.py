@@ -5,6 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from tokens.mailroom.listener import listen_and_drain
 
+MAX_POLL_SECONDS = 86_400
+
 
 class Command(BaseCommand):
     help = (
@@ -19,8 +21,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, poll_seconds, **options):
         poll_seconds = poll_seconds if poll_seconds is not None else settings.MAILROOM_POLL_SECONDS
-        if poll_seconds <= 0:
-            raise CommandError("--poll-seconds must be more than 0.")
+        if not 0 < poll_seconds <= MAX_POLL_SECONDS:  # also refuses nan (a busy loop) and inf
+            raise CommandError(f"--poll-seconds must be more than 0 and at most {MAX_POLL_SECONDS} (a day).")
         stop = []
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.append(True))
