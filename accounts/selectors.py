@@ -16,6 +16,8 @@ def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     built on.
     """
     identifier = identifier.strip()
+    if "\x00" in identifier:  # names nobody; PostgreSQL text cannot even hold it (a DataError)
+        return Account.objects.none()
     wanted = Lower(Value(identifier))
     if "@" in identifier:
         return Account.objects.alias(email_lower=Lower("email")).filter(email_lower=wanted)

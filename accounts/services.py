@@ -11,7 +11,14 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from accounts.errors import AccountGone, AlreadySuspended, EmailAlreadyClaimed, NotSuspended
+from accounts.errors import (
+    AccountGone,
+    AlreadySuspended,
+    EmailAlreadyClaimed,
+    InvalidEmail,
+    InvalidLogin,
+    NotSuspended,
+)
 from accounts.models import Account, AccountStatus
 from accounts.selectors import ABANDONED_SIGN_UPS, email_is_claimed
 from platform_events.audit import audit_context
@@ -26,6 +33,11 @@ def account_provision(*, email: str, login: str, actor) -> Account:
     activated account has claimed is refused here: such a sign-up could never activate.
     """
     email, login = email.strip(), login.strip()
+    # PostgreSQL text cannot hold NUL: refused here with the rule's own words, not as a DataError.
+    if "\x00" in email:
+        raise InvalidEmail("accounts: e-mail must be plain ASCII without control characters")
+    if "\x00" in login:
+        raise InvalidLogin("accounts: login may only hold ASCII letters, digits and . _ + -")
     if email_is_claimed(email):
         raise EmailAlreadyClaimed(f"accounts: e-mail {email} is already claimed by an activated account")
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):

@@ -185,3 +185,26 @@ def test_a_rolled_back_sign_up_leaves_nothing_and_notifies_nobody():
         assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
     assert not Account.objects.exists()
     assert not Token.objects.exists()
+
+
+class TestNulBytes:
+    """Issue 8, Low list: a NUL reaching PostgreSQL (whose text cannot hold one) surfaced as a DataError."""
+
+    @pytest.mark.parametrize(
+        ("email", "login", "error"),
+        [("a\x00b@example.com", "ab", InvalidEmail), ("ab@example.com", "a\x00b", InvalidLogin)],
+    )
+    def test_provisioning_refuses_it_with_the_rule_and_makes_nothing(self, email, login, error):
+        with pytest.raises(error, match="accounts: "):
+            account_provision(email=email, login=login, actor=None)
+        assert not Account.objects.exists()
+
+    def test_an_identifier_holding_one_names_nobody(self):
+        from tokens.errors import TokenNotFound
+        from tokens.services import token_consume_code, token_request_password_recovery
+
+        AccountFactory(login="jane", active=True)
+        with pytest.raises(TokenNotFound):
+            token_consume_code(identifier="ja\x00ne", code="12345", actor=None)
+        assert token_request_password_recovery(identifier="ja\x00ne", actor=None) is None
+        assert not Token.objects.filter(action="password_recovery").exists()

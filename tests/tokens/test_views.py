@@ -128,6 +128,15 @@ class TestActivationCode:
         response = client.post(reverse("activate-code"), {"identifier": "nobody", "code": "12345"})
         assert response.status_code == 404
 
+    @pytest.mark.parametrize("field", ["identifier", "code"])
+    def test_a_nul_byte_is_a_form_error_never_a_server_error(self, client, field):
+        """Issue 8, Low list: a NUL reaching the database was a DataError."""
+        account = AccountFactory(login="jane")
+        data = {"identifier": "jane", "code": live_token(account=account).code} | {field: "ja\x00ne"}
+        response = client.post(reverse("activate-code"), data)
+        assert response.status_code == 400
+        assert live_token(account=account).consumed_at is None
+
 
 class TestRecovery:
     @pytest.mark.parametrize("known", [True, False])
@@ -147,6 +156,10 @@ class TestRecovery:
         assert Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY).consumed_at is None
         assert "Recovery confirmed" in client.post(url).content.decode()
         assert Token.objects.get(account=account, action=TokenAction.PASSWORD_RECOVERY).consumed_at is not None
+
+    def test_a_nul_byte_is_a_form_error_never_a_server_error(self, client):
+        response = client.post(reverse("recover"), {"identifier": "ja\x00ne@example.com"})
+        assert response.status_code == 400
 
     def test_an_empty_form_is_refused(self, client):
         assert client.post(reverse("recover"), {"identifier": "  "}).status_code == 400
