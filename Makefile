@@ -22,7 +22,7 @@ install: $(VENV)/.installed
 
 # A development .env (DEBUG on, a random SECRET_KEY) so that manage.py typed by hand works too.
 .env: | $(BIN)/python
-	@$(BIN)/python -c 'import secrets; print("DEBUG=true\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\nDEMO_ADMIN_PASSWORD=" + secrets.token_urlsafe(12))' > $@
+	@$(BIN)/python -c 'import secrets; print("DEBUG=true\nSECRET_KEY=" + secrets.token_urlsafe(50) + "".join(f"\nDEMO_{r}_PASSWORD=" + secrets.token_urlsafe(12) for r in ("ADMIN", "SUPPORT", "AUDITOR")))' > $@
 	@echo "wrote .env (development settings; not for production)"
 
 run: install .env

@@ -4,6 +4,7 @@ the last 30 days, and the local staff logins (admin, support, auditor)."""
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection, transaction
+from django.utils.crypto import get_random_string
 
 from accounts.models import Account
 from lifecycle.factories import AccountFactory
@@ -21,7 +22,12 @@ PLAN = [
     ("never-active", {"suspended": True, "was_activated": False}, 5),
 ]
 
-STAFF = [("Admin", "admin", None), ("Support", "support", "Support"), ("Auditor", "auditor", "Auditor")]
+# (role, username, group, the variable its password may come from: make run writes each to .env)
+STAFF = [
+    ("Admin", "admin", None, "DEMO_ADMIN_PASSWORD"),
+    ("Support", "support", "Support", "DEMO_SUPPORT_PASSWORD"),
+    ("Auditor", "auditor", "Auditor", "DEMO_AUDITOR_PASSWORD"),
+]
 
 
 def demo_accounts_loaded() -> bool:
@@ -56,13 +62,20 @@ def load_demo_accounts() -> int:
     return made
 
 
-def ensure_staff_logins(password: str) -> dict[str, tuple[str, str]]:
-    """The local staff logins, each in its role, with ``password``; returns {role: (username, password)}."""
+def ensure_staff_logins(passwords: dict[str, str]) -> dict[str, tuple[str, str | None]]:
+    """The local staff logins, each in its role and with a password of its own (``passwords`` by role,
+    else a random one). A login that exists keeps its password: seed_demo never resets anyone's.
+    Returns {role: (username, the password given, or None when the login already existed)}."""
     ensure_roles()
     logins = {}
-    for role, username, group in STAFF:
-        user, _ = get_user_model().objects.get_or_create(username=username, defaults={"email": f"{username}@localhost"})
-        user.is_staff = True
+    for role, username, group, _ in STAFF:
+        user, created = get_user_model().objects.get_or_create(
+            username=username, defaults={"email": f"{username}@localhost", "is_staff": True}
+        )
+        if not created:
+            logins[role] = (username, None)
+            continue
+        password = passwords.get(role) or get_random_string(16)
         user.is_superuser = group is None
         user.set_password(password)
         user.save()

@@ -1,8 +1,10 @@
 """seed_demo: demo accounts in every state, once, and the local staff logins."""
 
 import io
+import re
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from accounts.models import Account, AccountStatus
@@ -17,7 +19,7 @@ class TestSeedDemo:
             call_command("seed_demo", stdout=io.StringIO())
         assert not Account.objects.exists()
 
-    def test_loads_accounts_in_every_state_once_and_prints_the_admin_login(self, settings, monkeypatch):
+    def test_loads_accounts_in_every_state_once_and_prints_the_logins(self, settings, monkeypatch):
         settings.DEBUG = True
         monkeypatch.setenv("DEMO_ADMIN_PASSWORD", "demo-pass-123")
         out = io.StringIO()
@@ -26,9 +28,32 @@ class TestSeedDemo:
         assert "Loaded 150 demo accounts." in out.getvalue()
         assert "Demo accounts already loaded." in out.getvalue()
         assert "Admin login: admin / demo-pass-123" in out.getvalue()
-        assert "Support login: support / demo-pass-123" in out.getvalue()
-        assert "Auditor login: auditor / demo-pass-123" in out.getvalue()
+        assert "Admin login: admin (exists; password unchanged" in out.getvalue()
         statuses = set(Account.objects.values_list("status", flat=True))
         assert statuses == {AccountStatus.PROVISIONED, AccountStatus.ACTIVE, AccountStatus.SUSPENDED}
         assert Account.objects.count() == 150
         assert Account.objects.dates("created_at", "day").count() > 10  # spread for the dashboard's chart
+
+    def test_each_staff_login_has_its_own_password(self, settings, monkeypatch):
+        """Issue 8, Low list: one shared password, so Support knew the superuser's."""
+        settings.DEBUG = True
+        monkeypatch.setenv("DEMO_ADMIN_PASSWORD", "demo-pass-123")
+        out = io.StringIO()
+        call_command("seed_demo", stdout=out)
+        printed = dict(re.findall(r"(\w+) login: \w+ / (\S+)", out.getvalue()))
+        assert set(printed) == {"Admin", "Support", "Auditor"}
+        assert len(set(printed.values())) == 3
+        support = get_user_model().objects.get(username="support")
+        assert not support.check_password(printed["Admin"])
+        assert support.check_password(printed["Support"])
+
+    def test_force_never_resets_an_existing_staff_password(self, settings, monkeypatch):
+        """Issue 8, Low list: --force reset every staff login's password."""
+        settings.DEBUG = False
+        user = get_user_model().objects.create_user("support", password="chosen-by-support", is_staff=True)
+        monkeypatch.setenv("DEMO_SUPPORT_PASSWORD", "demo-pass-456")
+        out = io.StringIO()
+        call_command("seed_demo", "--force", stdout=out)
+        user.refresh_from_db()
+        assert user.check_password("chosen-by-support")
+        assert "Support login: support (exists; password unchanged" in out.getvalue()
