@@ -29,8 +29,12 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="actor", ordering="actor_id")
     def actor(self, event):
+        """Who the row says acted, and the database role that wrote it: a claimed actor is only a
+        claim (README, "Security"), the role is not."""
         where = f" from {event.actor_ip}" if event.actor_ip else ""
-        return f"{event.actor_display or event.actor_id} ({event.actor_type.lower()}{where})"
+        name = event.actor_display or event.actor_id
+        role = f", as {event.db_user}" if event.db_user and event.db_user != name else ""
+        return f"{name} ({event.actor_type.lower()}{where}{role})"
 
     @admin.display(description="resource")
     def resource(self, event):

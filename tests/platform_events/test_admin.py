@@ -24,6 +24,13 @@ class TestAuditViews:
         assert {e.resource_id for e in events} == {str(account.pk)}
         assert "status: active → suspended" in trail.content.decode()
 
+    def test_each_row_names_the_database_role_that_wrote_it_beside_the_claimed_actor(self, support):
+        """A runtime-role session can claim any actor by SET LOCAL; the role it wrote as is shown too."""
+        account = AccountFactory(active=True)
+        admin_action(support, "suspend", [account], reason="chargeback")
+        page = support.get(reverse("admin:platform_events_auditevent_changelist")).content.decode()
+        assert "support1 (user from 127.0.0.1, as lifecycle_app)" in page
+
     def test_search_by_correlation_or_request_id(self, support):
         account = AccountFactory(active=True)
         admin_action(support, "suspend", [account], reason="chargeback")
