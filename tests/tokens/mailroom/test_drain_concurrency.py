@@ -22,6 +22,18 @@ def sign_up_many(psql, count: int) -> None:
     )
 
 
+def kill_a_drain_midway(psql, smtp, *, tokens: int, batch_size: int, after: int) -> dict:
+    """Sign up ``tokens`` accounts, start a drain and SIGKILL it once ``after`` e-mails went out;
+    return the environment a next run needs (an 8 s lease, so the killed run's batch frees soon)."""
+    sign_up_many(psql, tokens)
+    env = mailroom_env(smtp, MAILROOM_LEASE_SECONDS="8", EMAIL_TIMEOUT="1")
+    run = start_manage("drain_mailroom", "--batch-size", str(batch_size), **env)
+    wait_for(lambda: len(smtp.messages) >= after, timeout=60, message=f"{after} e-mails before the kill")
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    return env
+
+
 def test_four_concurrent_drains_mail_every_token_exactly_once(psql):
     smtp = SMTPServer().start()
     try:
@@ -66,12 +78,7 @@ def test_a_drain_killed_mid_batch_loses_nothing_and_doubles_at_most_the_one_in_f
     smtp = SMTPServer().start()
     smtp.handler.delay = 0.02
     try:
-        sign_up_many(psql, 200)
-        env = mailroom_env(smtp, MAILROOM_LEASE_SECONDS="8", EMAIL_TIMEOUT="1")
-        run = start_manage("drain_mailroom", "--batch-size", "50", **env)
-        wait_for(lambda: len(smtp.messages) >= 30, timeout=60, message="30 e-mails before the kill")
-        run.send_signal(signal.SIGKILL)
-        run.wait()
+        env = kill_a_drain_midway(psql, smtp, tokens=200, batch_size=50, after=30)
         # A new run picks up what the killed one left: first what nobody claimed, then, once the
         # killed run's lease has ended, the rest of its batch.
         wait_for(
@@ -95,12 +102,7 @@ def test_a_killed_runs_row_keeps_its_counts_and_the_next_run_closes_it(psql):
     smtp = SMTPServer().start()
     smtp.handler.delay = 0.02
     try:
-        sign_up_many(psql, 100)
-        env = mailroom_env(smtp, MAILROOM_LEASE_SECONDS="8", EMAIL_TIMEOUT="1")
-        run = start_manage("drain_mailroom", "--batch-size", "10", **env)
-        wait_for(lambda: len(smtp.messages) >= 35, timeout=60, message="35 e-mails before the kill")
-        run.send_signal(signal.SIGKILL)
-        run.wait()
+        kill_a_drain_midway(psql, smtp, tokens=100, batch_size=10, after=35)
     finally:
         smtp.stop()
     killed = Job.objects.get()
