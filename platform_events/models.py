@@ -33,7 +33,7 @@ class AuditAction(models.TextChoices):
     TOKEN_CONSUMED = "token.consumed", "token.consumed"
     TOKEN_BURNT = "token.burnt", "token.burnt"
     TOKEN_CODE_REJECTED = "token.code_rejected", "token.code_rejected"
-    TOKEN_REVOKED = "token.revoked", "token.revoked"
+    TOKEN_SUPERSEDED = "token.superseded", "token.superseded"
     TOKEN_MAIL_CHANGED = "token.mail_changed", "token.mail_changed"
     TOKEN_DELETED = "token.deleted", "token.deleted"
     TOKEN_HISTORY_REWRITTEN = "token.history_rewritten", "token.history_rewritten"

@@ -109,11 +109,21 @@ def test_each_wrong_code_is_audited_and_the_last_one_burns(sql, token):
     ]
 
 
-def test_a_token_revoked_by_hand_is_audited_but_one_replaced_by_a_newer_token_is_not(sql, token):
+def test_a_token_replaced_by_a_newer_one_or_by_hand_is_audited(sql, token):
     newer = token_resend_activation(account=token.account, actor=None)
-    assert trail(sql, token.pk) == ["token.issued"]
+    assert trail(sql, token.pk) == ["token.issued", "token.superseded"]
     sql("UPDATE tokens SET superseded_at = now() WHERE id = %s", [newer.pk])
-    assert trail(sql, newer.pk) == ["token.issued", "token.revoked"]
+    assert trail(sql, newer.pk) == ["token.issued", "token.superseded"]
+
+
+def test_an_insert_that_never_happens_cannot_replace_the_live_token_unaudited(sql, token):
+    """Found attacking this issue's rules: the supersede runs before the insert, so a conflicting insert
+    that did nothing still replaced the live token, and nothing in the trail said so."""
+    sql(
+        "INSERT INTO tokens (id, account, action) VALUES (%s, %s, 'activation') ON CONFLICT DO NOTHING",
+        [token.pk, token.account_id],
+    )
+    assert trail(sql, token.pk) == ["token.issued", "token.superseded"]
 
 
 def test_a_mail_state_changed_by_hand_is_audited(sql, token):

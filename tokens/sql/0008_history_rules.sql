@@ -67,9 +67,11 @@ CREATE TRIGGER before_token_insert_unused
     EXECUTE FUNCTION trg_before_token_insert_unused();
 
 -- What may still change after insert, each audited: consumed (token.consumed), a wrong code
--- (token.code_rejected, or token.burnt at the limit), replaced by hand rather than by a newer token
--- (token.revoked), and a mail state changed other than by the mailroom's own claims and marks
--- (token.mail_changed: the admin's "Retry mailing now", or psql).
+-- (token.code_rejected, or token.burnt at the limit), replaced (token.superseded: by a newer token,
+-- by hand, or by an insert that never happened: the supersede runs before the insert, so an
+-- INSERT ... ON CONFLICT DO NOTHING of a conflicting token replaced the live one with nothing), and a
+-- mail state changed other than by the mailroom's own claims and marks (token.mail_changed: the
+-- admin's "Retry mailing now", or psql).
 CREATE OR REPLACE FUNCTION trg_after_token_update_audit() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
 AS $$
@@ -87,9 +89,8 @@ BEGIN
             jsonb_build_object('failed_attempts', OLD.failed_attempts),
             jsonb_build_object('account', NEW.account, 'action', NEW.action, 'failed_attempts', NEW.failed_attempts));
     END IF;
-    -- Depth 1: an UPDATE of its own; a newer token's insert replaces the old one at depth 2.
-    IF OLD.superseded_at IS NULL AND NEW.superseded_at IS NOT NULL AND pg_trigger_depth() = 1 THEN
-        PERFORM audit_record('token.revoked', 'token', NEW.id::text,
+    IF OLD.superseded_at IS NULL AND NEW.superseded_at IS NOT NULL THEN
+        PERFORM audit_record('token.superseded', 'token', NEW.id::text,
                              jsonb_build_object('superseded_at', NULL),
                              jsonb_build_object('account', NEW.account, 'action', NEW.action,
                                                 'superseded_at', NEW.superseded_at));
@@ -113,7 +114,7 @@ CREATE TRIGGER after_token_update_audit
     FOR EACH ROW
     WHEN ((OLD.consumed_at IS NULL AND NEW.consumed_at IS NOT NULL)
           OR NEW.failed_attempts > OLD.failed_attempts
-          OR (OLD.superseded_at IS NULL AND NEW.superseded_at IS NOT NULL AND pg_trigger_depth() = 0)
+          OR (OLD.superseded_at IS NULL AND NEW.superseded_at IS NOT NULL)
           OR (NEW.mail_state IS DISTINCT FROM OLD.mail_state AND OLD.mail_claim IS NULL AND NOT (NEW.mail_state = 'skipped'
               AND (NEW.consumed_at IS NOT NULL OR NEW.superseded_at IS NOT NULL OR NEW.expires_at <= now()))))
     EXECUTE FUNCTION trg_after_token_update_audit();
