@@ -135,9 +135,34 @@ def test_the_wsgi_application_with_a_bad_setting_stops_with_one_sentence():
     )
 
 
-def test_an_unreachable_database_is_one_sentence_at_any_command():
+@pytest.mark.parametrize(
+    ("command", "url", "reason"),
+    [
+        ("migrate", "postgres://nobody@127.0.0.1:1/nothing", "connection failed"),  # nothing listens on port 1
+        # A mistyped host name; .invalid never resolves (RFC 2606).
+        ("drain_mailroom", "postgres://nobody@no-such-host.invalid/nothing", "failed to resolve host"),
+    ],
+)
+def test_an_unreachable_database_is_one_sentence_at_any_command(command, url, reason):
     """Issue 8, Low list: it was a hundred lines of traceback."""
-    result = manage("migrate", DEBUG="true", DATABASE_URL="postgres://nobody@127.0.0.1:1/nothing")
+    result = manage(command, DEBUG="true", DATABASE_URL=url)
     assert result.returncode == 1
-    assert result.stderr.startswith("Database unreachable (DATABASE_URL, or the embedded server): connection failed")
+    assert result.stderr.startswith(f"Database unreachable (DATABASE_URL, or the embedded server): {reason}")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.django_db
+def test_a_query_that_fails_once_connected_keeps_its_traceback():
+    """Only an unreachable database is summed up in one sentence; a failed query (it has a SQLSTATE) is a bug to read."""
+    result = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.db import connection; connection.cursor().execute('SET statement_timeout = 1; SELECT pg_sleep(5)')",
+        DEBUG="true",
+        DATABASE_URL=database_url_for_tests(),
+    )
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr
+    assert "canceling statement due to statement timeout" in result.stderr
+    assert "Database unreachable" not in result.stderr
