@@ -75,8 +75,9 @@ def _given(actor, reason, request, correlation_id) -> dict[str, str]:
 
 
 def _printable(value: str | None, *, limit: int) -> str | None:
-    """A header as the trail keeps it: no NUL (PostgreSQL text cannot hold one), at most ``limit`` characters."""
-    return value.replace("\x00", "")[:limit] if value else value
+    """A header as the trail keeps it: each NUL a space (PostgreSQL text cannot hold one; RFC 9110, section 5.5),
+    at most ``limit`` characters (any client writes its own)."""
+    return value.replace("\x00", " ")[:limit] if value else value
 
 
 def _apply(values: dict[str, str]) -> None:

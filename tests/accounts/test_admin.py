@@ -76,13 +76,20 @@ class TestActions:
         event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
         assert str(event.actor_ip) == "127.0.0.1"
 
-    def test_a_nul_byte_in_the_user_agent_is_dropped_not_a_server_error(self, support):
+    def test_a_nul_byte_in_the_user_agent_is_a_space_not_a_server_error(self, support):
         """Issue 8, Low list: it answered 500 (PostgreSQL text cannot hold NUL)."""
         account = AccountFactory(active=True)
         response = admin_action(support, "suspend", [account], reason="chargeback", HTTP_USER_AGENT="curl\x00/8")
         assert response.status_code == 200
         event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
-        assert event.actor_user_agent == "curl/8"
+        assert event.actor_user_agent == "curl /8"  # each NUL a space, as RFC 9110 (section 5.5) allows
+
+    def test_a_long_user_agent_is_cut_to_512_characters_in_the_audit_row(self, support):
+        """Any client writes its own User-Agent; the trail keeps enough of it to tell browsers apart."""
+        account = AccountFactory(active=True)
+        admin_action(support, "suspend", [account], reason="chargeback", HTTP_USER_AGENT="Mozilla/5.0 " + "x" * 5000)
+        event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+        assert event.actor_user_agent == ("Mozilla/5.0 " + "x" * 5000)[:512]
 
     def test_several_accounts_report_what_was_done_and_name_what_was_skipped(self, support):
         accounts = AccountFactory.create_batch(3, active=True) + [AccountFactory(suspended=True, login="jdoe")]

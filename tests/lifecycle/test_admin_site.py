@@ -28,6 +28,30 @@ def test_a_good_login_works(settings):
     assert response.status_code == 302
 
 
+@pytest.mark.parametrize("header", ["HTTP_USER_AGENT", "HTTP_ACCEPT"])
+def test_failed_logins_with_a_nul_in_a_header_still_lock_the_login_out(settings, header):
+    """Issue 8, Low list: django-axes keeps both headers, PostgreSQL text cannot hold a NUL, and the
+    login answered 500 without counting the failure."""
+    get_user_model().objects.create_user("support5", password="right-password-123", is_staff=True)
+    login = reverse("admin:login")
+    client = Client()
+    statuses = [
+        client.post(login, {"username": "support5", "password": "wrong"}, **{header: "curl\x00/8"}).status_code
+        for _ in range(settings.AXES_FAILURE_LIMIT)
+    ]
+    assert statuses == [200] * (settings.AXES_FAILURE_LIMIT - 1) + [429]
+
+
+def test_a_good_login_with_a_nul_in_the_user_agent_works(settings):
+    get_user_model().objects.create_user("support4", password="right-password-123", is_staff=True)
+    response = Client().post(
+        reverse("admin:login"),
+        {"username": "support4", "password": "right-password-123"},
+        HTTP_USER_AGENT="curl\x00/8",
+    )
+    assert response.status_code == 302
+
+
 def test_the_admin_says_whose_it_is(admin_client):
     response = admin_client.get(reverse("admin:index"))
     assert "Lifecycle back-office" in response.content.decode()
