@@ -120,9 +120,11 @@ def test_production_refuses_what_would_fail_quietly(variable, value, sentence):
     assert result.stderr.strip().startswith(f"Configuration error: {sentence}")
 
 
-def test_the_wsgi_application_with_a_bad_setting_stops_with_one_sentence():
+@pytest.mark.parametrize("module", ["lifecycle.wsgi", "lifecycle.asgi"])
+def test_the_web_application_with_a_bad_setting_stops_with_one_sentence(module):
+    """What gunicorn, uwsgi or uvicorn import: a bad setting is one sentence there too, as at manage.py."""
     result = subprocess.run(
-        [sys.executable, "-c", "import lifecycle.wsgi"],
+        [sys.executable, "-c", f"import {module}"],
         cwd=ROOT,
         env=environment(TIME_ZONE="Mars/Olympus"),
         capture_output=True,
