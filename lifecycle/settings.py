@@ -98,9 +98,8 @@ AUTHENTICATION_BACKENDS = [
 # (nginx's $proxy_add_x_forwarded_for, most load balancers). 0: none; the header is then ignored,
 # because a client can write it. The lock-out and the audit trail take the client's address from
 # platform_events/client_ip.py.
-TRUSTED_PROXY_COUNT = read_int("TRUSTED_PROXY_COUNT", default=0, minimum=0)
-if TRUSTED_PROXY_COUNT > 10:
-    raise ImproperlyConfigured(f"TRUSTED_PROXY_COUNT must be at most 10, not {TRUSTED_PROXY_COUNT}.")
+# More than 10 is a typo, not a deployment.
+TRUSTED_PROXY_COUNT = read_int("TRUSTED_PROXY_COUNT", default=0, minimum=0, maximum=10)
 
 # Repeated failed logins lock that username from that address out for a while (django-axes).
 AXES_FAILURE_LIMIT = read_int("AXES_FAILURE_LIMIT", default=5, minimum=1)

@@ -44,6 +44,8 @@ PRODUCTION = {
         ("AXES_COOLOFF_MINUTES", "99999999999999", "AXES_COOLOFF_MINUTES must be at most 525600, not 99999999999999."),
         ("ENV_FILE", "/nonexistent/.env", "ENV_FILE names /nonexistent/.env, which is not a readable file"),
         ("TRUSTED_PROXY_COUNT", "-1", "TRUSTED_PROXY_COUNT must be at least 0, not -1."),
+        ("TRUSTED_PROXY_COUNT", "11", "TRUSTED_PROXY_COUNT must be at most 10, not 11."),
+        ("TRUSTED_PROXY_COUNT", "one", "TRUSTED_PROXY_COUNT must be a whole number, not 'one'."),
     ],
 )
 def test_a_bad_value_stops_start_up_with_one_sentence_naming_it(variable, value, sentence):
