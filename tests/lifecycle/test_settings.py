@@ -39,6 +39,11 @@ PRODUCTION = {
             "https://example.com/?next=x",
             "PUBLIC_BASE_URL must be a base URL (scheme, host, perhaps a path) without a query",
         ),
+        (
+            "PUBLIC_BASE_URL",
+            "https://example.com/#top",
+            "PUBLIC_BASE_URL must be a base URL (scheme, host, perhaps a path) without a query, fragment",
+        ),
         ("PUBLIC_BASE_URL", "https://exa mple.com", "PUBLIC_BASE_URL must be a URL with a host and no spaces"),
         ("PUBLIC_BASE_URL", "https://:8000", "PUBLIC_BASE_URL must be a URL with a host and no spaces"),
         ("AXES_COOLOFF_MINUTES", "99999999999999", "AXES_COOLOFF_MINUTES must be at most 525600, not 99999999999999."),
