@@ -13,6 +13,7 @@ audited (``account.history_rewritten``, ``token.history_rewritten``).
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import psycopg
 from django.db import connections
 
 from platform_events.db.direct_connection import direct_connection
@@ -36,7 +37,10 @@ def history_rewrite(*, using: str = "default") -> Iterator[None]:
     if not connection.in_atomic_block:
         # SET LOCAL outside a transaction would last one statement, and autocommit would end it at once.
         raise RuntimeError("history_rewrite() needs a transaction: open transaction.atomic() first.")
-    with connection.cursor() as cursor:
+    connection.ensure_connection()
+    # Bound server-side (psycopg.Cursor, not Django's client-side cursor): inline, the key showed in
+    # pg_stat_activity's query text to every other session of the runtime role.
+    with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute("SELECT set_config('lifecycle.rewrite_history', %s, true)", [history_rewrite_key()])
     try:
         yield

@@ -160,3 +160,13 @@ def test_sweep_signups_audits_each_deleted_sign_up_with_its_reason(sql):
     rows = sql("SELECT resource_id, reason FROM audit_events WHERE action = 'account.deleted' ORDER BY resource_id")
     assert [resource for resource, _ in rows] == sorted(str(account.pk) for account in old)
     assert all(reason.startswith("abandoned sign-up") for _, reason in rows)
+
+
+def test_the_key_never_shows_in_another_sessions_view_of_the_query(sql, suspended_id):
+    """Found by an attack: bound client-side, the key stood in pg_stat_activity for any runtime session."""
+    from platform_events.db.history import history_rewrite_key
+
+    with transaction.atomic(), history_rewrite():
+        with connect(autocommit=True) as other:
+            seen = other.execute("SELECT string_agg(query, ' ') FROM pg_stat_activity").fetchone()[0]
+    assert history_rewrite_key() not in seen
