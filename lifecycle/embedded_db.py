@@ -95,7 +95,7 @@ def ensure_running(pgdata: Path | None = None) -> dict[str, dict]:
     runtime role, and ``owner``, the role that runs migrations."""
     pgdata = pgdata or pgdata_path()
     with _start_lock(pgdata):
-        info = _running_postmaster(pgdata) if (pgdata / "PG_VERSION").exists() else None
+        info = _running_postmaster(pgdata) if _is_data_directory(pgdata) else None
         if info is None:
             info = _start(pgdata)
         base = {"ENGINE": "django.db.backends.postgresql", "NAME": DATABASE_NAME, "HOST": str(info.socket_dir)}
@@ -115,12 +115,23 @@ def _start_lock(pgdata: Path):
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         lock = open(pgdata.parent / f".{pgdata.name}.lock", "a")  # noqa: SIM115 (closed below)
     except OSError as error:
-        raise ImproperlyConfigured(
-            f"LIFECYCLE_PGDATA: cannot use {pgdata} for the embedded PostgreSQL ({error.strerror}: {error.filename})."
-        ) from None
+        raise _unusable(pgdata, error) from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def _unusable(pgdata: Path, error: OSError) -> ImproperlyConfigured:
+    return ImproperlyConfigured(
+        f"LIFECYCLE_PGDATA: cannot use {pgdata} for the embedded PostgreSQL ({error.strerror}: {error.filename})."
+    )
+
+
+def _is_data_directory(pgdata: Path) -> bool:
+    try:
+        return (pgdata / "PG_VERSION").exists()
+    except OSError as error:  # e.g. a data directory another user made, closed to us
+        raise _unusable(pgdata, error) from None
 
 
 def _server_user() -> pwd.struct_passwd | None:
@@ -170,14 +181,19 @@ def _start(pgdata: Path):
         _require_reachable(Path(_bin("postgres")), user, "its binaries in")
     try:
         pgdata.mkdir(mode=0o700, exist_ok=True)
+        fresh = not (pgdata / "PG_VERSION").exists()
+        foreign = fresh and any(pgdata.iterdir())
     except OSError as error:
+        raise _unusable(pgdata, error) from None
+    # Checked before the chown below: run as root, a mistyped path would hand someone's files to the server.
+    if foreign:
         raise ImproperlyConfigured(
-            f"LIFECYCLE_PGDATA: cannot create {pgdata} for the embedded PostgreSQL ({error.strerror})."
-        ) from None
+            f"LIFECYCLE_PGDATA: {pgdata} is neither empty nor a PostgreSQL data directory; name a new or empty one."
+        )
     if user:
         _require_reachable(pgdata, user, "its data directory")
         os.chown(pgdata, user.pw_uid, user.pw_gid)
-    if not (pgdata / "PG_VERSION").exists():
+    if fresh:
         _initdb(pgdata, user)
     socket_dir = _socket_directory(pgdata, user)
     command = [_bin("pg_ctl"), "-D", str(pgdata), "-w", "-t", "60", "-l", str(pgdata / "log")]
@@ -204,7 +220,10 @@ def _initdb(pgdata: Path, user: pwd.struct_passwd | None) -> None:
             os.chown(pwfile, user.pw_uid, user.pw_gid)
         command = [_bin("initdb"), "-D", str(pgdata), "--encoding=utf8", "-U", SUPERUSER, f"--pwfile={pwfile}"]
         command += ["--auth-local=scram-sha-256", "--auth-host=scram-sha-256"]
-        subprocess.run(command, check=True, capture_output=True, **_as(user))
+        made = subprocess.run(command, capture_output=True, text=True, **_as(user))
+    if made.returncode != 0:
+        reason = made.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise ImproperlyConfigured(f"LIFECYCLE_PGDATA: initdb could not make a data directory in {pgdata}: {reason[0]}")
     _write_credentials(pgdata, passwords)
 
 
@@ -350,7 +369,7 @@ def _ensure_roles_and_database(settings: dict, passwords: dict[str, str]) -> Non
 def stop(pgdata: Path | None = None, *, delete: bool = False) -> bool:
     """Stop the server cleanly (fast shutdown); return whether one was running."""
     pgdata = pgdata or pgdata_path()
-    info = _running_postmaster(pgdata) if (pgdata / "PG_VERSION").exists() else None
+    info = _running_postmaster(pgdata) if _is_data_directory(pgdata) else None
     if info is not None:
         subprocess.run(
             [_bin("pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"],
@@ -386,7 +405,7 @@ def _run(action: str, *, delete: bool) -> int:
         stopped = stop(pgdata, delete=delete)
         print(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}: {pgdata}")
     else:
-        running = (pgdata / "PG_VERSION").exists() and _running_postmaster(pgdata) is not None
+        running = _is_data_directory(pgdata) and _running_postmaster(pgdata) is not None
         print(f"embedded PostgreSQL {'running' if running else 'not running'}: {pgdata}")
         return 0 if running else 3
     return 0
