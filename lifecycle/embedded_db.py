@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -55,6 +55,8 @@ ROLES = [SUPERUSER, OWNER, RUNTIME_LOGIN]
 SERVER_USER = "embedded_postgres"
 CREDENTIALS_FILE = "lifecycle-credentials.json"
 SOCKET_NAME = ".s.PGSQL.5432"
+# The private socket directories this module makes, and the only ones it removes.
+SOCKET_DIRECTORY_PREFIX = "lifecycle-pg-"
 # sun_path holds 108 bytes with the final NUL.
 SOCKET_PATH_MAX = 107
 DEFAULT_PGDATA = Path(__file__).resolve().parent.parent / ".local" / "pgdata"
@@ -96,6 +98,11 @@ def ensure_running(pgdata: Path | None = None) -> dict[str, dict]:
     pgdata = pgdata or pgdata_path()
     with _start_lock(pgdata):
         info = _running_postmaster(pgdata) if _is_data_directory(pgdata) else None
+        # An earlier version's server, its socket in a shared directory where anyone could put a fake
+        # one in its place (and ask for a password in clear): restarted with a private socket.
+        if info is not None and not _socket_is_private(info.socket_dir, pgdata):
+            stop(pgdata)
+            info = None
         if info is None:
             info = _start(pgdata)
         base = {"ENGINE": "django.db.backends.postgresql", "NAME": DATABASE_NAME, "HOST": str(info.socket_dir)}
@@ -231,10 +238,16 @@ def _socket_directory(pgdata: Path, user: pwd.struct_passwd | None) -> Path:
     """The data directory, or, when its path is too long for a socket, a private directory of its own."""
     if len(str(pgdata / SOCKET_NAME).encode()) <= SOCKET_PATH_MAX:
         return pgdata
-    directory = Path(tempfile.mkdtemp(prefix="lifecycle-pg-"))  # 0700, short, this server's alone
+    directory = Path(tempfile.mkdtemp(prefix=SOCKET_DIRECTORY_PREFIX))  # 0700, short, this server's alone
     if user:
         os.chown(directory, user.pw_uid, user.pw_gid)
     return directory
+
+
+def _socket_is_private(socket_dir: Path | None, pgdata: Path) -> bool:
+    if socket_dir is None:  # a TCP port: not one of ours
+        return False
+    return socket_dir == pgdata or stat.S_IMODE(socket_dir.stat().st_mode) & 0o077 == 0
 
 
 def _credentials_path(pgdata: Path) -> Path:
@@ -377,8 +390,10 @@ def stop(pgdata: Path | None = None, *, delete: bool = False) -> bool:
             capture_output=True,
             **_as(_server_user()),
         )
-        if info.socket_dir and Path(info.socket_dir) != pgdata:  # a private socket directory of its own
-            shutil.rmtree(info.socket_dir, ignore_errors=True)
+        # Only a directory of ours, and only empty: a server started by hand with -k /tmp must not empty /tmp.
+        if info.socket_dir and info.socket_dir != pgdata and info.socket_dir.name.startswith(SOCKET_DIRECTORY_PREFIX):
+            with suppress(OSError):
+                info.socket_dir.rmdir()
     if delete and pgdata.exists():
         shutil.rmtree(pgdata)
     return info is not None

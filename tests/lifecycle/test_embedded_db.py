@@ -221,6 +221,30 @@ def test_a_data_directory_an_earlier_version_made_with_trust_gets_passwords(scra
         embedded_db.stop(pgdata, delete=True)
 
 
+def test_a_server_an_earlier_version_left_running_on_a_shared_socket_directory_is_restarted_privately(scratch):
+    """A server still running with its socket in a world-writable directory (the wheel's fallback) is
+    restarted with a private one: in the shared one anyone could put a fake server in its place. The
+    shared directory itself is left where it was (it might be /tmp)."""
+    pgdata = scratch / "pgdata"
+    embedded_db.ensure_running(pgdata)
+    embedded_db.stop(pgdata)
+    shared = scratch / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "someone-elses").write_text("kept")
+    start = [embedded_db._bin("pg_ctl"), "-D", str(pgdata), "-w", "-l", str(pgdata / "log")]
+    start += ["-o", f"-h '' -k '{shared}'", "start"]
+    subprocess.run(start, check=True, capture_output=True, **embedded_db._as(embedded_db._server_user()))
+    try:
+        databases = embedded_db.ensure_running(pgdata)
+        assert databases["default"]["HOST"] == str(pgdata)
+        assert sorted(path.name for path in shared.iterdir()) == ["someone-elses"]
+        with superuser_connection(pgdata, databases) as superuser:
+            assert superuser.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
 def test_a_directory_that_is_not_a_data_directory_is_refused_and_left_as_it_was(scratch):
     """Run as root, a mistyped LIFECYCLE_PGDATA naming someone's directory is refused before its owner changes."""
     (scratch / "notes.txt").write_text("mine")
