@@ -13,13 +13,16 @@ Security (README, "Security"):
 - Every role signs in with a password (scram-sha-256); pg_hba.conf allows nothing else. The
   passwords are made at initdb and kept in ``lifecycle-credentials.json`` inside the data directory,
   readable by its owner only. A data directory made by an earlier version with trust is moved to
-  passwords at the next start.
+  passwords at the next start; a server it left running with its socket in a shared directory is
+  restarted with a private one.
 - The socket is in the data directory (mode 0700). When that path is too long for a unix socket
   (sun_path holds 107 bytes), it goes in a directory of its own made by mkdtemp (0700, owned by the
-  server's user), never a shared one.
+  server's user), never a shared one; ``stop`` removes that directory only, and only when empty.
 - Run as root, PostgreSQL (which refuses to run as root) runs as the system user
-  ``embedded_postgres``. No directory's mode is changed: when that user cannot reach the data
-  directory or the binaries, start-up says which directory stands in the way.
+  ``embedded_postgres``, with that user's group only (none of root's). No directory's mode is changed:
+  when that user cannot reach the data directory or the binaries, start-up says which directory stands
+  in the way. A ``LIFECYCLE_PGDATA`` that is neither empty nor a data directory is refused before
+  anything in it changes owner.
 
 Two roles besides the server's superuser: ``lifecycle_owner`` owns the database and everything in
 it and runs the migrations; ``lifecycle_app``, a member of the group ``lifecycle_runtime``, is what
