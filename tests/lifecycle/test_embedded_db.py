@@ -345,3 +345,26 @@ def test_a_failed_initdb_is_one_sentence_naming_the_setting(nobodys):
     pgdata.mkdir(mode=0o755)  # root's: readable, empty, not ours to chmod
     with pytest.raises(ImproperlyConfigured, match="^LIFECYCLE_PGDATA: initdb could not make a data directory in"):
         as_nobody(embedded_db.ensure_running, pgdata)
+
+
+def test_start_on_a_directory_that_is_not_a_data_directory_prints_one_sentence_only(scratch):
+    """`python -m lifecycle.embedded_db start` on a mistyped LIFECYCLE_PGDATA: its whole stderr is one
+    sentence (no traceback, no warning from the wheel's imports, XDG_RUNTIME_DIR unset as under cron)."""
+    (scratch / "notes.txt").write_text("mine")
+    env = {key: value for key, value in os.environ.items() if key != "XDG_RUNTIME_DIR"} | {
+        "LIFECYCLE_PGDATA": str(scratch)
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "lifecycle.embedded_db", "start"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert (result.returncode, result.stderr.splitlines()) == (
+        1,
+        [
+            f"Configuration error: LIFECYCLE_PGDATA: {scratch} is neither empty nor a PostgreSQL data directory; name a new or empty one."
+        ],
+    )
