@@ -13,13 +13,16 @@ Security (README, "Security"):
 - Every role signs in with a password (scram-sha-256); pg_hba.conf allows nothing else. The
   passwords are made at initdb and kept in ``lifecycle-credentials.json`` inside the data directory,
   readable by its owner only. A data directory made by an earlier version with trust is moved to
-  passwords at the next start.
+  passwords at the next start; a server it left running with its socket in a shared directory is
+  restarted with a private one.
 - The socket is in the data directory (mode 0700). When that path is too long for a unix socket
   (sun_path holds 107 bytes), it goes in a directory of its own made by mkdtemp (0700, owned by the
-  server's user), never a shared one.
+  server's user), never a shared one; ``stop`` removes that directory only, and only when empty.
 - Run as root, PostgreSQL (which refuses to run as root) runs as the system user
-  ``embedded_postgres``. No directory's mode is changed: when that user cannot reach the data
-  directory or the binaries, start-up says which directory stands in the way.
+  ``embedded_postgres``, with that user's group only (none of root's). No directory's mode is changed:
+  when that user cannot reach the data directory or the binaries, start-up says which directory stands
+  in the way. A ``LIFECYCLE_PGDATA`` that is neither empty nor a data directory is refused before
+  anything in it changes owner.
 
 Two roles besides the server's superuser: ``lifecycle_owner`` owns the database and everything in
 it and runs the migrations; ``lifecycle_app``, a member of the group ``lifecycle_runtime``, is what
@@ -40,7 +43,7 @@ import sys
 import tempfile
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -55,6 +58,8 @@ ROLES = [SUPERUSER, OWNER, RUNTIME_LOGIN]
 SERVER_USER = "embedded_postgres"
 CREDENTIALS_FILE = "lifecycle-credentials.json"
 SOCKET_NAME = ".s.PGSQL.5432"
+# The private socket directories this module makes, and the only ones it removes.
+SOCKET_DIRECTORY_PREFIX = "lifecycle-pg-"
 # sun_path holds 108 bytes with the final NUL.
 SOCKET_PATH_MAX = 107
 DEFAULT_PGDATA = Path(__file__).resolve().parent.parent / ".local" / "pgdata"
@@ -74,9 +79,7 @@ def _embedded_postgres():
 
 
 def _bin(name: str) -> str:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    return str(POSTGRES_BIN_PATH / name)
+    return str(_embedded_postgres()._commands.POSTGRES_BIN_PATH / name)
 
 
 def pgdata_path() -> Path:
@@ -95,7 +98,12 @@ def ensure_running(pgdata: Path | None = None) -> dict[str, dict]:
     runtime role, and ``owner``, the role that runs migrations."""
     pgdata = pgdata or pgdata_path()
     with _start_lock(pgdata):
-        info = _running_postmaster(pgdata) if (pgdata / "PG_VERSION").exists() else None
+        info = _running_postmaster(pgdata) if _is_data_directory(pgdata) else None
+        # An earlier version's server, its socket in a shared directory where anyone could put a fake
+        # one in its place (and ask for a password in clear): restarted with a private socket.
+        if info is not None and not _socket_is_private(info.socket_dir, pgdata):
+            stop(pgdata)
+            info = None
         if info is None:
             info = _start(pgdata)
         base = {"ENGINE": "django.db.backends.postgresql", "NAME": DATABASE_NAME, "HOST": str(info.socket_dir)}
@@ -115,12 +123,23 @@ def _start_lock(pgdata: Path):
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         lock = open(pgdata.parent / f".{pgdata.name}.lock", "a")  # noqa: SIM115 (closed below)
     except OSError as error:
-        raise ImproperlyConfigured(
-            f"LIFECYCLE_PGDATA: cannot use {pgdata} for the embedded PostgreSQL ({error.strerror}: {error.filename})."
-        ) from None
+        raise _unusable(pgdata, error) from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def _unusable(pgdata: Path, error: OSError) -> ImproperlyConfigured:
+    return ImproperlyConfigured(
+        f"LIFECYCLE_PGDATA: cannot use {pgdata} for the embedded PostgreSQL ({error.strerror}: {error.filename})."
+    )
+
+
+def _is_data_directory(pgdata: Path) -> bool:
+    try:
+        return (pgdata / "PG_VERSION").exists()
+    except OSError as error:  # e.g. a data directory another user made, closed to us
+        raise _unusable(pgdata, error) from None
 
 
 def _server_user() -> pwd.struct_passwd | None:
@@ -170,14 +189,19 @@ def _start(pgdata: Path):
         _require_reachable(Path(_bin("postgres")), user, "its binaries in")
     try:
         pgdata.mkdir(mode=0o700, exist_ok=True)
+        fresh = not (pgdata / "PG_VERSION").exists()
+        foreign = fresh and any(pgdata.iterdir())
     except OSError as error:
+        raise _unusable(pgdata, error) from None
+    # Checked before the chown below: run as root, a mistyped path would hand someone's files to the server.
+    if foreign:
         raise ImproperlyConfigured(
-            f"LIFECYCLE_PGDATA: cannot create {pgdata} for the embedded PostgreSQL ({error.strerror})."
-        ) from None
+            f"LIFECYCLE_PGDATA: {pgdata} is neither empty nor a PostgreSQL data directory; name a new or empty one."
+        )
     if user:
         _require_reachable(pgdata, user, "its data directory")
         os.chown(pgdata, user.pw_uid, user.pw_gid)
-    if not (pgdata / "PG_VERSION").exists():
+    if fresh:
         _initdb(pgdata, user)
     socket_dir = _socket_directory(pgdata, user)
     command = [_bin("pg_ctl"), "-D", str(pgdata), "-w", "-t", "60", "-l", str(pgdata / "log")]
@@ -204,7 +228,10 @@ def _initdb(pgdata: Path, user: pwd.struct_passwd | None) -> None:
             os.chown(pwfile, user.pw_uid, user.pw_gid)
         command = [_bin("initdb"), "-D", str(pgdata), "--encoding=utf8", "-U", SUPERUSER, f"--pwfile={pwfile}"]
         command += ["--auth-local=scram-sha-256", "--auth-host=scram-sha-256"]
-        subprocess.run(command, check=True, capture_output=True, **_as(user))
+        made = subprocess.run(command, capture_output=True, text=True, **_as(user))
+    if made.returncode != 0:
+        reason = made.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise ImproperlyConfigured(f"LIFECYCLE_PGDATA: initdb could not make a data directory in {pgdata}: {reason[0]}")
     _write_credentials(pgdata, passwords)
 
 
@@ -212,10 +239,16 @@ def _socket_directory(pgdata: Path, user: pwd.struct_passwd | None) -> Path:
     """The data directory, or, when its path is too long for a socket, a private directory of its own."""
     if len(str(pgdata / SOCKET_NAME).encode()) <= SOCKET_PATH_MAX:
         return pgdata
-    directory = Path(tempfile.mkdtemp(prefix="lifecycle-pg-"))  # 0700, short, this server's alone
+    directory = Path(tempfile.mkdtemp(prefix=SOCKET_DIRECTORY_PREFIX))  # 0700, short, this server's alone
     if user:
         os.chown(directory, user.pw_uid, user.pw_gid)
     return directory
+
+
+def _socket_is_private(socket_dir: Path | None, pgdata: Path) -> bool:
+    if socket_dir is None:  # a TCP port: not one of ours
+        return False
+    return socket_dir == pgdata or stat.S_IMODE(socket_dir.stat().st_mode) & 0o077 == 0
 
 
 def _credentials_path(pgdata: Path) -> Path:
@@ -350,7 +383,7 @@ def _ensure_roles_and_database(settings: dict, passwords: dict[str, str]) -> Non
 def stop(pgdata: Path | None = None, *, delete: bool = False) -> bool:
     """Stop the server cleanly (fast shutdown); return whether one was running."""
     pgdata = pgdata or pgdata_path()
-    info = _running_postmaster(pgdata) if (pgdata / "PG_VERSION").exists() else None
+    info = _running_postmaster(pgdata) if _is_data_directory(pgdata) else None
     if info is not None:
         subprocess.run(
             [_bin("pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"],
@@ -358,8 +391,10 @@ def stop(pgdata: Path | None = None, *, delete: bool = False) -> bool:
             capture_output=True,
             **_as(_server_user()),
         )
-        if info.socket_dir and Path(info.socket_dir) != pgdata:  # a private socket directory of its own
-            shutil.rmtree(info.socket_dir, ignore_errors=True)
+        # Only a directory of ours, and only empty: a server started by hand with -k /tmp must not empty /tmp.
+        if info.socket_dir and info.socket_dir != pgdata and info.socket_dir.name.startswith(SOCKET_DIRECTORY_PREFIX):
+            with suppress(OSError):
+                info.socket_dir.rmdir()
     if delete and pgdata.exists():
         shutil.rmtree(pgdata)
     return info is not None
@@ -386,7 +421,7 @@ def _run(action: str, *, delete: bool) -> int:
         stopped = stop(pgdata, delete=delete)
         print(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}: {pgdata}")
     else:
-        running = (pgdata / "PG_VERSION").exists() and _running_postmaster(pgdata) is not None
+        running = _is_data_directory(pgdata) and _running_postmaster(pgdata) is not None
         print(f"embedded PostgreSQL {'running' if running else 'not running'}: {pgdata}")
         return 0 if running else 3
     return 0

@@ -2,11 +2,14 @@
 
 import json
 import os
+import pwd
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import psycopg
@@ -216,3 +219,152 @@ def test_a_data_directory_an_earlier_version_made_with_trust_gets_passwords(scra
         assert rules == [["local", "all", "all", "scram-sha-256"]]
     finally:
         embedded_db.stop(pgdata, delete=True)
+
+
+def test_a_server_an_earlier_version_left_running_on_a_shared_socket_directory_is_restarted_privately(scratch):
+    """A server still running with its socket in a world-writable directory (the wheel's fallback) is
+    restarted with a private one: in the shared one anyone could put a fake server in its place. The
+    shared directory itself is left where it was (it might be /tmp)."""
+    pgdata = scratch / "pgdata"
+    embedded_db.ensure_running(pgdata)
+    embedded_db.stop(pgdata)
+    shared = scratch / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "someone-elses").write_text("kept")
+    start = [embedded_db._bin("pg_ctl"), "-D", str(pgdata), "-w", "-l", str(pgdata / "log")]
+    start += ["-o", f"-h '' -k '{shared}'", "start"]
+    subprocess.run(start, check=True, capture_output=True, **embedded_db._as(embedded_db._server_user()))
+    try:
+        databases = embedded_db.ensure_running(pgdata)
+        assert databases["default"]["HOST"] == str(pgdata)
+        assert sorted(path.name for path in shared.iterdir()) == ["someone-elses"]
+        with superuser_connection(pgdata, databases) as superuser:
+            assert superuser.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
+def test_a_directory_that_is_not_a_data_directory_is_refused_and_left_as_it_was(scratch):
+    """Run as root, a mistyped LIFECYCLE_PGDATA naming someone's directory is refused before its owner changes."""
+    (scratch / "notes.txt").write_text("mine")
+    before = scratch.stat()
+    with pytest.raises(ImproperlyConfigured, match="is neither empty nor a PostgreSQL data directory"):
+        embedded_db.ensure_running(scratch)
+    after = scratch.stat()
+    assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
+    assert sorted(path.name for path in scratch.iterdir()) == ["notes.txt"]
+
+
+def server_process_ids(pid: int) -> dict[str, list[int]]:
+    """The user and group ids of a running process, as the kernel holds them (real, effective, saved, fs)."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return {key: [int(value) for value in status[key].split()] for key in ("Uid", "Gid", "Groups")}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
+def test_run_as_root_the_server_holds_none_of_roots_groups(scratch):
+    """The server runs as its user with that user's group only: with root's gid 0, COPY ... PROGRAM
+    (a superuser's) ran with the root group's rights (issue 8, item 4)."""
+    pgdata = scratch / "pgdata"
+    embedded_db.ensure_running(pgdata)
+    try:
+        ids = server_process_ids(embedded_db._running_postmaster(pgdata).pid)
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+    user = pwd.getpwnam(embedded_db.SERVER_USER)
+    assert ids == {"Uid": [user.pw_uid] * 4, "Gid": [user.pw_gid] * 4, "Groups": []}
+
+
+# The path of someone running `make run` as themselves: tried here, as root, in a child that becomes `nobody`.
+
+as_ordinary_user = pytest.mark.skipif(os.geteuid() != 0, reason="only root can become another user")
+
+
+def _become_nobody() -> None:
+    nobody = pwd.getpwnam("nobody")
+    os.setgroups([])
+    os.setgid(nobody.pw_gid)
+    os.setuid(nobody.pw_uid)
+
+
+def as_nobody(function, *args):
+    """``function(*args)`` in a child process run as ``nobody``; its result, or its exception raised here."""
+    with ProcessPoolExecutor(1, mp_context=get_context("fork"), initializer=_become_nobody) as child:
+        return child.submit(function, *args).result()
+
+
+@pytest.fixture
+def nobodys(scratch):
+    """A directory of the user ``nobody``'s own."""
+    home = scratch / "nobody"
+    home.mkdir()
+    nobody = pwd.getpwnam("nobody")
+    os.chown(home, nobody.pw_uid, nobody.pw_gid)
+    return home
+
+
+@as_ordinary_user
+@pytest.mark.parametrize("name", ["pgdata", "d" * 100 + "/pgdata"], ids=["short path", "long path"])
+def test_run_as_an_ordinary_user_the_server_is_that_users_and_signs_in_with_passwords(nobodys, name):
+    """An ordinary user's server runs as that user, its socket in a directory of that user's only
+    (the data directory, or for a long path one of its own), and asks every role for its password."""
+    pgdata = nobodys / name
+    databases = as_nobody(embedded_db.ensure_running, pgdata)
+    try:
+        socket_dir = Path(databases["default"]["HOST"])
+        assert (socket_dir == pgdata) is (name == "pgdata")
+        place = {"host": str(socket_dir), "dbname": "lifecycle"}
+        with pytest.raises(psycopg.OperationalError, match="no password supplied"):
+            psycopg.connect(user=embedded_db.RUNTIME_LOGIN, **place)
+        psycopg.connect(user=embedded_db.RUNTIME_LOGIN, password=databases["default"]["PASSWORD"], **place).close()
+        nobody = pwd.getpwnam("nobody")
+        owned = [(path.stat().st_uid, stat.S_IMODE(path.stat().st_mode)) for path in (socket_dir, pgdata)]
+        credentials = pgdata / embedded_db.CREDENTIALS_FILE
+        owned.append((credentials.stat().st_uid, stat.S_IMODE(credentials.stat().st_mode)))
+        assert owned == [(nobody.pw_uid, 0o700), (nobody.pw_uid, 0o700), (nobody.pw_uid, 0o600)]
+        assert server_process_ids(embedded_db._running_postmaster(pgdata).pid)["Uid"] == [nobody.pw_uid] * 4
+    finally:
+        assert as_nobody(embedded_db.stop, pgdata) is True
+    assert not socket_dir.exists() or socket_dir == pgdata
+
+
+@as_ordinary_user
+def test_a_data_directory_an_ordinary_user_cannot_read_is_one_sentence_naming_the_setting(nobodys):
+    """Another user's closed data directory: one sentence naming LIFECYCLE_PGDATA, not a traceback."""
+    pgdata = nobodys / "pgdata"
+    pgdata.mkdir(mode=0o700)  # root's
+    with pytest.raises(ImproperlyConfigured, match=f"^LIFECYCLE_PGDATA: cannot use {pgdata} .*Permission denied"):
+        as_nobody(embedded_db.ensure_running, pgdata)
+
+
+@as_ordinary_user
+def test_a_failed_initdb_is_one_sentence_naming_the_setting(nobodys):
+    """initdb refusing the directory (here: an empty one of root's it may not chmod) is one sentence."""
+    pgdata = nobodys / "pgdata"
+    pgdata.mkdir(mode=0o755)  # root's: readable, empty, not ours to chmod
+    with pytest.raises(ImproperlyConfigured, match="^LIFECYCLE_PGDATA: initdb could not make a data directory in"):
+        as_nobody(embedded_db.ensure_running, pgdata)
+
+
+def test_start_on_a_directory_that_is_not_a_data_directory_prints_one_sentence_only(scratch):
+    """`python -m lifecycle.embedded_db start` on a mistyped LIFECYCLE_PGDATA: its whole stderr is one
+    sentence (no traceback, no warning from the wheel's imports, XDG_RUNTIME_DIR unset as under cron)."""
+    (scratch / "notes.txt").write_text("mine")
+    env = {key: value for key, value in os.environ.items() if key != "XDG_RUNTIME_DIR"} | {
+        "LIFECYCLE_PGDATA": str(scratch)
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "lifecycle.embedded_db", "start"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert (result.returncode, result.stderr.splitlines()) == (
+        1,
+        [
+            f"Configuration error: LIFECYCLE_PGDATA: {scratch} is neither empty nor a PostgreSQL data directory; name a new or empty one."
+        ],
+    )
