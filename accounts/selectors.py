@@ -37,6 +37,8 @@ def accounts_search(queryset: QuerySet[Account], term: str) -> QuerySet[Account]
     """Accounts whose e-mail or login starts with ``term``, ignoring case (index-backed prefix search;
     an exact value is a prefix of itself)."""
     prefix = term.strip().lower()
+    if "\x00" in prefix:  # no column holds it; PostgreSQL text cannot even take it (a DataError)
+        return queryset.none()
     return queryset.alias(login_lower=Lower("login"), email_lower=Lower("email")).filter(
         Q(email_lower__startswith=prefix) | Q(login_lower__startswith=prefix)
     )

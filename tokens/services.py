@@ -100,7 +100,9 @@ def token_consume_code(*, identifier: str, code: str, action: TokenAction = Toke
             .order_by("-id")
         )
         usable = [t for t in candidates if t.consumed_at is None and t.attempts_left > 0 and not t.expired]
-        match = next((token for token in candidates if hmac.compare_digest(token.code, code.strip())), None)
+        # Bytes, not text: compare_digest raises TypeError on non-ASCII text (full-width digits, say).
+        given = code.strip().encode()
+        match = next((token for token in candidates if hmac.compare_digest(token.code.encode(), given)), None)
         if match is None and usable:
             Token.objects.filter(pk__in=[token.pk for token in usable]).update(failed_attempts=F("failed_attempts") + 1)
 

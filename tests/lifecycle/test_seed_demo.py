@@ -57,3 +57,15 @@ class TestSeedDemo:
         user.refresh_from_db()
         assert user.check_password("chosen-by-support")
         assert "Support login: support (exists; password unchanged" in out.getvalue()
+
+    def test_two_demo_password_variables_holding_one_password_are_refused_and_nothing_is_made(
+        self, settings, monkeypatch
+    ):
+        """Each login its own password: an operator who sets one value twice would share the admin's again."""
+        settings.DEBUG = True
+        monkeypatch.setenv("DEMO_ADMIN_PASSWORD", "same-pass-123")
+        monkeypatch.setenv("DEMO_AUDITOR_PASSWORD", "same-pass-123")
+        with pytest.raises(CommandError, match="DEMO_ADMIN_PASSWORD and DEMO_AUDITOR_PASSWORD hold the same password"):
+            call_command("seed_demo", stdout=io.StringIO())
+        assert not get_user_model().objects.exists()
+        assert not Account.objects.exists()

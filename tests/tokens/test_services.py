@@ -137,6 +137,15 @@ class TestConsumeByCode:
             with connect_as_owner(autocommit=True) as owner:
                 owner.execute(released)
 
+    @pytest.mark.parametrize("code", ["\uff11\uff12\uff13\uff14\uff15", "1234\u00e9"])
+    def test_a_code_that_is_not_ascii_is_a_wrong_code_not_a_type_error(self, code):
+        """Issue 8, Low list: full-width digits reached hmac.compare_digest, which refuses non-ASCII text."""
+        account = AccountFactory(login="jane")
+        with pytest.raises(WrongCode, match="attempt"):
+            token_consume_code(identifier="jane", code=code, actor=None)
+        assert live_token(account=account).consumed_at is None
+        assert live_token(account=account).failed_attempts == 1
+
     def test_an_unknown_login_gets_a_clear_error(self):
         with pytest.raises(TokenNotFound, match="tokens: no code was sent to this login or e-mail"):
             token_consume_code(identifier="nobody", code="12345", actor=None)

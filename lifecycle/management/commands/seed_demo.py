@@ -1,3 +1,5 @@
+from itertools import combinations
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -24,6 +26,10 @@ class Command(BaseCommand):
             )
         # make run writes DEMO_*_PASSWORD to .env once: each login its own (Support must not know the admin's).
         passwords = {role: env.str(variable, default="") for role, _, _, variable in STAFF}
+        given = [(variable, passwords[role]) for role, _, _, variable in STAFF if passwords[role]]
+        for (variable, password), (other, other_password) in combinations(given, 2):
+            if password == other_password:
+                raise CommandError(f"{variable} and {other} hold the same password: each staff login needs its own.")
         with transaction.atomic():
             if demo_accounts_loaded():
                 self.stdout.write("Demo accounts already loaded.")
