@@ -26,7 +26,9 @@ django.setup()
 import scratch  # noqa: E402
 from django.contrib import admin  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.db import connections  # noqa: E402
+from django.db import connections, transaction  # noqa: E402
+
+from platform_events.db.history import history_rewrite  # noqa: E402
 
 # Tables of its own, seeded history: the bench works as the owner role.
 connection = connections["owner"]
@@ -70,20 +72,22 @@ def seed(accounts: int, audit_rows: int) -> None:
         chunk = 100_000
         for low in range(1, accounts + 1, chunk):
             high = min(low + chunk - 1, accounts)
-            # Over the last year: 40% provisioned, 50% active, 10% suspended.
-            cursor.execute(
-                """
-                INSERT INTO accounts (email, login, status, created_at, activated_at, suspended_at)
-                SELECT 'user' || g || '@example.com', 'user' || g, s.status::account_status, s.created,
-                       CASE WHEN s.status <> 'provisioned' THEN s.created + interval '5 minutes' END,
-                       CASE WHEN s.status = 'suspended' THEN s.created + interval '1 day' END
-                FROM generate_series(%(low)s, %(high)s) g,
-                     LATERAL (SELECT CASE WHEN g %% 10 < 4 THEN 'provisioned' WHEN g %% 10 < 9 THEN 'active' ELSE 'suspended' END
-                                     AS status,
-                                     now() - make_interval(secs => (%(total)s - g) * 31536000.0 / %(total)s) AS created) s
-                """,
-                {"low": low, "high": high, "total": accounts},
-            )
+            # Over the last year: 40% provisioned, 50% active, 10% suspended. Aged status timestamps
+            # need the owner's key (accounts/sql/0010_hardening.sql).
+            with transaction.atomic(using="owner"), history_rewrite(using="owner"):
+                cursor.execute(
+                    """
+                    INSERT INTO accounts (email, login, status, created_at, activated_at, suspended_at)
+                    SELECT 'user' || g || '@example.com', 'user' || g, s.status::account_status, s.created,
+                           CASE WHEN s.status <> 'provisioned' THEN s.created + interval '5 minutes' END,
+                           CASE WHEN s.status = 'suspended' THEN s.created + interval '1 day' END
+                    FROM generate_series(%(low)s, %(high)s) g,
+                         LATERAL (SELECT CASE WHEN g %% 10 < 4 THEN 'provisioned' WHEN g %% 10 < 9 THEN 'active' ELSE 'suspended' END
+                                         AS status,
+                                         now() - make_interval(secs => (%(total)s - g) * 31536000.0 / %(total)s) AS created) s
+                    """,
+                    {"low": low, "high": high, "total": accounts},
+                )
             print(f"  {high:,} accounts", flush=True)
         cursor.execute("SELECT count(*) FROM audit_events")
         missing = audit_rows - cursor.fetchone()[0]

@@ -84,6 +84,65 @@ def test_created_at_may_be_given_at_insert(sql):
     assert row(sql, account_id)["created_at"].year == 2020
 
 
+@pytest.mark.parametrize(
+    ("status", "given"),
+    [
+        ("active", "activated_at = '1999-01-01T00:00:00Z'"),
+        ("suspended", "suspended_at = '1999-01-01T00:00:00Z'"),
+        ("active", "status_changed_at = '1999-01-01T00:00:00Z'"),
+        ("active", "unsuspended_at = now()"),
+        # A provisioned account claiming its address by an activated_at it never earned.
+        ("provisioned", "activated_at = now()"),
+    ],
+)
+def test_status_timestamps_cannot_be_given_at_insert(sql, refused, status, given):
+    """Found by an attack on item 10: an account inserted active with activated_at = '1999-01-01'."""
+    column, value = given.split(" = ")
+    refused(
+        f"INSERT INTO accounts (email, login, status, {column}) VALUES ('f@example.com', 'f1', %s, {value})",
+        [status],
+        match=f"accounts: {column} of a new account cannot be given",
+    )
+    assert sql("SELECT count(*) FROM accounts WHERE login = 'f1'") == [(0,)]
+
+
+def test_an_insert_gets_its_status_timestamps_from_the_database(sql):
+    (account_id,) = sql(
+        "INSERT INTO accounts (email, login, status, status_changed_at) VALUES ('n@example.com', 'n1', 'active', now())"
+        " RETURNING id"
+    )[0]
+    (now,) = sql("SELECT now()")[0]
+    kept = row(sql, account_id)
+    assert (kept["status_changed_at"], kept["activated_at"], kept["suspended_at"]) == (now, now, None)
+
+
+def test_with_the_owners_key_an_insert_may_give_them(sql):
+    """Demo data and benches age accounts at insert; the account.created row shows what was given."""
+    with transaction.atomic(), history_rewrite():
+        (account_id,) = sql(
+            "INSERT INTO accounts (email, login, status, activated_at) VALUES ('k@example.com', 'k1', 'active',"
+            " '2020-01-01T00:00:00Z') RETURNING id"
+        )[0]
+    assert row(sql, account_id)["activated_at"].year == 2020
+
+
+def test_an_account_id_cannot_change(sql, refused, suspended_id):
+    """Found by an attack on item 10: two accounts swapping ids in one transaction (the tokens' foreign
+    key is deferred) swapped their tokens too, unaudited."""
+    refused(
+        "UPDATE accounts SET id = -id WHERE id = %s",
+        [suspended_id],
+        match=f"accounts: id of account {suspended_id} cannot be set by hand",
+    )
+
+
+def test_swapping_two_accounts_ids_is_refused(sql, refused, suspended_id):
+    (other,) = sql("INSERT INTO accounts (email, login) VALUES ('o@example.com', 'o1') RETURNING id")[0]
+    swap = "UPDATE accounts SET id = CASE id WHEN %(a)s THEN %(b)s ELSE %(a)s END WHERE id IN (%(a)s, %(b)s)"
+    refused(f"SET CONSTRAINTS ALL DEFERRED; {swap}", {"a": suspended_id, "b": other}, match="id of account")
+    assert sql("SELECT login FROM accounts WHERE id = %s", [other]) == [("o1",)]
+
+
 def test_the_status_triggers_still_keep_the_timestamps(sql, suspended_id):
     sql("UPDATE accounts SET status = 'active' WHERE id = %s", [suspended_id])
     after = row(sql, suspended_id)
