@@ -30,7 +30,12 @@ if ENV_FILE and "ENV_FILE" in os.environ and not Path(ENV_FILE).is_file():
     # The default .env may be absent; a file named on purpose must be there.
     raise ImproperlyConfigured(f"ENV_FILE names {ENV_FILE}, which is not a readable file (empty ENV_FILE: read none).")
 if ENV_FILE:
-    env.read_env(ENV_FILE, overwrite=False)
+    try:
+        env.read_env(ENV_FILE, overwrite=False)
+    except OSError as error:  # there but unreadable (its mode)
+        raise ImproperlyConfigured(f"ENV_FILE: cannot read {ENV_FILE} ({error.strerror}).") from None
+    except UnicodeDecodeError:
+        raise ImproperlyConfigured(f"ENV_FILE: {ENV_FILE} is not UTF-8 text.") from None
 
 DEBUG = read_bool("DEBUG", default=False)
 

@@ -61,6 +61,16 @@ def test_a_bad_value_stops_start_up_with_one_sentence_naming_it(variable, value,
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_an_env_file_that_is_not_text_stops_start_up_with_one_sentence(tmp_path):
+    """Found by the Low list's notes: an ENV_FILE there but unreadable gave a traceback."""
+    env_file = tmp_path / "binary.env"
+    env_file.write_bytes(b"DEBUG=\xff\xfe\n")
+    result = manage("check", ENV_FILE=str(env_file), DEBUG="true")
+    assert result.returncode == 1
+    assert f"ENV_FILE: {env_file} is not UTF-8 text." in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_a_lease_one_slow_message_could_outlast_stops_start_up():
     """8 × EMAIL_TIMEOUT at least: a run renews its lease when one message (4 × EMAIL_TIMEOUT) could outlast it."""
     refused = manage("check", DEBUG="true", MAILROOM_LEASE_SECONDS="15", EMAIL_TIMEOUT="2")
