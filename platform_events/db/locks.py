@@ -4,7 +4,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import connection
+from django.db import connections
 
 
 def lock_key(name: str) -> int:
@@ -12,10 +12,11 @@ def lock_key(name: str) -> int:
 
 
 @contextmanager
-def advisory_lock(name: str, *, wait: bool = False) -> Iterator[bool]:
+def advisory_lock(name: str, *, wait: bool = False, using: str = "default") -> Iterator[bool]:
     """Hold a session-level advisory lock named ``name`` if it is free (or, with ``wait``, once it is);
     yield whether we got it."""
     key = lock_key(name)
+    connection = connections[using]
     with connection.cursor() as cursor:
         if wait:
             cursor.execute("SELECT pg_advisory_lock(%s), true", [key])

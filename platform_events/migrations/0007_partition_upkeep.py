@@ -1,0 +1,9 @@
+from django.db import migrations
+
+from platform_events.db.sql_files import run_sql_file
+
+
+class Migration(migrations.Migration):
+    dependencies = [("platform_events", "0006_search_path")]
+
+    operations = [run_sql_file(__file__, "0007_partition_upkeep")]
