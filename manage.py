@@ -17,9 +17,10 @@ def main():
         # A bad setting is the operator's to fix: one sentence, no traceback.
         sys.exit(f"Configuration error: {error}")
     except OperationalError as error:
-        # The database cannot be reached (a wrong DATABASE_URL, a server down): one sentence too. No
-        # SQLSTATE: no server answered (refused, unknown host, timed out, log-in refused); a failed query has one.
-        if getattr(error.__cause__, "sqlstate", None) is not None:
+        # The database cannot be reached (a wrong DATABASE_URL, a server down): one sentence too.
+        from lifecycle.database_unavailable import database_unreachable
+
+        if not database_unreachable(error):
             raise
         reason = " ".join(str(error).split())
         sys.exit(f"Database unreachable (DATABASE_URL, or the embedded server): {reason}")

@@ -7,3 +7,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("tokens.urls")),
 ]
+
+handler500 = "lifecycle.database_unavailable.server_error"
