@@ -27,6 +27,18 @@ on_embedded_server = pytest.mark.skipif(
 
 
 @on_embedded_server
+def embedded_db_command(action: str, *, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m lifecycle.embedded_db <action>`` as an operator would run it (``env``: the whole environment)."""
+    return subprocess.run(
+        [sys.executable, "-m", "lifecycle.embedded_db", action],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+
+
 def test_the_tests_run_on_the_embedded_server_over_a_unix_socket():
     assert connection.settings_dict["HOST"].startswith("/")
     with connection.cursor() as cursor:
@@ -60,9 +72,7 @@ def test_a_command_typed_by_hand_reaches_the_same_server():
 
 @on_embedded_server
 def test_status_reports_the_running_server():
-    result = subprocess.run(
-        [sys.executable, "-m", "lifecycle.embedded_db", "status"], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    result = embedded_db_command("status")
     assert result.returncode == 0
     assert "embedded PostgreSQL running" in result.stdout
 
@@ -184,14 +194,7 @@ def test_a_data_directory_the_servers_user_cannot_reach_is_refused_with_the_dire
 
 
 def test_an_unwritable_data_directory_is_one_sentence_naming_the_setting():
-    result = subprocess.run(
-        [sys.executable, "-m", "lifecycle.embedded_db", "start"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "LIFECYCLE_PGDATA": "/proc/lifecycle/pgdata"},
-    )
+    result = embedded_db_command("start", env={**os.environ, "LIFECYCLE_PGDATA": "/proc/lifecycle/pgdata"})
     assert result.returncode == 1
     assert result.stderr.startswith("Configuration error: LIFECYCLE_PGDATA: cannot use /proc/lifecycle/pgdata")
     assert "Traceback" not in result.stderr
@@ -354,14 +357,7 @@ def test_start_on_a_directory_that_is_not_a_data_directory_prints_one_sentence_o
     env = {key: value for key, value in os.environ.items() if key != "XDG_RUNTIME_DIR"} | {
         "LIFECYCLE_PGDATA": str(scratch)
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "lifecycle.embedded_db", "start"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    result = embedded_db_command("start", env=env)
     assert (result.returncode, result.stderr.splitlines()) == (
         1,
         [
