@@ -102,7 +102,7 @@ def ensure_running(pgdata: Path | None = None) -> dict[str, dict]:
         # An earlier version's server, its socket in a shared directory where anyone could put a fake
         # one in its place (and ask for a password in clear): restarted with a private socket.
         if info is not None and not _socket_is_private(info.socket_dir, pgdata):
-            stop(pgdata)
+            _stop(pgdata, delete=False)  # under the start lock already
             info = None
         if info is None:
             info = _start(pgdata)
@@ -383,14 +383,25 @@ def _ensure_roles_and_database(settings: dict, passwords: dict[str, str]) -> Non
 def stop(pgdata: Path | None = None, *, delete: bool = False) -> bool:
     """Stop the server cleanly (fast shutdown); return whether one was running."""
     pgdata = pgdata or pgdata_path()
+    if not pgdata.exists():
+        return False
+    # Under the start lock: a process starting the server meanwhile waits, then starts it again,
+    # rather than meeting a server half shut down.
+    with _start_lock(pgdata):
+        return _stop(pgdata, delete=delete)
+
+
+def _stop(pgdata: Path, *, delete: bool) -> bool:
     info = _running_postmaster(pgdata) if _is_data_directory(pgdata) else None
     if info is not None:
-        subprocess.run(
+        stopped = subprocess.run(
             [_bin("pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"],
-            check=True,
             capture_output=True,
+            text=True,
             **_as(_server_user()),
         )
+        if stopped.returncode != 0 and _running_postmaster(pgdata) is not None:
+            raise ImproperlyConfigured(f"The embedded PostgreSQL in {pgdata} did not stop: {stopped.stderr.strip()}")
         # Only a directory of ours, and only empty: a server started by hand with -k /tmp must not empty /tmp.
         if info.socket_dir and info.socket_dir != pgdata and info.socket_dir.name.startswith(SOCKET_DIRECTORY_PREFIX):
             with suppress(OSError):

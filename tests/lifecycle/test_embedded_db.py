@@ -110,6 +110,26 @@ def test_a_server_is_started_and_stopped_in_a_fresh_directory(scratch):
     assert embedded_db.stop(pgdata) is False
 
 
+def test_a_stop_and_a_start_at_the_same_moment_never_fail(scratch):
+    """Found by the soak test (issue 9): a process that needed the server while ``stop`` was shutting
+    it down started it again halfway, and the stop failed with pg_ctl's traceback. The two now take
+    turns: the server ends up running, started again after the stop."""
+    pgdata = scratch / "pgdata"
+    embedded_db.ensure_running(pgdata)
+    env = {**os.environ, "LIFECYCLE_PGDATA": str(pgdata)}
+    command = [sys.executable, "-m", "lifecycle.embedded_db"]
+    try:
+        for _ in range(3):
+            stopping = subprocess.Popen([*command, "stop"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+            starts = [subprocess.run([*command, "start"], cwd=ROOT, env=env, capture_output=True, text=True) for _ in range(3)]
+            stopping.wait(timeout=60)
+            assert stopping.returncode == 0, stopping.stderr.read()
+            assert [start.returncode for start in starts] == [0, 0, 0], [start.stderr for start in starts]
+            embedded_db.ensure_running(pgdata)
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
 def test_a_database_an_earlier_version_made_as_the_superuser_is_handed_to_the_owner_role(scratch):
     pgdata = scratch / "pgdata"
     databases = embedded_db.ensure_running(pgdata)
