@@ -6,7 +6,6 @@ service that changes state takes the acting staff user, ``actor`` (None: the sys
 the database role), and opens the audit context with it (platform_events/audit.py).
 """
 
-from collections.abc import Callable
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -85,21 +84,13 @@ def _set_status(account: Account, *, actor, status: AccountStatus, only_from: Ac
     return bool(changed)
 
 
-def accounts_sweep_abandoned(
-    *, created_before: datetime, batch_size: int = 1000, on_progress: Callable[[int], None] = lambda deleted: None
-) -> int:
-    """Delete abandoned sign-ups (ABANDONED_SIGN_UPS) in batches, one transaction each; their tokens
-    go with them. Returns how many were deleted."""
-    deleted = 0
+def accounts_delete_abandoned(*, created_before: datetime, batch_size: int) -> int:
+    """Delete up to ``batch_size`` abandoned sign-ups (ABANDONED_SIGN_UPS) in one transaction; their
+    tokens go with them, each deletion audited with the reason. Returns how many were deleted."""
     reason = f"abandoned sign-up: never activated, no token since {created_before:%Y-%m-%d %H:%M %Z}"
-    while True:
-        with transaction.atomic(), audit_context(reason=reason), connection.cursor() as cursor:
-            cursor.execute(
-                f"DELETE FROM accounts WHERE id IN ({ABANDONED_SIGN_UPS} ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED)",
-                {"before": created_before, "batch": batch_size},
-            )
-            batch = cursor.rowcount
-        if not batch:
-            return deleted
-        deleted += batch
-        on_progress(deleted)
+    with transaction.atomic(), audit_context(reason=reason), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM accounts WHERE id IN ({ABANDONED_SIGN_UPS} ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED)",
+            {"before": created_before, "batch": batch_size},
+        )
+        return cursor.rowcount

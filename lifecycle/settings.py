@@ -173,6 +173,13 @@ if MAILROOM_LEASE_SECONDS < 2 * MAILROOM_MESSAGE_SECONDS:
         f" {EMAIL_TIMEOUT}): one message may take 4 × EMAIL_TIMEOUT, and a run renews its lease before that."
     )
 
+# Retention (manage.py cleanup, daily in qcluster; README, "Retention"): days kept.
+RETENTION_SIGN_UP_DAYS = read_int("RETENTION_SIGN_UP_DAYS", default=7, minimum=1, maximum=36_500)
+RETENTION_TOKEN_DAYS = read_int("RETENTION_TOKEN_DAYS", default=90, minimum=1, maximum=36_500)
+RETENTION_MAIL_RUN_DAYS = read_int("RETENTION_MAIL_RUN_DAYS", default=30, minimum=1, maximum=36_500)
+RETENTION_ACCESS_LOG_DAYS = read_int("RETENTION_ACCESS_LOG_DAYS", default=90, minimum=1, maximum=36_500)
+RETENTION_TASK_DAYS = read_int("RETENTION_TASK_DAYS", default=30, minimum=1, maximum=36_500)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -13,8 +13,8 @@ none can start it again during the outage): the web server (runserver --noreload
   and opens its link through the web server (GET, then the POST that activates), asks for recovery
   on ``/recover/``, reads that e-mail and confirms its link; again and again until the time is up.
 - **Upkeep** meanwhile: this month's audit partition is absent at the start (as on an install whose
-  month was not made ahead), and ``ensure_audit_partitions`` makes it under load; ``sweep_signups``
-  deletes old abandoned sign-ups made before the run; ``drain_mailroom`` runs as cron would, beside
+  month was not made ahead), and ``ensure_audit_partitions`` makes it under load; ``cleanup``
+  deletes old abandoned sign-ups made before the run (and whatever else its rules no longer keep); ``drain_mailroom`` runs as cron would, beside
   the listeners and the cluster's schedule.
 - **Disruptions**: one listener is killed (SIGKILL) and started again; later the database is
   stopped and started again.
@@ -274,7 +274,7 @@ class Soak:
         return name
 
     def make_old_sign_ups(self) -> None:
-        """Sign-ups of 30 days ago that never activated, for sweep_signups to delete during the run."""
+        """Sign-ups of 30 days ago that never activated, for cleanup to delete during the run."""
         from django.db import connections, transaction
 
         from platform_events.db.history import history_rewrite
@@ -486,7 +486,7 @@ class Soak:
             if not made and time.monotonic() >= partition_at:
                 self.upkeep_command("ensure_audit_partitions")
                 made = True
-            self.upkeep_command("sweep_signups", "--batch-size", "20")
+            self.upkeep_command("cleanup", "--batch-size", "20")
             self.upkeep_command("drain_mailroom")
             self.stopping.wait(1.0)
 
@@ -718,7 +718,7 @@ class Soak:
             f" unexplained {audit['unexplained']}"
         )
         say(
-            f"sweep_signups deleted {OLD_SIGN_UPS - audit['old_sign_ups_left']} of {OLD_SIGN_UPS} old sign-ups"
+            f"cleanup deleted {OLD_SIGN_UPS - audit['old_sign_ups_left']} of {OLD_SIGN_UPS} old sign-ups"
             f" ({audit['old_sign_ups_deleted_and_audited']} account.deleted rows); this month's partition made:"
             f" {audit['this_months_partition_made']}; rows left in the default partition: {audit['rows_in_default_partition']}"
         )

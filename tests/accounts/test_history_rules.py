@@ -1,12 +1,10 @@
 """An account's trigger-kept history cannot be rewritten, and deleting an account is audited
 (accounts/sql/0009_history_rules.sql), tried in raw SQL as the runtime role, as psql would."""
 
-import io
 import json
 
 import psycopg
 import pytest
-from django.core.management import call_command
 from django.db import transaction
 
 from lifecycle.factories import AccountFactory
@@ -207,18 +205,6 @@ def test_deleting_an_account_in_psql_is_audited_with_its_tokens(psql):
         ("token.deleted", str(token_id), "SYSTEM", "lifecycle_app"),
     ]
     assert json.loads(rows[0][4]) == {"email": "gone@example.com", "login": "gone", "status": "provisioned"}
-
-
-def test_sweep_signups_audits_each_deleted_sign_up_with_its_reason(sql):
-    old = [AccountFactory(), AccountFactory()]
-    with transaction.atomic(), history_rewrite():
-        for account in old:
-            sql("UPDATE accounts SET created_at = now() - interval '30 days' WHERE id = %s", [account.pk])
-            sql("UPDATE tokens SET created_at = now() - interval '30 days' WHERE account = %s", [account.pk])
-    call_command("sweep_signups", stdout=io.StringIO())
-    rows = sql("SELECT resource_id, reason FROM audit_events WHERE action = 'account.deleted' ORDER BY resource_id")
-    assert [resource for resource, _ in rows] == sorted(str(account.pk) for account in old)
-    assert all(reason.startswith("abandoned sign-up") for _, reason in rows)
 
 
 def test_the_key_never_shows_in_another_sessions_view_of_the_query(sql, suspended_id):

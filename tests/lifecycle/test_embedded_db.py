@@ -121,7 +121,9 @@ def test_a_stop_and_a_start_at_the_same_moment_never_fail(scratch):
     try:
         for _ in range(3):
             stopping = subprocess.Popen([*command, "stop"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-            starts = [subprocess.run([*command, "start"], cwd=ROOT, env=env, capture_output=True, text=True) for _ in range(3)]
+            starts = [
+                subprocess.run([*command, "start"], cwd=ROOT, env=env, capture_output=True, text=True) for _ in range(3)
+            ]
             stopping.wait(timeout=60)
             assert stopping.returncode == 0, stopping.stderr.read()
             assert [start.returncode for start in starts] == [0, 0, 0], [start.stderr for start in starts]
