@@ -7,6 +7,7 @@ from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
 from tests.smtp import free_port
 from tests.support import connect_as_owner, expire
+from tokens.mailroom.claim import claim_batch
 from tokens.mailroom.drain import drain
 from tokens.models import Job, MailState, Token
 from tokens.selectors import live_token
@@ -50,6 +51,20 @@ class TestWhatIsNeverMailed:
         token.refresh_from_db()
         assert (token.mail_state, token.mail_error) == (MailState.SKIPPED, "used before it was mailed")
         assert smtp_server.messages == []
+
+    def test_a_token_used_while_a_run_held_it_is_recorded_as_sent_not_as_skipped(self, sql):
+        """Found by the soak test: the run was killed (or lost the database) between the SMTP server's
+        acceptance and the sent-mark, and the person used the e-mail before another run sent it again.
+        Only the e-mail carries the link, so it went out: the record says so. As psql would do it."""
+        held = live_token(account=AccountFactory())
+        claim_batch(10)
+        sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [held.pk])
+        held.refresh_from_db()
+        assert (held.mail_state, held.mail_error) == (
+            MailState.SENT,
+            "used while its mail run held it: its e-mail went out, its sent-mark was lost",
+        )
+        assert drain().claimed == 0
 
     def test_a_replaced_token_is_skipped_and_only_the_newest_is_mailed(self, smtp_server, sql):
         account = AccountFactory()
