@@ -39,6 +39,8 @@ class Token(models.Model):
     account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, db_column="account", related_name="tokens")
     expires_at = models.DateTimeField()
     consumed_at = models.DateTimeField(null=True, blank=True)
+    # How it was consumed: "link" or "code" (tokens/sql/0012; None before that, or by a plain psql UPDATE).
+    consumed_with = models.CharField(max_length=4, null=True, blank=True, editable=False)
     created_at = models.DateTimeField(db_default=Now())
     failed_attempts = models.SmallIntegerField(db_default=0)
     superseded_at = models.DateTimeField(null=True, blank=True)

@@ -1,7 +1,7 @@
 """Issuing and consuming tokens.
 
-Whether a token may be consumed (unused, not replaced, not burnt, unexpired, account in the
-right state) is decided by the trigger on tokens.consumed_at, for every client; these services
+Whether a token may be consumed (unused, not replaced, unexpired, account in the right state,
+and by code only while its code is not blocked by wrong codes) is decided by the trigger on tokens.consumed_at, for every client; these services
 find the token, let the database decide, and turn its refusal into a LifecycleError. Like the
 account services, each takes the acting party, ``actor`` (None: the system or an end user,
 audited as the database role).
@@ -77,7 +77,7 @@ def token_consume(*, secret: str | bytes, action: TokenAction | None = None, act
         tokens = tokens.filter(action=action)
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
         # Two concurrent consumptions: the second waits for the first's row lock, then the trigger refuses it.
-        if not tokens.update(consumed_at=Now()):
+        if not tokens.update(consumed_at=Now(), consumed_with="link"):
             raise TokenNotFound("tokens: this link is not valid")
     return tokens.select_related("account").get()
 
@@ -85,12 +85,14 @@ def token_consume(*, secret: str | bytes, action: TokenAction | None = None, act
 def token_consume_code(*, identifier: str, code: str, action: TokenAction = TokenAction.ACTIVATION, actor) -> Token:
     """Consume a token by the 5-digit code, given with the login or e-mail it was sent for.
 
-    A wrong code counts against every usable token of that action for the account(s); at the
-    database's tokens_max_code_attempts() a token is burnt. The count is committed even though we
-    raise.
+    The guess is compared with one token only: the newest of that action among the accounts the
+    login or e-mail names (the code of the most recent e-mail), so that many sign-ups sharing an
+    address do not multiply a guess's chances. A wrong code counts against that token; at the
+    database's tokens_max_code_attempts() its code stops working, its link does not. The count is
+    committed even though we raise.
     """
     with transaction.atomic(), audit_context(actor=actor):
-        candidates = list(
+        target = (
             Token.objects.select_for_update()
             .filter(action=action, superseded_at__isnull=True, account__in=accounts_by_identifier(identifier))
             .annotate(
@@ -98,25 +100,30 @@ def token_consume_code(*, identifier: str, code: str, action: TokenAction = Toke
                 attempts_left=MaxCodeAttempts() - F("failed_attempts"),
             )
             .order_by("-id")
+            .first()
         )
-        usable = [t for t in candidates if t.consumed_at is None and t.attempts_left > 0 and not t.expired]
+        if target is None:
+            raise TokenNotFound("tokens: no code was sent to this login or e-mail; ask for a new one")
+        usable = target.consumed_at is None and target.attempts_left > 0 and not target.expired
         # Bytes, not text: compare_digest raises TypeError on non-ASCII text (full-width digits, say).
-        given = code.strip().encode()
-        match = next((token for token in candidates if hmac.compare_digest(token.code.encode(), given)), None)
-        if match is None and usable:
-            Token.objects.filter(pk__in=[token.pk for token in usable]).update(failed_attempts=F("failed_attempts") + 1)
+        right = hmac.compare_digest(target.code.encode(), code.strip().encode())
+        if usable and not right:
+            Token.objects.filter(pk=target.pk).update(failed_attempts=F("failed_attempts") + 1)
 
-    if not candidates:
-        raise TokenNotFound("tokens: no code was sent to this login or e-mail; ask for a new one")
-    if match is None and usable:
-        attempts_left = min(token.attempts_left for token in usable) - 1  # this wrong code counted
+    if usable and not right:
+        attempts_left = target.attempts_left - 1  # this wrong code counted
         if attempts_left == 0:
-            raise WrongCode("tokens: wrong code; this code no longer works, ask for a new one", attempts_left=0)
+            raise WrongCode(
+                "tokens: wrong code; this code no longer works, use the link in the e-mail or ask for a new one",
+                attempts_left=0,
+            )
         raise WrongCode(f"tokens: wrong code; {attempts_left} attempt(s) left", attempts_left=attempts_left)
-    # Nothing usable to guess against: let the newest token's refusal say why (expired, used, burnt).
-    target = match or candidates[0]
+    # The right code, or nothing to guess against: the consumption's refusal says why (expired, used,
+    # code blocked, account suspended ...), and a wrong code never consumes anything.
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
-        Token.objects.filter(pk=target.pk).update(consumed_at=Now())
+        Token.objects.filter(pk=target.pk).update(consumed_at=Now(), consumed_with="code")
+        if not right:  # unusable, yet not refused: rolled back, never consumed by a wrong code
+            raise TokenNotFound("tokens: no code was sent to this login or e-mail; ask for a new one")
     return Token.objects.select_related("account").get(pk=target.pk)
 
 

@@ -28,7 +28,11 @@ REFUSALS = {
     TokenAlreadyUsed: (409, "Already used", "This link or code has been used already; each works once."),
     TokenSuperseded: (410, "Replaced by a newer e-mail", "Use the link or code from the most recent e-mail."),
     TokenExpired: (410, "Expired", "This link or code is no longer valid. Ask for a new e-mail."),
-    TokenBurnt: (403, "Blocked", "Too many wrong codes were tried. Ask for a new e-mail."),
+    TokenBurnt: (
+        403,
+        "Code blocked",
+        "Too many wrong codes were tried, so this code no longer works. The link in the same e-mail still does.",
+    ),
     AccountSuspended: (403, "Account suspended", "This account is suspended. Please contact support."),
     WrongAccountState: (409, "Nothing to do", "This account is not in a state where this link applies."),
     EmailAlreadyClaimed: (
@@ -101,7 +105,7 @@ def activate_code(request: HttpRequest) -> HttpResponse:
                 "code",
                 f"Wrong code: {error.attempts_left} attempt(s) left."
                 if error.attempts_left
-                else "Wrong code. This code no longer works; ask for a new e-mail.",
+                else "Wrong code. This code no longer works; the link in the same e-mail still does.",
             )
         except LifecycleError as error:
             return refusal_page(request, error)

@@ -96,20 +96,36 @@ class TestConsumeByCode:
         assert caught.value.attempts_left == max_code_attempts() - 1
         assert live_token(account=account).failed_attempts == 1
 
-    def test_five_wrong_codes_burn_the_token_even_for_the_right_code_afterwards(self):
+    def test_five_wrong_codes_block_the_code_even_when_right_afterwards_but_not_the_link(self):
+        """Issue 10: anyone who knew a login could type five wrong codes and kill the e-mailed link too."""
         account = AccountFactory(login="jane")
-        right = live_token(account=account).code
-        wrong = wrong_code(right)
+        token = live_token(account=account)
+        wrong = wrong_code(token.code)
         for _ in range(max_code_attempts() - 1):
             with pytest.raises(WrongCode, match="attempt"):
                 token_consume_code(identifier="jane", code=wrong, actor=None)
-        with pytest.raises(WrongCode, match="this code no longer works"):
+        with pytest.raises(WrongCode, match="this code no longer works, use the link in the e-mail"):
             token_consume_code(identifier="jane", code=wrong, actor=None)
-        with pytest.raises(TokenBurnt, match="tokens: token .* was burnt after too many wrong codes"):
-            token_consume_code(identifier="jane", code=right, actor=None)
+        with pytest.raises(TokenBurnt, match="tokens: the code of token .* no longer works .*; its link still does"):
+            token_consume_code(identifier="jane", code=token.code, actor=None)
         account.refresh_from_db()
         assert account.status == AccountStatus.PROVISIONED
         assert live_token(account=account).failed_attempts == max_code_attempts()
+        consumed = token_consume(secret=bytes(token.secret), actor=None)
+        assert (consumed.account.status, consumed.consumed_with) == (AccountStatus.ACTIVE, "link")
+
+    def test_a_guess_is_compared_with_the_newest_token_only(self):
+        """Issue 10: with 20,000 sign-ups on a victim's address, the first random guess activated one of
+        them and claimed the address. Now a guess meets one code: the most recent e-mail's."""
+        older = [live_token(account=AccountFactory(email="victim@example.com")) for _ in range(5)]
+        newest = live_token(account=AccountFactory(email="victim@example.com"))
+        guess = next(token.code for token in older if token.code != newest.code)
+        with pytest.raises(WrongCode, match=f"{max_code_attempts() - 1} attempt"):
+            token_consume_code(identifier="victim@example.com", code=guess, actor=None)
+        assert [t.failed_attempts for t in Token.objects.filter(pk__in=[t.pk for t in older])] == [0] * 5
+        assert Token.objects.get(pk=newest.pk).failed_attempts == 1
+        consumed = token_consume_code(identifier="victim@example.com", code=newest.code, actor=None)
+        assert (consumed.pk, consumed.consumed_with) == (newest.pk, "code")
 
     @pytest.mark.django_db(transaction=True)
     def test_the_database_alone_says_how_many_wrong_codes_burn_a_token(self, sql):
@@ -129,7 +145,7 @@ class TestConsumeByCode:
             with pytest.raises(WrongCode, match="this code no longer works"):
                 token_consume_code(identifier="jane", code=wrong_code(token.code), actor=None)
             with pytest.raises(TokenBurnt):
-                token_consume(secret=bytes(token.secret), actor=None)
+                token_consume_code(identifier="jane", code=token.code, actor=None)
             assert sql(
                 "SELECT count(*) FROM audit_events WHERE action = 'token.burnt' AND resource_id = %s", [str(token.pk)]
             ) == [(1,)]

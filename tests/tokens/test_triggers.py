@@ -109,10 +109,34 @@ class TestConsumption:
             match=f"tokens: account {account_id} is suspended",
         )
 
-    def test_a_token_burnt_by_wrong_codes_cannot_be_consumed(self, sql, refused, account_id):
+    def test_after_too_many_wrong_codes_a_token_cannot_be_consumed_by_code(self, sql, refused, account_id):
         token = live_token(account=account_id).pk
         sql("UPDATE tokens SET failed_attempts = tokens_max_code_attempts() WHERE id = %s", [token])
-        refused("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token], match="tokens: token .* was burnt")
+        refused(
+            "UPDATE tokens SET consumed_at = now(), consumed_with = 'code' WHERE id = %s",
+            [token],
+            match="tokens: the code of token .* no longer works after too many wrong codes; its link still does",
+        )
+
+    @pytest.mark.parametrize("said", ["consumed_with = 'link', ", ""], ids=["by link", "unsaid"])
+    def test_after_too_many_wrong_codes_a_token_can_still_be_consumed_by_link(self, sql, account_id, said):
+        token = live_token(account=account_id).pk
+        sql("UPDATE tokens SET failed_attempts = tokens_max_code_attempts() WHERE id = %s", [token])
+        sql(f"UPDATE tokens SET {said}consumed_at = now() WHERE id = %s", [token])
+        assert sql("SELECT status FROM accounts WHERE id = %s", [account_id]) == [("active",)]
+
+    def test_how_a_token_was_consumed_cannot_be_said_apart_from_the_consumption_or_changed(
+        self, refused, sql, account_id
+    ):
+        token = live_token(account=account_id).pk
+        refused("UPDATE tokens SET consumed_with = 'code' WHERE id = %s", [token], match="said when it is consumed")
+        refused(
+            "UPDATE tokens SET consumed_at = now(), consumed_with = 'mail' WHERE id = %s",
+            [token],
+            match="tokens_consumed_with_check",
+        )
+        sql("UPDATE tokens SET consumed_at = now(), consumed_with = 'link' WHERE id = %s", [token])
+        refused("UPDATE tokens SET consumed_with = 'code' WHERE id = %s", [token], match="said when it is consumed")
 
     def test_a_recovery_token_needs_an_active_account(self, sql, refused, account_id):
         token = sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id])[
