@@ -19,7 +19,7 @@ from accounts.errors import (
     NotSuspended,
 )
 from accounts.models import Account, AccountStatus
-from accounts.selectors import ABANDONED_SIGN_UPS, email_is_claimed
+from accounts.selectors import ABANDONED, ABANDONED_SIGN_UPS, email_is_claimed
 from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
 
@@ -88,9 +88,24 @@ def accounts_delete_abandoned(*, created_before: datetime, batch_size: int) -> i
     """Delete up to ``batch_size`` abandoned sign-ups (ABANDONED_SIGN_UPS) in one transaction; their
     tokens go with them, each deletion audited with the reason. Returns how many were deleted."""
     reason = f"abandoned sign-up: never activated, no token since {created_before:%Y-%m-%d %H:%M %Z}"
+    params = {"before": created_before, "batch": batch_size}
     with transaction.atomic(), audit_context(reason=reason), connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM accounts WHERE id IN ({ABANDONED_SIGN_UPS} ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED)",
-            {"before": created_before, "batch": batch_size},
-        )
-        return cursor.rowcount
+        # Lock the batch first, then delete in a second statement that checks the rule again. One
+        # statement read the tokens as of its start: a new code asked for (token_resend_activation,
+        # which holds the account's row lock until it commits) that committed while that statement
+        # scanned was not seen, and the sign-up went with the token it had just been sent. The second
+        # statement's snapshot is taken under our locks: such a token is seen now, and one asked for
+        # later waits for this batch and then finds the account gone (AccountGone).
+        while True:
+            cursor.execute(f"{ABANDONED_SIGN_UPS} ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED", params)
+            locked = [row[0] for row in cursor.fetchall()]
+            if not locked:
+                return 0
+            cursor.execute(
+                f"DELETE FROM accounts a WHERE a.id = ANY(%(locked)s) AND {ABANDONED}",
+                {**params, "locked": locked},
+            )
+            # None deleted: every sign-up locked asked for a new code meanwhile. Those no longer match
+            # the rule, so the next look skips them; 0 would end the cleanup with more to delete.
+            if cursor.rowcount:
+                return cursor.rowcount
