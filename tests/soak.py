@@ -171,6 +171,9 @@ class Soak:
         self.cluster_task: str | None = None
         self.log_sizes_at_restart: dict[str, int] = {}
         self.figures: dict = {}
+        # The old sign-ups' account ids and token ids (text, as audit_events.resource_id holds them).
+        self.old_accounts: list[str] = []
+        self.old_tokens: list[str] = []
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -292,6 +295,12 @@ class Soak:
                     " expires_at = now() - interval '30 days' + interval '15 minutes'"
                     " WHERE account IN (SELECT id FROM accounts WHERE login LIKE 'old%%')"
                 )
+                cursor.execute("SELECT id::text FROM accounts WHERE login LIKE 'old%%'")
+                self.old_accounts = [row[0] for row in cursor.fetchall()]
+                cursor.execute(
+                    "SELECT id::text FROM tokens WHERE account IN (SELECT id FROM accounts WHERE login LIKE 'old%%')"
+                )
+                self.old_tokens = [row[0] for row in cursor.fetchall()]
 
     # The load
 
@@ -587,6 +596,8 @@ class Soak:
             and f["audit"]["missing"] == 0
             and f["audit"]["rows_in_default_partition"] == 0
             and f["audit"]["old_sign_ups_left"] == 0
+            and f["audit"]["old_sign_ups_deleted_and_audited"] == len(self.old_accounts) > 0
+            and f["audit"]["old_tokens_deleted_and_audited"] == len(self.old_tokens) > 0
             and not f["processes"]["problems"]
             and tally.done["provisioned"] > 0
             and tally.done["recovered"] > 0
@@ -629,8 +640,20 @@ class Soak:
         unexplained = sum(
             count - changes.get(action, 0) for action, count in rows.items() if count > changes.get(action, 0)
         )
-        (deleted,), (left,), (default_rows,) = (
-            self.owner_rows("SELECT count(*) FROM audit_events WHERE action = 'account.deleted'")[0],
+        # Each old sign-up and each of its tokens deleted with exactly one row giving the sweep's reason
+        # (a row missing, doubled or without the reason leaves the count short of the ids made).
+        deleted = {
+            resource_type: count
+            for resource_type, count in self.owner_rows(
+                "SELECT e.resource_type, count(*) FILTER (WHERE e.n = 1) FROM (SELECT resource_type, resource_id,"
+                "  count(*) AS n FROM audit_events WHERE ((action = 'account.deleted' AND resource_type = 'account'"
+                "  AND resource_id = ANY(%s)) OR (action = 'token.deleted' AND resource_type = 'token'"
+                "  AND resource_id = ANY(%s))) AND starts_with(reason, 'abandoned sign-up')"
+                "  GROUP BY resource_type, resource_id) e GROUP BY e.resource_type",
+                [self.old_accounts, self.old_tokens],
+            )
+        }
+        (left,), (default_rows,) = (
             self.owner_rows("SELECT count(*) FROM accounts WHERE login LIKE 'old%%'")[0],
             self.owner_rows("SELECT count(*) FROM audit_events_default")[0],
         )
@@ -640,7 +663,8 @@ class Soak:
             "rows": rows,
             "missing": missing,
             "unexplained": unexplained,
-            "old_sign_ups_deleted_and_audited": deleted,
+            "old_sign_ups_deleted_and_audited": deleted.get("account", 0),
+            "old_tokens_deleted_and_audited": deleted.get("token", 0),
             "old_sign_ups_left": left,
             "this_months_partition_made": partition,
             "rows_in_default_partition": default_rows,
@@ -718,7 +742,9 @@ class Soak:
         )
         say(
             f"cleanup deleted {OLD_SIGN_UPS - audit['old_sign_ups_left']} of {OLD_SIGN_UPS} old sign-ups"
-            f" ({audit['old_sign_ups_deleted_and_audited']} account.deleted rows); this month's partition made:"
+            f" (audited once with the reason: {audit['old_sign_ups_deleted_and_audited']} of {len(self.old_accounts)}"
+            f" accounts, {audit['old_tokens_deleted_and_audited']} of {len(self.old_tokens)} tokens);"
+            f" this month's partition made:"
             f" {audit['this_months_partition_made']}; rows left in the default partition: {audit['rows_in_default_partition']}"
         )
         say(f"processes                  {f['processes']}")
