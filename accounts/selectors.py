@@ -44,10 +44,12 @@ def accounts_search(queryset: QuerySet[Account], term: str) -> QuerySet[Account]
     )
 
 
-# Seed 003's periodic cleanup: sign-ups never activated, with no token issued since the cut-off.
+# Seed 003's periodic cleanup: sign-ups never activated, with no token issued and not unsuspended by
+# staff since the cut-off.
 # ABANDONED is the condition on a row ``a`` of accounts.
 ABANDONED = """
     a.status = 'provisioned' AND a.activated_at IS NULL AND a.created_at < %(before)s
+    AND (a.unsuspended_at IS NULL OR a.unsuspended_at < %(before)s)
     AND NOT EXISTS (SELECT 1 FROM tokens t WHERE t.account = a.id AND t.created_at >= %(before)s)
 """
 ABANDONED_SIGN_UPS = f"SELECT id FROM accounts a WHERE {ABANDONED}"

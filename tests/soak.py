@@ -636,10 +636,31 @@ class Soak:
                 " GROUP BY e.action"
             )
         )
-        missing = sum(max(0, changes[action] - rows.get(action, 0)) for action in changes)
-        unexplained = sum(
-            count - changes.get(action, 0) for action, count in rows.items() if count > changes.get(action, 0)
+        # Per resource, not per action: one row missing and another doubled must not cancel out.
+        expected = Counter(
+            self.owner_rows(
+                "SELECT 'account.created', id::text FROM accounts WHERE login LIKE 'soak%%'"
+                " UNION ALL SELECT 'account.activated', id::text FROM accounts WHERE login LIKE 'soak%%'"
+                "  AND activated_at IS NOT NULL"
+                " UNION ALL SELECT 'token.issued', t.id::text FROM tokens t JOIN accounts a ON a.id = t.account"
+                "  WHERE a.login LIKE 'soak%%'"
+                " UNION ALL SELECT 'token.consumed', t.id::text FROM tokens t JOIN accounts a ON a.id = t.account"
+                "  WHERE a.login LIKE 'soak%%' AND t.consumed_at IS NOT NULL"
+                " UNION ALL SELECT 'token.superseded', t.id::text FROM tokens t JOIN accounts a ON a.id = t.account"
+                "  WHERE a.login LIKE 'soak%%' AND t.superseded_at IS NOT NULL"
+            )
         )
+        found = Counter(
+            self.owner_rows(
+                "SELECT e.action, e.resource_id FROM audit_events e WHERE"
+                " (e.resource_type = 'account' AND e.resource_id IN"
+                "   (SELECT id::text FROM accounts WHERE login LIKE 'soak%%'))"
+                " OR (e.resource_type = 'token' AND e.resource_id IN (SELECT t.id::text FROM tokens t"
+                "   JOIN accounts a ON a.id = t.account WHERE a.login LIKE 'soak%%'))"
+            )
+        )
+        missing = sum((expected - found).values())
+        unexplained = sum((found - expected).values())
         # Each old sign-up and each of its tokens deleted with exactly one row giving the sweep's reason
         # (a row missing, doubled or without the reason leaves the count short of the ids made).
         deleted = {

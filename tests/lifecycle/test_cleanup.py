@@ -12,7 +12,8 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from django_q.models import Schedule, Task
 
-from accounts.models import Account
+from accounts.models import Account, AccountStatus
+from accounts.services import account_suspend, account_unsuspend
 from lifecycle import tasks
 from lifecycle.factories import AccountFactory
 from platform_events.db.history import history_rewrite
@@ -65,6 +66,16 @@ def test_a_sign_up_that_asked_for_a_new_code_recently_is_kept(sql):
     token_resend_activation(account=account, actor=None)
     assert "sign-ups 0" in cleanup("--only", "sign-ups")
     assert Account.objects.filter(pk=account.pk).exists()
+
+
+def test_a_sign_up_staff_unsuspended_recently_is_kept(sql):
+    """Found by an attack: a never-activated account that staff unsuspend goes back to provisioned,
+    and its old token made it "abandoned" the next night."""
+    account = AccountFactory()
+    age(account, 30, sql)
+    account_unsuspend(account=account_suspend(account=account, actor=None), actor=None)
+    assert "sign-ups 0" in cleanup("--only", "sign-ups")
+    assert Account.objects.get(pk=account.pk).status == AccountStatus.PROVISIONED
 
 
 def test_each_deleted_sign_up_is_audited_with_its_reason(sql):
