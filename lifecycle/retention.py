@@ -7,13 +7,11 @@ from datetime import timedelta
 from axes.models import AccessLog
 from django.conf import settings
 from django.contrib.sessions.models import Session
-from django.db import transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 from django_q.models import Task
 
 from accounts.retention import abandoned_sign_ups
-from platform_events.retention import RetentionRule
+from platform_events.retention import RetentionRule, queryset_rule
 from tokens.retention import old_mail_runs, old_tokens
 
 
@@ -24,27 +22,18 @@ def retention_rules() -> list[RetentionRule]:
         abandoned_sign_ups(),
         old_tokens(),
         old_mail_runs(),
-        _rule("sessions", "staff sessions: until they expire", Session.objects.filter(expire_date__lt=now)),
-        _rule(
+        queryset_rule("sessions", "staff sessions: until they expire", Session.objects.filter(expire_date__lt=now)),
+        queryset_rule(
             "access-log",
             f"staff log-ins and log-outs (django-axes): {log_days} days",
             AccessLog.objects.filter(attempt_time__lt=now - timedelta(days=log_days)),
         ),
-        _rule(
+        queryset_rule(
             "tasks",
             f"django-q2 task results: {task_days} days",
             Task.objects.filter(stopped__lt=now - timedelta(days=task_days)),
         ),
     ]
-
-
-def _rule(name: str, keeps: str, old: QuerySet) -> RetentionRule:
-    def delete_batch(size: int) -> int:
-        with transaction.atomic():
-            batch = list(old.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True)[:size])
-            return old.model.objects.filter(pk__in=batch).delete()[0]
-
-    return RetentionRule(name=name, keeps=keeps, count=old.count, delete_batch=delete_batch)
 
 
 def apply_retention(rules: list[RetentionRule], *, batch_size: int, say=lambda line: None) -> str:

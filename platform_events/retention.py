@@ -9,6 +9,11 @@ cleanup holds no lock for long and stops cleanly between batches.
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.db import transaction
+from django.db.models import QuerySet
+
+from platform_events.audit import audit_context
+
 
 @dataclass(frozen=True)
 class RetentionRule:
@@ -16,3 +21,15 @@ class RetentionRule:
     keeps: str  # what is kept, in a sentence fragment: "sign-ups never activated: 7 days"
     count: Callable[[], int]
     delete_batch: Callable[[int], int]  # deletes up to n rows; returns how many it deleted
+
+
+def queryset_rule(name: str, keeps: str, old: QuerySet, *, reason: str | None = None) -> RetentionRule:
+    """A rule deleting the rows of ``old``, oldest key first, skipping rows another session holds;
+    ``reason`` goes to the audit rows the deletion's triggers write."""
+
+    def delete_batch(size: int) -> int:
+        with transaction.atomic(), audit_context(reason=reason):
+            batch = list(old.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True)[:size])
+            return old.model.objects.filter(pk__in=batch).delete()[0]
+
+    return RetentionRule(name=name, keeps=keeps, count=old.count, delete_batch=delete_batch)
