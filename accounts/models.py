@@ -36,5 +36,12 @@ class Account(models.Model):
             ("send_password_recovery", "Can send password-recovery e-mails"),
         ]
 
+    # An account acting on itself is audited as account:<id>, apart from staff:<id> (platform_events/audit.py).
+    audit_kind = "account"
+
     def __str__(self):
         return f"{self.login} <{self.email}>"
+
+    def get_username(self) -> str:
+        """The name the audit trail shows for this account when it acts (``actor_display``)."""
+        return self.login

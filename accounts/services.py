@@ -2,8 +2,9 @@
 
 Each service is atomic and returns the account as the triggers left it. The rules themselves live
 in the database (accounts/sql/); a refusal arrives as a LifecycleError (accounts/errors.py). Every
-service that changes state takes the acting staff user, ``actor`` (None: the system, audited as
-the database role), and opens the audit context with it (platform_events/audit.py).
+service that changes state takes the acting party, ``actor`` (a staff user, an account acting for
+itself, or None: the system, audited as the database role), and opens the audit context with it
+(platform_events/audit.py).
 """
 
 from datetime import datetime

@@ -96,7 +96,7 @@ def seed(accounts: int, audit_rows: int) -> None:
                 """
                 INSERT INTO audit_events (occurred_at, actor_type, actor_id, actor_display, action, resource_type,
                                           resource_id, reason, diff_before, diff_after)
-                SELECT now() - make_interval(secs => g * 31536000.0 / %(n)s), 'USER', '1', 'support',
+                SELECT now() - make_interval(secs => g * 31536000.0 / %(n)s), 'USER', 'staff:1', 'support',
                        'account.suspended', 'account', (g %% %(accounts)s + 1)::text, 'bench',
                        '{"status": "active"}', '{"status": "suspended"}'
                 FROM generate_series(1, %(n)s) g

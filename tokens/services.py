@@ -3,8 +3,8 @@
 Whether a token may be consumed (unused, not replaced, unexpired, account in the right state,
 and by code only while its code is not blocked by wrong codes) is decided by the trigger on tokens.consumed_at, for every client; these services
 find the token, let the database decide, and turn its refusal into a LifecycleError. Like the
-account services, each takes the acting party, ``actor`` (None: the system or an end user,
-audited as the database role).
+account services, each takes the acting party, ``actor`` (a staff user, an account acting for
+itself, or None: the system or an end user not yet known, audited as the database role).
 """
 
 import hmac

@@ -51,6 +51,7 @@ def test_only_the_changed_fields_are_kept(sql):
 
 
 def test_a_suspension_by_staff_names_them_and_their_reason():
+    """The rows name the staff user (staff:<id>, apart from accounts' ids) and the reason they gave."""
     staff = get_user_model().objects.create_user("support1", is_staff=True)
     account = AccountFactory(active=True)
     with audit_context(reason="chargeback fraud"):
@@ -61,11 +62,23 @@ def test_a_suspension_by_staff_names_them_and_their_reason():
     assert (suspended.action, suspended.actor_type, suspended.actor_id, suspended.actor_display, suspended.reason) == (
         "account.suspended",
         "USER",
-        str(staff.pk),
+        f"staff:{staff.pk}",
         "support1",
         "chargeback fraud",
     )
     assert (unsuspended.action, unsuspended.reason) == ("account.unsuspended", "cleared by the bank")
+
+
+def test_an_account_acting_for_itself_is_audited_as_that_account():
+    """An end user activating by their link is the actor: account:<id>, shown by login, apart from staff ids."""
+    account = AccountFactory(login="jane")
+    token = live_token(account=account)
+    token_consume(secret=bytes(token.secret), actor=account)
+    rows = trail("account", account.pk)[-1:] + trail("token", token.pk)[-1:]
+    assert [(e.action, e.actor_type, e.actor_id, e.actor_display) for e in rows] == [
+        ("account.activated", "USER", f"account:{account.pk}", "jane"),
+        ("token.consumed", "USER", f"account:{account.pk}", "jane"),
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
