@@ -1,4 +1,4 @@
-"""The audit trail in the admin: read-only, linked from an account, searchable by request id."""
+"""The audit trail in the admin: read-only, linked from an account, searchable by actor and request id."""
 
 import pytest
 from django.urls import reverse
@@ -8,6 +8,7 @@ from platform_events.models import AuditEvent
 from tests.support import admin_action
 from tokens.links import secret_to_text
 from tokens.selectors import live_token
+from tokens.services import token_consume
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +30,26 @@ class TestAuditViews:
         account = AccountFactory(active=True)
         admin_action(support, "suspend", [account], reason="chargeback")
         page = support.get(reverse("admin:platform_events_auditevent_changelist")).content.decode()
-        assert "support1 (user from 127.0.0.1, as lifecycle_app)" in page
+        assert "support1 (staff from 127.0.0.1, as lifecycle_app)" in page
+
+    def test_an_account_acting_for_itself_is_shown_as_an_account(self, support):
+        """The kind in the actor's id is shown, so an end user is not taken for a staff member."""
+        account = AccountFactory(login="jane")
+        token_consume(secret=bytes(live_token(account=account).secret), actor=account)
+        page = support.get(reverse("admin:platform_events_auditevent_changelist")).content.decode()
+        assert "jane (account, as lifecycle_app)" in page
+
+    def test_search_by_actor_id_of_either_kind(self, support):
+        """Actor ids say their kind: account:<id> finds what the account did, staff:<id> what the staff member did."""
+        account = AccountFactory(login="jane")
+        token_consume(secret=bytes(live_token(account=account).secret), actor=account)
+        admin_action(support, "suspend", [account], reason="chargeback")
+        staff = AuditEvent.objects.get(action="account.suspended").actor_id
+        changelist = reverse("admin:platform_events_auditevent_changelist")
+        by_account = support.get(changelist + f"?q=account:{account.pk}").context["cl"].result_list
+        by_staff = support.get(changelist + f"?q={staff}").context["cl"].result_list
+        assert {e.action for e in by_account} == {"account.activated", "token.consumed"}
+        assert [e.action for e in by_staff] == ["account.suspended"] and staff.startswith("staff:")
 
     def test_search_by_correlation_or_request_id(self, support):
         account = AccountFactory(active=True)
