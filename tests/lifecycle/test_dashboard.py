@@ -11,6 +11,8 @@ from lifecycle.dashboard import accounts_by_status
 from lifecycle.factories import AccountFactory
 from platform_events.audit import audit_context
 from tests.support import analyze
+from tokens.selectors import live_token
+from tokens.services import token_consume
 
 pytestmark = pytest.mark.django_db
 INDEX = reverse("admin:index")
@@ -53,6 +55,16 @@ def test_an_auditor_sees_only_the_staff_actions():
     client.force_login(user)
     dashboard = client.get(INDEX).context["dashboard"]
     assert set(dashboard) == {"staff_actions"}
+
+
+def test_an_account_acting_for_itself_is_not_a_staff_action(admin_client, admin_user):
+    """End users' own actions are audited as users too; the staff list leaves them out."""
+    account = AccountFactory()
+    token_consume(secret=bytes(live_token(account=account).secret), actor=account)
+    with audit_context(reason="test run"):
+        account_suspend(account=account, actor=admin_user)
+    staff_actions = admin_client.get(INDEX).context["dashboard"]["staff_actions"]
+    assert [(e.action, e.actor_id) for e in staff_actions] == [("account.suspended", f"staff:{admin_user.pk}")]
 
 
 def test_a_long_mail_queue_is_not_counted_to_the_end(admin_client, monkeypatch):
