@@ -13,7 +13,8 @@ transaction with the acting party it was given (a required argument), and the tw
             account_suspend(account=account, actor=request.user)
 
 The acting party is a staff user or an end user's account; its id says which (``staff:3``,
-``account:3``).
+``account:3``). Work done after the response (a django-q2 task) cannot hold the request: the view
+passes ``request_origin(request)``, plain strings, and the task opens ``audit_context(origin=...)``.
 """
 
 import uuid
@@ -27,6 +28,8 @@ from platform_events.client_ip import client_ip
 
 # The lifecycle.* settings the triggers read (audit_actor() in platform_events/sql/0001_audit.sql).
 FIELDS = ["actor_id", "actor_display", "actor_ip", "actor_user_agent", "reason", "request_id", "correlation_id"]
+# The part of them a request gives: what request_origin() returns and audit_context(origin=...) takes.
+ORIGIN_FIELDS = frozenset({"actor_ip", "actor_user_agent", "request_id"})
 
 _current: ContextVar[dict[str, str] | None] = ContextVar("audit_context", default=None)
 
@@ -37,17 +40,22 @@ def audit_context(
     actor=None,
     reason: str | None = None,
     request=None,
+    origin: dict[str, str] | None = None,
     correlation_id: uuid.UUID | None = None,
 ) -> Iterator[None]:
     """Name the acting party (``actor``: a staff user, or an end user's account), the ``reason`` and
-    the ``request`` (its IP, user agent and a request id) for the changes made inside.
+    where the action came from: the ``request`` (its IP, user agent and a request id) or, in work
+    done after the response, the ``origin`` that ``request_origin()`` took from it.
 
     Nested, the inner values add to the outer ones and win over them; a value not given (None)
     leaves the outer one in place. Inside a transaction the context applies at once; outside one,
     it applies to each transaction a service opens within it (services open it themselves).
     """
     outer = _current.get() or {}
-    values = {**outer, **_given(actor=actor, reason=reason, request=request, correlation_id=correlation_id)}
+    values = {
+        **outer,
+        **_given(actor=actor, reason=reason, request=request, origin=origin, correlation_id=correlation_id),
+    }
     token = _current.set(values)
     try:
         if values and connection.in_atomic_block:
@@ -61,19 +69,31 @@ def audit_context(
         _apply(outer)
 
 
-def _given(*, actor, reason, request, correlation_id) -> dict[str, str]:
+def request_origin(request) -> dict[str, str]:
+    """Where ``request`` came from, as ``audit_context(request=request)`` records it: ``actor_ip``,
+    ``actor_user_agent`` and a new ``request_id``, each only when known. Plain strings, so a task's
+    arguments can carry them; open ``audit_context(origin=...)`` with the same dict in the view too
+    and the rows written now and later share the request id."""
+    origin = {
+        "actor_ip": client_ip(request),
+        "actor_user_agent": _printable(request.META.get("HTTP_USER_AGENT"), limit=512),
+        "request_id": str(uuid.uuid4()),  # one per action, shared by every row it writes
+    }
+    return {name: value for name, value in origin.items() if value}
+
+
+def _given(*, actor, reason, request, origin, correlation_id) -> dict[str, str]:
+    if request is not None and origin is not None:
+        raise ValueError("audit_context: give request or origin, not both")
+    if origin is not None and not origin.keys() <= ORIGIN_FIELDS:
+        raise ValueError(f"audit_context: unknown origin fields {sorted(origin.keys() - ORIGIN_FIELDS)}")
     given = {
         "actor_id": _actor_id(actor) if actor else None,
         "actor_display": actor.get_username() if actor else None,
         "reason": reason,
         "correlation_id": str(correlation_id) if correlation_id else None,
     }
-    if request is not None:
-        given |= {
-            "actor_ip": client_ip(request),
-            "actor_user_agent": _printable(request.META.get("HTTP_USER_AGENT"), limit=512),
-            "request_id": str(uuid.uuid4()),  # one per action, shared by every row it writes
-        }
+    given |= request_origin(request) if request is not None else origin or {}
     return {name: value for name, value in given.items() if value}
 
 

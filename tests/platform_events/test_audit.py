@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 
 from accounts.services import account_suspend, account_unsuspend
 from lifecycle.factories import AccountFactory
-from platform_events.audit import audit_context
+from platform_events.audit import audit_context, request_origin
 from platform_events.models import AuditEvent
 from tests.support import connect_as_owner, max_code_attempts, wrong_code
 from tokens.errors import WrongCode
@@ -79,6 +79,38 @@ def test_an_account_acting_for_itself_is_audited_as_that_account():
         ("account.activated", "USER", f"account:{account.pk}", "jane"),
         ("token.consumed", "USER", f"account:{account.pk}", "jane"),
     ]
+
+
+def test_an_origin_carried_as_json_is_audited_as_its_request_would_be(rf):
+    """A task run after the response, given request_origin() through JSON, writes the request's IP and
+    user agent, and the request id the origin carries."""
+    staff = get_user_model().objects.create_user("support1", is_staff=True)
+    in_request, in_task = AccountFactory.create_batch(2, active=True)
+    request = rf.post("/admin/", REMOTE_ADDR="192.0.2.7", HTTP_USER_AGENT="Firefox")
+    origin = json.loads(json.dumps(request_origin(request)))
+    with audit_context(request=request):
+        account_suspend(account=in_request, actor=staff)
+    with audit_context(origin=origin):
+        account_suspend(account=in_task, actor=staff)
+    direct, carried = trail("account", in_request.pk)[-1], trail("account", in_task.pk)[-1]
+    assert (str(carried.actor_ip), carried.actor_user_agent) == (str(direct.actor_ip), direct.actor_user_agent)
+    assert (str(carried.actor_ip), carried.actor_user_agent) == ("192.0.2.7", "Firefox")
+    assert str(carried.request_id) == origin["request_id"] and direct.request_id is not None
+
+
+def test_an_origin_with_a_field_other_than_ip_user_agent_or_request_id_is_refused():
+    """An origin names where a request came from, never who acted."""
+    with pytest.raises(ValueError, match=r"unknown origin fields \['actor_id'\]"):
+        with audit_context(origin={"actor_ip": "192.0.2.7", "actor_id": "staff:1"}):
+            pass
+
+
+def test_a_request_and_an_origin_together_are_refused(rf):
+    """One source for where the action came from, so neither silently wins."""
+    request = rf.post("/admin/", REMOTE_ADDR="192.0.2.7")
+    with pytest.raises(ValueError, match="give request or origin, not both"):
+        with audit_context(request=request, origin=request_origin(request)):
+            pass
 
 
 @pytest.mark.django_db(transaction=True)
