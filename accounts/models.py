@@ -45,3 +45,32 @@ class Account(models.Model):
     def get_username(self) -> str:
         """The name the audit trail shows for this account when it acts (``actor_display``)."""
         return self.login
+
+    @property
+    def masked_email(self) -> str:
+        """The address as a page shown to a link's holder prints it: enough to recognise, not to harvest
+        ("j•••e@example.com")."""
+        local, _, domain = self.email.rpartition("@")
+        shown = local[0] + "•••" + local[-1] if len(local) > 2 else local[:1] + "•••"
+        return f"{shown}@{domain}"
+
+
+class AccountPassword(models.Model):
+    """An account's password, as a Django password hash only (accounts/sql/0011_passwords.sql).
+
+    Kept apart from accounts so that no admin page, audit row or log of an account ever holds it;
+    set it through accounts/services.py (account_set_password), which hashes.
+    """
+
+    account = models.OneToOneField(
+        Account, primary_key=True, on_delete=models.DO_NOTHING, db_column="account", related_name="password"
+    )
+    password = models.CharField(max_length=128)
+    changed_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        managed = False
+        db_table = "account_passwords"
+
+    def __str__(self):
+        return f"password of account {self.account_id}"

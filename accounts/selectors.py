@@ -59,3 +59,18 @@ def abandoned_sign_ups_count(*, created_before: datetime) -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM ({ABANDONED_SIGN_UPS}) abandoned", {"before": created_before})
         return cursor.fetchone()[0]
+
+
+def sign_up_problems(*, email: str, login: str) -> dict[str, str]:
+    """What the database would refuse in this e-mail and login (accounts/sql/0007_address_rules.sql,
+    asked rather than repeated), by field, and whether the login is taken (logins are public names;
+    whether an address is known never shows)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT accounts_email_problem(%s), accounts_login_problem(%s),"
+            " EXISTS (SELECT 1 FROM accounts WHERE lower(login) = lower(%s))",
+            [email, login, login],
+        )
+        email_problem, login_problem, taken = cursor.fetchone()
+    problems = {"email": email_problem, "login": login_problem or ("login is taken" if taken else None)}
+    return {field: problem for field, problem in problems.items() if problem}

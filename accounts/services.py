@@ -9,6 +9,9 @@ itself, or None: the system, audited as the database role), and opens the audit 
 
 from datetime import datetime
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from django.contrib.auth.password_validation import validate_password
 from django.db import connection, transaction
 
 from accounts.errors import (
@@ -45,6 +48,52 @@ def account_provision(*, email: str, login: str, actor) -> Account:
             cursor.execute("INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login])
             (account_id,) = cursor.fetchone()
     return Account.objects.get(pk=account_id)
+
+
+def account_sign_up(*, email: str, login: str, password_hash: str) -> Account | None:
+    """A public sign-up (the person who typed it is the actor): a provisioned account with its password,
+    whose activation token the database issues. None when an activated account holds the address:
+    nothing is made, and the page said the same either way (README, "Public pages").
+
+    ``password_hash`` is made by the caller (account_password_hash) while the request is answered,
+    the same work for every sign-up.
+    """
+    email, login = email.strip(), login.strip()
+    if "\x00" in email or "\x00" in login:  # PostgreSQL text cannot hold NUL; the form refuses it first
+        raise InvalidEmail("accounts: e-mail must be plain ASCII without control characters")
+    if email_is_claimed(email):
+        return None
+    with lifecycle_rules(), transaction.atomic(), connection.cursor() as cursor:
+        # The id first, so that the account's own audit rows name it as their actor (account:N).
+        cursor.execute("SELECT nextval(pg_get_serial_sequence('accounts', 'id'))")
+        (account_id,) = cursor.fetchone()
+        with audit_context(actor=Account(pk=account_id, email=email, login=login)):
+            cursor.execute("INSERT INTO accounts (id, email, login) VALUES (%s, %s, %s)", [account_id, email, login])
+            cursor.execute(
+                "INSERT INTO account_passwords (account, password) VALUES (%s, %s)", [account_id, password_hash]
+            )
+    return Account.objects.get(pk=account_id)
+
+
+def account_password_hash(password: str, *, login: str, email: str) -> str:
+    """The Django hash (Argon2id) of a password chosen for this login and address, after Django's
+    password validators (AUTH_PASSWORD_VALIDATORS) accepted it; their ValidationError otherwise."""
+    # An unsaved staff-user object only to carry the names: the validators read fields of a user model.
+    validate_password(password, user=get_user_model()(username=login, email=email))
+    return make_password(password)
+
+
+def account_set_password(*, account: Account, password_hash: str, actor) -> None:
+    """Make ``password_hash`` (from account_password_hash) the account's password, audited as
+    account.password_set without it. Call it inside the transaction of what allowed the change
+    (a consumed token), so that the two stand or fall together."""
+    with transaction.atomic(), audit_context(actor=actor), connection.cursor() as cursor:
+        # One statement: two changes at once leave the later one, never a duplicate-key error.
+        cursor.execute(
+            "INSERT INTO account_passwords (account, password) VALUES (%s, %s)"
+            " ON CONFLICT (account) DO UPDATE SET password = EXCLUDED.password",
+            [account.pk, password_hash],
+        )
 
 
 def account_suspend(*, account: Account, actor) -> Account:

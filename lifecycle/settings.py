@@ -127,6 +127,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "tokens.pages.public_context",
             ],
         },
     },
@@ -179,6 +180,35 @@ RETENTION_TOKEN_DAYS = read_int("RETENTION_TOKEN_DAYS", default=90, minimum=1, m
 RETENTION_MAIL_RUN_DAYS = read_int("RETENTION_MAIL_RUN_DAYS", default=30, minimum=1, maximum=36_500)
 RETENTION_ACCESS_LOG_DAYS = read_int("RETENTION_ACCESS_LOG_DAYS", default=90, minimum=1, maximum=36_500)
 RETENTION_TASK_DAYS = read_int("RETENTION_TASK_DAYS", default=30, minimum=1, maximum=36_500)
+
+# Argon2id first: new passwords (staff's and accounts') are hashed with it; older hashes still check,
+# and a staff password is rehashed at its next log-in.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
+
+# The public pages (README, "Public pages"). Off: /signup/ says sign-up is closed; accounts are then
+# made by staff or the services only.
+PUBLIC_SIGN_UP = read_bool("PUBLIC_SIGN_UP", default=True)
+# Where the pages send people once their account is active or their password changed (the product
+# that uses these accounts signs them in; Lifecycle has no sign-in of its own).
+SIGN_IN_URL = read_url("SIGN_IN_URL", default=PUBLIC_BASE_URL)
+# How people reach support, as the pages print it: an address or a URL.
+SUPPORT_CONTACT = env.str("SUPPORT_CONTACT", default="support@localhost")
+
+# Limits of the public pages, per hour (README, "Limits"): per identifier (a login or address,
+# whoever owns it) and per client address (behind a shared NAT, raise the per-client ones).
+PUBLIC_LIMITS_PER_HOUR = {
+    "sign-up-per-identifier": read_int("LIMIT_SIGN_UP_PER_ADDRESS", default=3, minimum=1),
+    "sign-up-per-client": read_int("LIMIT_SIGN_UP_PER_CLIENT", default=20, minimum=1),
+    # A recovery request and "send me a new e-mail" together.
+    "mail-per-identifier": read_int("LIMIT_MAIL_PER_IDENTIFIER", default=3, minimum=1),
+    "mail-per-client": read_int("LIMIT_MAIL_PER_CLIENT", default=30, minimum=1),
+    # Beyond the 5 wrong codes that block one code: guesses spread over new codes, or over many logins.
+    "code-per-identifier": read_int("LIMIT_CODE_PER_IDENTIFIER", default=10, minimum=1),
+    "code-per-client": read_int("LIMIT_CODE_PER_CLIENT", default=60, minimum=1),
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -29,6 +29,8 @@ class AuditAction(models.TextChoices):
     ACCOUNT_CHANGED = "account.changed", "account.changed"
     ACCOUNT_DELETED = "account.deleted", "account.deleted"
     ACCOUNT_HISTORY_REWRITTEN = "account.history_rewritten", "account.history_rewritten"
+    ACCOUNT_PASSWORD_SET = "account.password_set", "account.password_set"
+    ACCOUNT_PASSWORD_REMOVED = "account.password_removed", "account.password_removed"
     TOKEN_ISSUED = "token.issued", "token.issued"
     TOKEN_CONSUMED = "token.consumed", "token.consumed"
     TOKEN_BURNT = "token.burnt", "token.burnt"
@@ -75,3 +77,21 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.action} {self.resource_type} {self.resource_id} by {self.actor_display or self.actor_id}"
+
+
+class RateLimit(models.Model):
+    """Hits of one bucket in one fixed window (platform_events/sql/0008_limits.sql); counted by
+    platform_events/limits.py, deleted by manage.py cleanup a day after the window ends."""
+
+    id = models.BigAutoField(primary_key=True)
+    bucket = models.TextField()  # "<limit>:<keyed hash>": never an address, login or IP
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    hits = models.IntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "rate_limits"
+
+    def __str__(self):
+        return f"{self.bucket} from {self.window_start:%Y-%m-%d %H:%M}: {self.hits}"

@@ -10,8 +10,9 @@ none can start it again during the outage): the web server (runserver --noreload
 ``listen_mailroom`` workers and the django-q2 cluster.
 
 - **Clients** (threads): each provisions accounts through the services, reads the activation e-mail
-  and opens its link through the web server (GET, then the POST that activates), asks for recovery
-  on ``/recover/``, reads that e-mail and confirms its link; again and again until the time is up.
+  and opens its link through the web server (GET, then the POST that activates with a password), asks
+  for recovery on ``/recover/`` (the cluster runs the queued request), reads that e-mail and sets a new
+  password through its link; again and again until the time is up.
 - **Upkeep** meanwhile: this month's audit partition is absent at the start (as on an install whose
   month was not made ahead), and ``ensure_audit_partitions`` makes it under load; ``cleanup``
   deletes old abandoned sign-ups made before the run (and whatever else its rules no longer keep); ``drain_mailroom`` runs as cron would, beside
@@ -59,6 +60,9 @@ OLD_SIGN_UPS = 200
 MAIL_RUNS = 5
 # A request that ended this long after the database was back still counts as in the outage.
 OUTAGE_GRACE = 2.0
+LIMIT_NAMES = ["SIGN_UP_PER_ADDRESS", "SIGN_UP_PER_CLIENT", "MAIL_PER_IDENTIFIER", "MAIL_PER_CLIENT",
+               "CODE_PER_IDENTIFIER", "CODE_PER_CLIENT"]  # fmt: skip
+PASSWORD = {"password": "soak test password 1", "password_again": "soak test password 1"}
 LINK = re.compile(r"https?://[^/\s]+(/(?:activate|recover)/[A-Za-z0-9_-]{43})")
 CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
@@ -213,6 +217,8 @@ class Soak:
             "EMAIL_TIMEOUT": str(EMAIL_TIMEOUT),
             "MAILROOM_LEASE_SECONDS": str(LEASE_SECONDS),
             "LOG_LEVEL": "INFO",
+            # Every client comes from 127.0.0.1 and asks again and again: the public limits would stop it.
+            **{f"LIMIT_{name}": "1000000" for name in LIMIT_NAMES},
         }
         os.environ.update(self.product_env)
         import django
@@ -384,7 +390,7 @@ class Soak:
                 Failure("activation e-mail", f"none arrived for {login}", time.monotonic(), time.monotonic())
             )
             return
-        if not self.confirm(browser, mail[1], done="Your account is active", what="activate"):
+        if not self.confirm(browser, mail[1], PASSWORD, done="Your account is active", what="activate"):
             return
         self.tally.finished("activated")
         newest = 0
@@ -399,7 +405,7 @@ class Soak:
                 )
                 return
             newest = mail[0]
-            outcome = self.confirm(browser, mail[1], done="Recovery confirmed", what="recover link")
+            outcome = self.confirm(browser, mail[1], PASSWORD, done="Your password is changed", what="recover link")
             if outcome != "replaced":
                 break
         if outcome:
@@ -437,9 +443,9 @@ class Soak:
         self.tally.finished("provisioned")
         return True
 
-    def confirm(self, browser: Browser, path: str, *, done: str, what: str) -> str | bool:
-        """Open an e-mail's link (GET: the confirmation page), then POST its form."""
-        return self.submit(browser, path, {}, done=done, what=what)
+    def confirm(self, browser: Browser, path: str, data: dict, *, done: str, what: str) -> str | bool:
+        """Open an e-mail's link (GET: the form that asks for a password), then POST it."""
+        return self.submit(browser, path, data, done=done, what=what)
 
     def submit(self, browser: Browser, path: str, data: dict, *, done: str, what: str) -> str | bool:
         """GET the form, POST it with its CSRF token; retried while the database is down. Returns
@@ -624,6 +630,9 @@ class Soak:
                 "  WHERE a.login LIKE 'soak%%' AND t.consumed_at IS NOT NULL"
                 " UNION ALL SELECT 'token.superseded', count(*) FROM tokens t JOIN accounts a ON a.id = t.account"
                 "  WHERE a.login LIKE 'soak%%' AND t.superseded_at IS NOT NULL"
+                # Each link the clients opened set a password with its consumption.
+                " UNION ALL SELECT 'account.password_set', count(*) FROM tokens t JOIN accounts a ON a.id = t.account"
+                "  WHERE a.login LIKE 'soak%%' AND t.consumed_at IS NOT NULL"
             )
         )
         rows = dict(
@@ -648,6 +657,8 @@ class Soak:
                 "  WHERE a.login LIKE 'soak%%' AND t.consumed_at IS NOT NULL"
                 " UNION ALL SELECT 'token.superseded', t.id::text FROM tokens t JOIN accounts a ON a.id = t.account"
                 "  WHERE a.login LIKE 'soak%%' AND t.superseded_at IS NOT NULL"
+                " UNION ALL SELECT 'account.password_set', t.account::text FROM tokens t JOIN accounts a ON a.id = t.account"
+                "  WHERE a.login LIKE 'soak%%' AND t.consumed_at IS NOT NULL"
             )
         )
         found = Counter(

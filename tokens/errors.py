@@ -73,3 +73,9 @@ class WrongCode(LifecycleError):
     def __init__(self, message: str, *, attempts_left: int):
         super().__init__(message)
         self.attempts_left = attempts_left
+
+
+class PasswordNeeded(LifecycleError):
+    """An activation from the public pages of an account that has no password, without one."""
+
+    code = "password_needed"

@@ -1,8 +1,59 @@
 from django import forms
 
+from accounts.selectors import sign_up_problems
 
-class CodeForm(forms.Form):
-    identifier = forms.CharField(label="Login or e-mail", max_length=254, strip=True)
+IDENTIFIER = {"label": "Login or e-mail", "max_length": 254, "strip": True}
+
+
+def _printable(value: str) -> bool:
+    # PostgreSQL text cannot hold NUL; nobody's login or address holds a control character.
+    return all(character.isprintable() for character in value)
+
+
+class IdentifierForm(forms.Form):
+    identifier = forms.CharField(**IDENTIFIER)
+
+    def clean_identifier(self):
+        identifier = self.cleaned_data["identifier"]
+        if not _printable(identifier):
+            raise forms.ValidationError("A login or e-mail has no control characters.")
+        return identifier
+
+
+class NewPasswordForm(forms.Form):
+    """Two typings of a new password; Django's validators check it once the account is known
+    (accounts.services.account_password_hash), since some compare it with the login and address."""
+
+    password = forms.CharField(
+        label="New password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+    )
+    password_again = forms.CharField(
+        label="New password, again", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+    )
+
+    def clean(self):
+        cleaned = super().clean()
+        if (
+            cleaned.get("password")
+            and cleaned.get("password_again")
+            and cleaned["password"] != cleaned["password_again"]
+        ):
+            self.add_error("password_again", "The two passwords differ.")
+        return cleaned
+
+
+class OptionalNewPasswordForm(NewPasswordForm):
+    """At activation: a password is asked for only when the account has none (sign-up chose one)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("password", "password_again"):
+            self.fields[name].required = False
+            self.fields[name].label = self.fields[name].label.replace("New password", "Password")
+        self.fields["password"].help_text = "Only if you did not choose one when you signed up."
+
+
+class CodeForm(IdentifierForm):
     code = forms.RegexField(
         label="Code",
         regex=r"^[0-9]{5}$",
@@ -12,5 +63,25 @@ class CodeForm(forms.Form):
     )
 
 
-class RecoveryRequestForm(forms.Form):
-    identifier = forms.CharField(label="Login or e-mail", max_length=254, strip=True)
+class ActivationCodeForm(CodeForm, OptionalNewPasswordForm):
+    pass
+
+
+class RecoveryCodeForm(CodeForm, NewPasswordForm):
+    pass
+
+
+class SignUpForm(NewPasswordForm):
+    email = forms.EmailField(label="E-mail", max_length=254)
+    login = forms.CharField(label="Login", max_length=254, strip=True, help_text="Letters, digits and . _ + -")
+    field_order = ["email", "login", "password", "password_again"]
+
+    def clean(self):
+        cleaned = super().clean()
+        email, login = cleaned.get("email"), cleaned.get("login")
+        if email and login and _printable(email) and _printable(login):
+            for field, problem in sign_up_problems(email=email, login=login).items():
+                self.add_error(field, problem[0].upper() + problem[1:] + ".")
+        elif login and not _printable(login):
+            self.add_error("login", "Login may only hold ASCII letters, digits and . _ + -.")
+        return cleaned

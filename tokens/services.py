@@ -1,26 +1,54 @@
 """Issuing and consuming tokens.
 
 Whether a token may be consumed (unused, not replaced, unexpired, account in the right state,
-and by code only while its code is not blocked by wrong codes) is decided by the trigger on tokens.consumed_at, for every client; these services
-find the token, let the database decide, and turn its refusal into a LifecycleError. Like the
-account services, each takes the acting party, ``actor`` (a staff user, an account acting for
-itself, or None: the system or an end user not yet known, audited as the database role).
+and by code only while its code is not blocked by wrong codes) is decided by the trigger on
+tokens.consumed_at, for every client; these services find the token, let the database decide, and
+turn its refusal into a LifecycleError. A consumption may set the account's password in the same
+transaction (activation, recovery). Like the account services, each takes the acting party,
+``actor``: a staff user, None (the system, audited as the database role), or TOKEN_HOLDER, the
+person the token was sent to (audited as its account).
 """
 
 import hmac
+from dataclasses import dataclass
 
 from django.db import connection, transaction
 from django.db.models import BooleanField, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 
 from accounts.errors import AccountGone
-from accounts.models import Account, AccountStatus
+from accounts.models import Account, AccountPassword, AccountStatus
 from accounts.selectors import accounts_by_identifier
+from accounts.services import account_password_hash, account_set_password
 from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
-from tokens.errors import TokenNotFound, WrongAccountState, WrongCode
+from tokens.errors import PasswordNeeded, TokenNotFound, WrongAccountState, WrongCode
 from tokens.links import secret_from_text
-from tokens.models import MaxCodeAttempts, Token, TokenAction
+from tokens.models import MailState, MaxCodeAttempts, Token, TokenAction
+
+# The acting party of an end user's own action: the account the token was sent to.
+TOKEN_HOLDER = "token holder"
+
+# The state an account must be in for each action's e-mail (the consume trigger says the same).
+NEEDS = {TokenAction.ACTIVATION: AccountStatus.PROVISIONED, TokenAction.PASSWORD_RECOVERY: AccountStatus.ACTIVE}
+
+
+def _acting(actor, account: Account | None):
+    """Who the audit trail names: TOKEN_HOLDER is the token's account. With no account (a code typed
+    for a login nobody has), a stand-in that writes nothing: named all the same, so that an unknown
+    login costs the same statements as a known one."""
+    if actor != TOKEN_HOLDER:
+        return actor
+    return account if account is not None else Account(pk=0, login="(nobody)")
+
+
+@dataclass(frozen=True)
+class NewPassword:
+    """What a consumption does to the account's password: ``password`` to set (None: leave it), and
+    whether an account without one must be given one (an activation from the public pages)."""
+
+    password: str | None = None
+    required: bool = False
 
 
 def token_resend_activation(*, account: Account, actor) -> Token:
@@ -63,37 +91,80 @@ def _issue(account_id: int, action: TokenAction, *, needs: AccountStatus, actor)
     return Token.objects.select_related("account").get(pk=row[0]) if row else None
 
 
-def token_consume(*, secret: str | bytes, action: TokenAction | None = None, actor) -> Token:
-    """Consume a token by the secret its link carries (URL-safe text, or the raw 32 bytes).
-
-    With ``action``, a token of another action is not found (an activation page never consumes a
-    recovery token).
-    """
+def token_by_secret(secret: str | bytes, *, action: TokenAction | None = None) -> Token | None:
+    """The token a link's secret (URL-safe text, or the raw 32 bytes) names, with its account; None when
+    there is none (of ``action``, when given: an activation page never finds a recovery token)."""
     raw = secret_from_text(secret) if isinstance(secret, str) else bytes(secret)
     if raw is None:
-        raise TokenNotFound("tokens: this link is not valid")
-    tokens = Token.objects.filter(secret=raw)
+        return None
+    tokens = Token.objects.select_related("account").filter(secret=raw)
     if action is not None:
         tokens = tokens.filter(action=action)
-    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
+    return tokens.first()
+
+
+def token_consume(
+    *, secret: str | bytes, action: TokenAction | None = None, actor, new_password: NewPassword = NewPassword()
+) -> Token:
+    """Consume a token by the secret its link carries (URL-safe text, or the raw 32 bytes), and set
+    the account's password in the same transaction when ``new_password`` gives one.
+
+    With ``action``, a token of another action is not found (an activation page never consumes a
+    recovery token). A password the validators refuse raises their ValidationError, and nothing is
+    consumed.
+    """
+    token = token_by_secret(secret, action=action)
+    if token is None:
+        raise TokenNotFound("tokens: this link is not valid")
+    return _consume(token, how="link", actor=actor, new_password=new_password)
+
+
+def _consume(token: Token, *, how: str, actor, new_password: NewPassword) -> Token:
+    account = token.account
+    password_hash = _password_hash(account, new_password)  # hashed before the row lock is taken: Argon2 is slow
+    acting = _acting(actor, account)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=acting):
         # Two concurrent consumptions: the second waits for the first's row lock, then the trigger refuses it.
-        if not tokens.update(consumed_at=Now(), consumed_with="link"):
+        if not Token.objects.filter(pk=token.pk).update(consumed_at=Now(), consumed_with=how):
             raise TokenNotFound("tokens: this link is not valid")
-    return tokens.select_related("account").get()
+        if password_hash:
+            # Consumed with the token: a recovery token ends with the password it set.
+            account_set_password(account=account, password_hash=password_hash, actor=acting)
+    return Token.objects.select_related("account").get(pk=token.pk)
 
 
-def token_consume_code(*, identifier: str, code: str, action: TokenAction = TokenAction.ACTIVATION, actor) -> Token:
-    """Consume a token by the 5-digit code, given with the login or e-mail it was sent for.
+def _password_hash(account: Account, new_password: NewPassword) -> str | None:
+    if new_password.password is None:
+        if new_password.required and not AccountPassword.objects.filter(account=account).exists():
+            raise PasswordNeeded(f"tokens: account {account.pk} has no password yet; choose one", account_id=account.pk)
+        return None
+    return account_password_hash(new_password.password, login=account.login, email=account.email)
+
+
+def token_consume_code(
+    *,
+    identifier: str,
+    code: str,
+    action: TokenAction = TokenAction.ACTIVATION,
+    actor,
+    new_password: NewPassword = NewPassword(),
+) -> Token:
+    """Consume a token by the 5-digit code, given with the login or e-mail it was sent for (and set the
+    password as token_consume does, once the code is right).
 
     The guess is compared with one token only: the newest of that action among the accounts the
     login or e-mail names (the code of the most recent e-mail), so that many sign-ups sharing an
     address do not multiply a guess's chances. A wrong code counts against that token; at the
     database's tokens_max_code_attempts() its code stops working, its link does not. The count is
     committed even though we raise.
+
+    Every identifier costs the same statements, whether or not it names an account (README, "Public
+    pages": no oracle).
     """
-    with transaction.atomic(), audit_context(actor=actor):
+    with transaction.atomic():
         target = (
-            Token.objects.select_for_update()
+            Token.objects.select_for_update(of=("self",))
+            .select_related("account")
             .filter(action=action, superseded_at__isnull=True, account__in=accounts_by_identifier(identifier))
             .annotate(
                 expired=ExpressionWrapper(Q(expires_at__lte=Now()), output_field=BooleanField()),
@@ -102,14 +173,18 @@ def token_consume_code(*, identifier: str, code: str, action: TokenAction = Toke
             .order_by("-id")
             .first()
         )
-        if target is None:
-            raise TokenNotFound("tokens: no code was sent to this login or e-mail; ask for a new one")
-        usable = target.consumed_at is None and target.attempts_left > 0 and not target.expired
+        usable = target is not None and target.consumed_at is None and target.attempts_left > 0 and not target.expired
         # Bytes, not text: compare_digest raises TypeError on non-ASCII text (full-width digits, say).
-        right = hmac.compare_digest(target.code.encode(), code.strip().encode())
-        if usable and not right:
-            Token.objects.filter(pk=target.pk).update(failed_attempts=F("failed_attempts") + 1)
+        right = hmac.compare_digest((target.code if target else "-----").encode(), code.strip().encode())
+        acting = _acting(actor, target.account if target is not None else None)
+        with audit_context(actor=acting):
+            # The same UPDATE whether or not there is a token to count against (id 0 matches nothing).
+            Token.objects.filter(pk=target.pk if usable and not right else 0).update(
+                failed_attempts=F("failed_attempts") + 1
+            )
 
+    if target is None:
+        raise TokenNotFound("tokens: no code was sent to this login or e-mail; ask for a new one")
     if usable and not right:
         attempts_left = target.attempts_left - 1  # this wrong code counted
         if attempts_left == 0:
@@ -118,20 +193,40 @@ def token_consume_code(*, identifier: str, code: str, action: TokenAction = Toke
                 attempts_left=0,
             )
         raise WrongCode(f"tokens: wrong code; {attempts_left} attempt(s) left", attempts_left=attempts_left)
-    # The right code, or nothing to guess against: the consumption's refusal says why (expired, used,
-    # code blocked, account suspended ...), and a wrong code never consumes anything.
-    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
-        Token.objects.filter(pk=target.pk).update(consumed_at=Now(), consumed_with="code")
-        if not right:  # unusable, yet not refused: rolled back, never consumed by a wrong code
-            raise TokenNotFound("tokens: no code was sent to this login or e-mail; ask for a new one")
-    return Token.objects.select_related("account").get(pk=target.pk)
+    if not right:
+        # Nothing to guess against (used, expired, code blocked): a wrong code learns nothing of why.
+        raise TokenNotFound("tokens: no code was sent to this login or e-mail; ask for a new one")
+    return _consume(target, how="code", actor=actor, new_password=new_password)
 
 
-def token_request_password_recovery(*, identifier: str, actor) -> None:
-    """Issue a password-recovery token if an active account has this login or e-mail.
+def token_request_mail(*, identifier: str, action: TokenAction, actor) -> Token | None:
+    """Send an e-mail of ``action`` to the account this login or e-mail names, if it is in the state the
+    action needs (the newest such sign-up, for an address several share): its live token again while
+    that has not expired (re-sent, not replaced, so that nobody can cancel someone else's link), else a
+    new token. The token to be mailed, or None when there is no such account.
 
-    Returns nothing either way, so the caller cannot tell whether an account exists.
+    The public pages run it after they have answered (tokens/tasks.py), the same answer for any input.
     """
-    account = accounts_by_identifier(identifier).filter(status=AccountStatus.ACTIVE).first()
-    if account is not None:
-        _issue(account.pk, TokenAction.PASSWORD_RECOVERY, needs=AccountStatus.ACTIVE, actor=actor)
+    needs = NEEDS[action]
+    account = accounts_by_identifier(identifier).filter(status=needs).order_by("-id").first()
+    if account is None:
+        return None
+    acting = _acting(actor, account)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=acting):
+        # The account's row lock, as _issue takes it: a concurrent consume, suspension or issue waits.
+        if not Account.objects.filter(pk=account.pk, status=needs).select_for_update(no_key=True).exists():
+            return None
+        live = Token.objects.filter(
+            account=account, action=action, consumed_at__isnull=True, superseded_at__isnull=True, expires_at__gt=Now()
+        ).first()
+        if live is None:
+            return _issue(account.pk, action, needs=needs, actor=acting)
+        # Due again now, unless a run is mailing it at this moment (its lease): then that e-mail is the one.
+        again = Token.objects.filter(pk=live.pk, mail_claim__isnull=True).update(
+            mail_state=MailState.QUEUED if live.mail_state != MailState.RETRYING else MailState.RETRYING,
+            mail_next_attempt_at=Now(),
+        )
+        if again:
+            with connection.cursor() as cursor:
+                cursor.execute("NOTIFY token_insert")  # the listeners drain now, as for a new token
+    return live

@@ -3,8 +3,11 @@ from django.urls import path
 from tokens import views
 
 urlpatterns = [
+    path("signup/", views.sign_up, name="sign-up"),
     path("activate/", views.activate_code, name="activate-code"),
     path("activate/<str:secret>", views.activate_link, name="activate-link"),
+    path("resend/", views.resend_activation, name="resend"),
     path("recover/", views.recover_request, name="recover"),
+    path("recover/code/", views.recover_code, name="recover-code"),
     path("recover/<str:secret>", views.recover_link, name="recover-link"),
 ]

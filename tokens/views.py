@@ -1,15 +1,32 @@
-"""The public landing pages of the e-mails. A GET never consumes a token (mail scanners fetch
-links); a POST does. Every outcome has its own page, never a 500. The person acting is not known
-to the services yet (actor=None: audited as the database role)."""
+"""The public pages: sign up, activate (by the e-mail's link or its code), recover to a new password
+(link or code), and ask for an e-mail again. A GET never consumes a token (mail scanners fetch
+links); a POST does. Every outcome has its own page, never a 500.
 
+No page tells whether a login or address names an account (README, "Public pages"): the request
+forms answer the same for every input and leave the work to a queued task (tokens/tasks.py); the
+code forms answer a wrong code the same way whoever it was for. Only a link's secret or the right
+code shows whose account it is.
+"""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from accounts.errors import EmailAlreadyClaimed
+from accounts.models import AccountPassword, AccountStatus
+from accounts.services import account_password_hash
+from platform_events.audit import audit_context, request_origin
+from platform_events.client_ip import client_ip
 from platform_events.db.refusals import LifecycleError
+from platform_events.limits import Limit, LimitExceeded, limits_hit
 from tokens.errors import (
     AccountSuspended,
+    PasswordNeeded,
     TokenAlreadyUsed,
     TokenBurnt,
     TokenExpired,
@@ -18,109 +35,326 @@ from tokens.errors import (
     WrongAccountState,
     WrongCode,
 )
-from tokens.forms import CodeForm, RecoveryRequestForm
-from tokens.models import TokenAction
-from tokens.services import token_consume, token_consume_code, token_request_password_recovery
+from tokens.forms import (
+    ActivationCodeForm,
+    IdentifierForm,
+    NewPasswordForm,
+    RecoveryCodeForm,
+    SignUpForm,
+)
+from tokens.models import Token, TokenAction
+from tokens.pages import NextStep, ask_again, form_page, outcome_page, sign_in, too_many_page
+from tokens.services import TOKEN_HOLDER, NewPassword, token_by_secret, token_consume, token_consume_code
+from tokens.tasks import queue_public_request
 
-# What each refusal means to the person holding the link: (HTTP status, heading, explanation).
+
+def limit(name: str) -> Limit:
+    """One of the public pages' limits, as settings.PUBLIC_LIMITS_PER_HOUR sets it (README, "Limits")."""
+    return Limit(name, settings.PUBLIC_LIMITS_PER_HOUR[name], timedelta(hours=1))
+
+
+WRONG_CODE = (
+    "This code does not match the latest e-mail sent to this login or e-mail address. Check it, or open"
+    " the link in that e-mail instead; after 5 wrong codes a code stops working, its link does not."
+)
+CHECK_YOUR_EMAIL = "Check your e-mail"
+
+# What each refusal means to the person holding the link or the right code: (status, heading, text, next steps).
 REFUSALS = {
-    TokenNotFound: (404, "This link or code is not valid", "Check that you copied all of it, or ask for a new e-mail."),
-    TokenAlreadyUsed: (409, "Already used", "This link or code has been used already; each works once."),
-    TokenSuperseded: (410, "Replaced by a newer e-mail", "Use the link or code from the most recent e-mail."),
-    TokenExpired: (410, "Expired", "This link or code is no longer valid. Ask for a new e-mail."),
+    TokenNotFound: (404, "This link is not valid", "Check that you copied all of it.", [ask_again()]),
+    TokenAlreadyUsed: (409, "Already used", "This link or code has been used already; each works once.", []),
+    TokenSuperseded: (
+        410,
+        "Replaced by a newer e-mail",
+        "A newer e-mail was sent after this one: use its link or code.",
+        [ask_again()],
+    ),
+    TokenExpired: (410, "Expired", "This link or code is no longer valid.", [ask_again()]),
     TokenBurnt: (
         403,
         "Code blocked",
         "Too many wrong codes were tried, so this code no longer works. The link in the same e-mail still does.",
+        [ask_again()],
     ),
-    AccountSuspended: (403, "Account suspended", "This account is suspended. Please contact support."),
-    WrongAccountState: (409, "Nothing to do", "This account is not in a state where this link applies."),
+    AccountSuspended: (403, "Account suspended", "This account is suspended. Please contact support.", []),
+    WrongAccountState: (409, "Nothing to do", "This account is not in a state where this link applies.", []),
     EmailAlreadyClaimed: (
         409,
         "E-mail address already in use",
-        "Another account has already been activated with this e-mail address.",
+        "Another account has already been activated with this e-mail address. Please contact support.",
+        [],
     ),
 }
 
 
-def outcome_page(request: HttpRequest, heading: str, text: str, status: int = 200) -> HttpResponse:
-    return render(request, "pages/outcome.html", {"heading": heading, "text": text}, status=status)
+def refusal_page(request: HttpRequest, error: LifecycleError, token: Token | None = None) -> HttpResponse:
+    status, heading, text, next_steps = REFUSALS.get(
+        type(error), (400, "Not possible", "This request cannot be completed.", [])
+    )
+    account = token.account if token is not None else None
+    if isinstance(error, TokenAlreadyUsed) and account is not None and account.status == AccountStatus.ACTIVE:
+        text = f"{text} Your account is active: sign in with your login, {account.login}."
+        next_steps = [sign_in()]
+    if token is not None and token.action == TokenAction.PASSWORD_RECOVERY and next_steps:
+        next_steps = [ask_again("recover")]
+    return outcome_page(request, heading, text, status=status, account=account, next_steps=next_steps)
 
 
-def refusal_page(request: HttpRequest, error: LifecycleError) -> HttpResponse:
-    status, heading, text = REFUSALS.get(type(error), (400, "Not possible", "This request cannot be completed."))
-    return outcome_page(request, heading, text, status)
-
-
-def form_page(request: HttpRequest, form, *, heading: str, button: str) -> HttpResponse:
-    """The form, again with its errors (400) after a bad POST."""
-    context = {"heading": heading, "form": form, "button": button}
-    return render(request, "pages/form.html", context, status=400 if form.errors else 200)
-
-
-def _confirm_link(request, secret, *, action, title, button, done):
-    if request.method == "GET":
-        return render(request, "pages/confirm.html", {"heading": title, "button": button})
+def _limited(request: HttpRequest, kind: str, identifier: str) -> HttpResponse | None:
+    """The 429 page when the ``kind`` limit of this identifier or of this client is over (both counted
+    either way), else None."""
+    hits = [(limit(f"{kind}-per-identifier"), identifier), (limit(f"{kind}-per-client"), client_ip(request))]
     try:
-        token = token_consume(secret=secret, action=action, actor=None)
-    except LifecycleError as error:
-        return refusal_page(request, error)
-    return outcome_page(request, done, f"Account: {token.account.login}.")
+        limits_hit(hits)
+    except LimitExceeded as exceeded:
+        return too_many_page(request, exceeded)
+    return None
+
+
+def _posted(request: HttpRequest):
+    """The form's data on a POST, even an empty one (``request.POST or None`` would show a blank form)."""
+    return request.POST if request.method == "POST" else None
+
+
+def _has_password(account) -> bool:
+    return AccountPassword.objects.filter(account=account).exists()
+
+
+# Sign-up
+
+
+@require_http_methods(["GET", "POST"])
+def sign_up(request: HttpRequest) -> HttpResponse:
+    if not settings.PUBLIC_SIGN_UP:
+        return outcome_page(
+            request, "Sign-up is closed", "Accounts are made by our support team here. Please contact them.", status=404
+        )
+    form = SignUpForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        email, login = form.cleaned_data["email"], form.cleaned_data["login"]
+        if refused := _limited(request, "sign-up", email):
+            return refused
+        try:
+            password_hash = account_password_hash(form.cleaned_data["password"], login=login, email=email)
+        except ValidationError as error:
+            form.add_error("password", error)
+        else:
+            queue_public_request("sign_up", email, login, password_hash, request_origin(request))
+            return outcome_page(
+                request,
+                CHECK_YOUR_EMAIL,
+                "If this address can take a new account, an activation e-mail is on its way to it, with a link"
+                " and a code; both work for 15 minutes. If you already have an account with this address,"
+                " recover it instead.",
+                next_steps=[
+                    NextStep("Enter the code", reverse("activate-code")),
+                    ask_again(),
+                    NextStep("Recover", reverse("recover")),
+                ],
+            )
+    return form_page(
+        request,
+        form,
+        heading="Create your account",
+        button="Sign up",
+        intro="We will e-mail you a link and a code to activate the account.",
+        links=[NextStep("Already have an account? Recover it", reverse("recover"))],
+    )
+
+
+# Activation
 
 
 @require_http_methods(["GET", "POST"])
 def activate_link(request: HttpRequest, secret: str) -> HttpResponse:
-    return _confirm_link(
+    token = token_by_secret(secret, action=TokenAction.ACTIVATION)
+    if token is None:
+        return refusal_page(request, TokenNotFound("tokens: this link is not valid"))
+    needs_password = not _has_password(token.account)
+    # A sign-up chose its password already; an account made by staff or a service chooses it here.
+    form = NewPasswordForm(_posted(request)) if needs_password else None
+    if request.method == "POST" and (form is None or form.is_valid()):
+        password = form.cleaned_data["password"] if form is not None else None
+        try:
+            with audit_context(request=request):
+                token = token_consume(
+                    secret=secret,
+                    action=TokenAction.ACTIVATION,
+                    actor=TOKEN_HOLDER,
+                    new_password=NewPassword(password, required=True),
+                )
+        except ValidationError as error:
+            form.add_error("password", error)
+        except LifecycleError as error:
+            return refusal_page(request, error, token)
+        else:
+            return _activated(request, token)
+    if form is None:
+        context = {"heading": "Activate your account", "button": "Activate my account", "account": token.account}
+        return render(request, "pages/confirm.html", context)
+    return form_page(
         request,
-        secret,
-        action=TokenAction.ACTIVATION,
-        title="Activate your account",
+        form,
+        heading="Activate your account",
         button="Activate my account",
-        done="Your account is active",
+        intro="Choose a password to finish.",
+        account=token.account,
     )
 
 
-@require_http_methods(["GET", "POST"])
-def recover_link(request: HttpRequest, secret: str) -> HttpResponse:
-    return _confirm_link(
+def _activated(request: HttpRequest, token: Token) -> HttpResponse:
+    return outcome_page(
         request,
-        secret,
-        action=TokenAction.PASSWORD_RECOVERY,
-        title="Recover your account",
-        button="Yes, this is my account",
-        done="Recovery confirmed",
+        "Your account is active",
+        f"Sign in with your login, {token.account.login}, and your password.",
+        account=token.account,
+        next_steps=[sign_in()],
     )
 
 
 @require_http_methods(["GET", "POST"])
 def activate_code(request: HttpRequest) -> HttpResponse:
-    form = CodeForm(request.POST or None)
+    form = ActivationCodeForm(_posted(request))
     if request.method == "POST" and form.is_valid():
+        identifier = form.cleaned_data["identifier"]
+        if refused := _limited(request, "code", identifier):
+            return refused
         try:
-            token = token_consume_code(
-                identifier=form.cleaned_data["identifier"], code=form.cleaned_data["code"], actor=None
-            )
-        except WrongCode as error:
-            form.add_error(
-                "code",
-                f"Wrong code: {error.attempts_left} attempt(s) left."
-                if error.attempts_left
-                else "Wrong code. This code no longer works; the link in the same e-mail still does.",
-            )
+            with audit_context(request=request):
+                token = token_consume_code(
+                    identifier=identifier,
+                    code=form.cleaned_data["code"],
+                    action=TokenAction.ACTIVATION,
+                    actor=TOKEN_HOLDER,
+                    new_password=NewPassword(form.cleaned_data["password"] or None, required=True),
+                )
+        except (WrongCode, TokenNotFound):
+            form.add_error("code", WRONG_CODE)  # the same words for every login or address, known or not
+        except PasswordNeeded:
+            form.add_error("password", "Choose a password: this account has none yet.")
+        except ValidationError as error:
+            form.add_error("password", error)
         except LifecycleError as error:
             return refusal_page(request, error)
         else:
-            return outcome_page(request, "Your account is active", f"Account: {token.account.login}.")
-    return form_page(request, form, heading="Activate with a code", button="Activate")
+            return _activated(request, token)
+    return form_page(
+        request,
+        form,
+        heading="Activate with a code",
+        button="Activate",
+        intro="Enter the login or e-mail you signed up with and the 5-digit code from the e-mail.",
+        links=[ask_again()],
+    )
+
+
+# Recovery
 
 
 @require_http_methods(["GET", "POST"])
 def recover_request(request: HttpRequest) -> HttpResponse:
-    form = RecoveryRequestForm(request.POST or None)
+    return _request_mail(
+        request,
+        TokenAction.PASSWORD_RECOVERY,
+        heading="Recover your account",
+        intro="Enter your login or e-mail. If it names an active account, we e-mail it a link and a code"
+        " to choose a new password.",
+        done="If an active account has this login or e-mail, we sent it a link and a code to choose a new"
+        " password; both work for 15 minutes. A link sent earlier keeps working.",
+        code_page="recover-code",
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def resend_activation(request: HttpRequest) -> HttpResponse:
+    return _request_mail(
+        request,
+        TokenAction.ACTIVATION,
+        heading="Send me a new activation e-mail",
+        intro="Enter the login or e-mail you signed up with.",
+        done="If an account waiting for activation has this login or e-mail, we sent it the activation"
+        " e-mail again, with a link and a code. A link sent earlier keeps working until it expires.",
+        code_page="activate-code",
+    )
+
+
+def _request_mail(request, action: TokenAction, *, heading: str, intro: str, done: str, code_page: str):
+    form = IdentifierForm(_posted(request))
     if request.method == "POST" and form.is_valid():
-        token_request_password_recovery(identifier=form.cleaned_data["identifier"], actor=None)
-        # The same answer whether or not an account exists.
+        identifier = form.cleaned_data["identifier"]
+        if refused := _limited(request, "mail", identifier):
+            return refused
+        # Queued for every input: issuing a token only for real accounts would show in the answer's time.
+        queue_public_request("send_again", identifier, action.value, request_origin(request))
         return outcome_page(
-            request, "Check your e-mail", "If an active account has this login or e-mail, we sent it a link."
+            request, CHECK_YOUR_EMAIL, done, next_steps=[NextStep("Enter the code", reverse(code_page))]
         )
-    return form_page(request, form, heading="Recover your account", button="Send me a link")
+    return form_page(request, form, heading=heading, button="Send me an e-mail", intro=intro)
+
+
+@require_http_methods(["GET", "POST"])
+def recover_link(request: HttpRequest, secret: str) -> HttpResponse:
+    token = token_by_secret(secret, action=TokenAction.PASSWORD_RECOVERY)
+    if token is None:
+        return refusal_page(request, TokenNotFound("tokens: this link is not valid"))
+    form = NewPasswordForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        try:
+            with audit_context(request=request):
+                token = token_consume(
+                    secret=secret,
+                    action=TokenAction.PASSWORD_RECOVERY,
+                    actor=TOKEN_HOLDER,
+                    new_password=NewPassword(form.cleaned_data["password"]),
+                )
+        except ValidationError as error:
+            form.add_error("password", error)
+        except LifecycleError as error:
+            return refusal_page(request, error, token)
+        else:
+            return _password_changed(request, token)
+    return form_page(request, form, heading="Choose a new password", button="Change my password", account=token.account)
+
+
+@require_http_methods(["GET", "POST"])
+def recover_code(request: HttpRequest) -> HttpResponse:
+    form = RecoveryCodeForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        identifier = form.cleaned_data["identifier"]
+        if refused := _limited(request, "code", identifier):
+            return refused
+        try:
+            with audit_context(request=request):
+                token = token_consume_code(
+                    identifier=identifier,
+                    code=form.cleaned_data["code"],
+                    action=TokenAction.PASSWORD_RECOVERY,
+                    actor=TOKEN_HOLDER,
+                    new_password=NewPassword(form.cleaned_data["password"]),
+                )
+        except (WrongCode, TokenNotFound):
+            form.add_error("code", WRONG_CODE)
+        except ValidationError as error:
+            form.add_error("password", error)
+        except LifecycleError as error:
+            return refusal_page(request, error)
+        else:
+            return _password_changed(request, token)
+    return form_page(
+        request,
+        form,
+        heading="Choose a new password",
+        button="Change my password",
+        intro="Enter your login or e-mail, the 5-digit code from the recovery e-mail and a new password.",
+        links=[NextStep("No e-mail? Ask for one", reverse("recover"))],
+    )
+
+
+def _password_changed(request: HttpRequest, token: Token) -> HttpResponse:
+    return outcome_page(
+        request,
+        "Your password is changed",
+        f"Sign in with your login, {token.account.login}, and the new password.",
+        account=token.account,
+        next_steps=[sign_in()],
+    )

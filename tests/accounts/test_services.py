@@ -19,7 +19,7 @@ from accounts.models import Account, AccountStatus
 from accounts.services import account_provision, account_suspend, account_unsuspend
 from lifecycle.factories import AccountFactory
 from tests.support import BAD_EMAILS, BAD_LOGINS, connect, in_threads, wait_until_blocked
-from tokens.models import Token
+from tokens.models import Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_consume
 
@@ -201,10 +201,10 @@ class TestNulBytes:
 
     def test_an_identifier_holding_one_names_nobody(self):
         from tokens.errors import TokenNotFound
-        from tokens.services import token_consume_code, token_request_password_recovery
+        from tokens.services import token_consume_code, token_request_mail
 
         AccountFactory(login="jane", active=True)
         with pytest.raises(TokenNotFound):
             token_consume_code(identifier="ja\x00ne", code="12345", actor=None)
-        assert token_request_password_recovery(identifier="ja\x00ne", actor=None) is None
+        assert token_request_mail(identifier="ja\x00ne", action=TokenAction.PASSWORD_RECOVERY, actor=None) is None
         assert not Token.objects.filter(action="password_recovery").exists()

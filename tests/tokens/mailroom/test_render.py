@@ -7,7 +7,7 @@ from tokens.links import secret_to_text
 from tokens.mailroom.drain import drain
 from tokens.models import TokenAction
 from tokens.selectors import live_token
-from tokens.services import token_request_password_recovery
+from tokens.services import token_request_mail
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def test_an_activation_e_mail_carries_the_link_the_code_and_the_expiry(smtp_serv
 
 def test_a_recovery_e_mail_links_to_the_recovery_page(smtp_server, settings):
     account = AccountFactory(active=True)
-    token_request_password_recovery(identifier=account.email, actor=None)
+    token_request_mail(identifier=account.email, action=TokenAction.PASSWORD_RECOVERY, actor=None)
     drain()
     (message,) = smtp_server.messages
     token = live_token(account=account, action=TokenAction.PASSWORD_RECOVERY)

@@ -1,0 +1,2 @@
+DROP FUNCTION rate_limits_hit(text[], integer[]);
+DROP TABLE rate_limits;
