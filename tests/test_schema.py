@@ -20,6 +20,7 @@ COMPATIBLE = {
     "DateTimeField": {"timestamp with time zone"},
     "BinaryField": {"bytea"},
     "ForeignKey": {"bigint"},
+    "OneToOneField": {"bigint"},
     "UUIDField": {"uuid"},
     "GenericIPAddressField": {"inet"},
     "JSONField": {"jsonb"},
@@ -55,7 +56,14 @@ def test_every_column_has_a_model_field(model):
 
 
 def test_every_table_of_ours_is_checked():
-    assert {model._meta.db_table for model in UNMANAGED_MODELS} == {"accounts", "tokens", "jobs", "audit_events"}
+    assert {model._meta.db_table for model in UNMANAGED_MODELS} == {
+        "accounts",
+        "account_passwords",
+        "tokens",
+        "jobs",
+        "audit_events",
+        "rate_limits",
+    }
 
 
 def test_the_models_match_their_migrations():

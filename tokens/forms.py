@@ -42,14 +42,22 @@ class NewPasswordForm(forms.Form):
         return cleaned
 
 
-class OptionalNewPasswordForm(NewPasswordForm):
-    """At activation: a password is asked for only when the account has none (sign-up chose one)."""
+class ChoosePasswordForm(NewPasswordForm):
+    """A first password (sign-up, activation): labelled without "new"."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("password", "password_again"):
+            self.fields[name].label = self.fields[name].label.replace("New password", "Password")
+
+
+class OptionalNewPasswordForm(ChoosePasswordForm):
+    """At activation by code: a password is needed only when the account has none (sign-up chose one)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for name in ("password", "password_again"):
             self.fields[name].required = False
-            self.fields[name].label = self.fields[name].label.replace("New password", "Password")
         self.fields["password"].help_text = "Only if you did not choose one when you signed up."
 
 
@@ -63,15 +71,18 @@ class CodeForm(IdentifierForm):
     )
 
 
+FIELD_ORDER = ["identifier", "code", "password", "password_again"]
+
+
 class ActivationCodeForm(CodeForm, OptionalNewPasswordForm):
-    pass
+    field_order = FIELD_ORDER
 
 
 class RecoveryCodeForm(CodeForm, NewPasswordForm):
-    pass
+    field_order = FIELD_ORDER
 
 
-class SignUpForm(NewPasswordForm):
+class SignUpForm(ChoosePasswordForm):
     email = forms.EmailField(label="E-mail", max_length=254)
     login = forms.CharField(label="Login", max_length=254, strip=True, help_text="Letters, digits and . _ + -")
     field_order = ["email", "login", "password", "password_again"]

@@ -37,6 +37,7 @@ from tokens.errors import (
 )
 from tokens.forms import (
     ActivationCodeForm,
+    ChoosePasswordForm,
     IdentifierForm,
     NewPasswordForm,
     RecoveryCodeForm,
@@ -172,7 +173,7 @@ def activate_link(request: HttpRequest, secret: str) -> HttpResponse:
         return refusal_page(request, TokenNotFound("tokens: this link is not valid"))
     needs_password = not _has_password(token.account)
     # A sign-up chose its password already; an account made by staff or a service chooses it here.
-    form = NewPasswordForm(_posted(request)) if needs_password else None
+    form = ChoosePasswordForm(_posted(request)) if needs_password else None
     if request.method == "POST" and (form is None or form.is_valid()):
         password = form.cleaned_data["password"] if form is not None else None
         try:

@@ -2,51 +2,18 @@
 log in, find an account, suspend it with a reason, see the new status and the audit row, unsuspend it;
 then an Auditor, whom the accounts are refused."""
 
-import os
 import re
-import shutil
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import connections
 
 from accounts.models import Account, AccountStatus
 from lifecycle.factories import AccountFactory
+from tests.browser.conftest import needs_chromium
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    # CI installs Chromium (.ci/run) and must run this; elsewhere its absence is only a skip.
-    pytest.mark.skipif(
-        not CHROMIUM and not os.environ.get("CI"), reason="Chromium is not installed (apt-get install chromium)"
-    ),
-]
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 PASSWORD = "a-long-test-password-42"
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        yield browser
-        browser.close()
-        # ORM calls made while Playwright's loop ran used a connection of that context: close it here.
-        connections.close_all()
 
 
 def staff_user(username: str, role: str):

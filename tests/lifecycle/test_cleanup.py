@@ -23,7 +23,7 @@ from tokens.services import token_resend_activation
 
 pytestmark = pytest.mark.django_db
 
-RULES = ["sign-ups", "tokens", "mail-runs", "sessions", "access-log", "tasks"]
+RULES = ["sign-ups", "tokens", "mail-runs", "sessions", "access-log", "tasks", "limits"]
 
 
 def age(account, days, sql):
@@ -147,6 +147,17 @@ def test_expired_sessions_old_access_log_and_old_task_results_are_deleted():
     assert "sessions 1, access-log 1, tasks 1." in output
     assert list(Session.objects.values_list("session_key", flat=True)) == ["live"]
     assert AccessLog.objects.count() == 1 and Task.objects.get().name == "t29"
+
+
+def test_limit_counters_are_deleted_a_day_after_their_window_ended(sql):
+    """Issue 10: the limiter's rows grow with every public request; a window long over counts for nothing."""
+    sql(
+        "INSERT INTO rate_limits (bucket, window_start, window_end, hits) VALUES"
+        " ('old', now() - interval '26 hours', now() - interval '25 hours', 3),"
+        " ('yesterday', now() - interval '2 hours', now() - interval '1 hour', 3)"
+    )
+    assert "limits 1." in cleanup("--only", "limits")
+    assert sql("SELECT bucket FROM rate_limits") == [("yesterday",)]
 
 
 # The command

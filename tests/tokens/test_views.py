@@ -251,9 +251,7 @@ class TestNoOracle:
             for identifier in accounts_in_every_state()
         }
         pages = {(response.status_code, page_text(response, identifier)) for identifier, response in answers.items()}
-        assert len(pages) == 1, {
-            identifier: response.status_code for identifier, response in answers.items()
-        }
+        assert len(pages) == 1, {identifier: response.status_code for identifier, response in answers.items()}
 
     def test_a_known_and_an_unknown_address_cost_the_same_statements(self, client):
         """The recovery request does the same work for any input: heavy work (issuing a token) is queued."""

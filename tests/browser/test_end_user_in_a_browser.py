@@ -1,0 +1,135 @@
+"""An end user's whole journey in a real browser (Playwright driving Chromium against a live server,
+e-mails through a real SMTP server, the queued work run from django-q2's queue): sign up, activate by
+the e-mail's link, ask for recovery, set a new password with the e-mail's code; and each refusal
+page on the way."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.hashers import check_password
+
+from accounts.models import Account, AccountPassword, AccountStatus
+from tests.browser.conftest import needs_chromium
+from tests.support import run_queued_tasks
+from tokens.mailroom.drain import drain
+
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
+
+FIRST_PASSWORD = "violet tulips in april 31"
+NEW_PASSWORD = "seven quiet harbours 1874"
+# Set SCREENSHOTS=<directory> to keep a 1366×768 picture of every page the journey sees.
+SCREENSHOTS = os.environ.get("SCREENSHOTS")
+
+
+@pytest.fixture
+def site(live_server, smtp_server, settings):
+    settings.PUBLIC_BASE_URL = settings.SIGN_IN_URL = live_server.url
+    return live_server
+
+
+def shoot(page, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=f"{SCREENSHOTS}/{name}.png", full_page=True)
+
+
+def submit(page, button: str):
+    with page.expect_navigation():
+        page.click(f"button:text('{button}')")
+
+
+def newest_mail(smtp_server, kind: str) -> tuple[str, str]:
+    """Run the queued requests and the mailroom, then read the newest e-mail: its link and its code."""
+    run_queued_tasks()
+    drain()
+    body = smtp_server.messages[-1].get_body(("plain",)).get_content()
+    link = re.search(rf"https?://\S+/{kind}/[A-Za-z0-9_-]{{43}}", body).group(0)
+    code = re.search(r"enter this code [^:]*: (\d{5})", body).group(1)
+    return link, code
+
+
+def test_sign_up_activate_recover_by_code_and_every_refusal(browser, site, smtp_server):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+
+    # Sign up.
+    page.goto(f"{site.url}/signup/")
+    shoot(page, "01-sign-up")
+    page.fill("#id_email", "jane.doe@example.com")
+    page.fill("#id_login", "janedoe")
+    page.fill("#id_password", FIRST_PASSWORD)
+    page.fill("#id_password_again", FIRST_PASSWORD)
+    submit(page, "Sign up")
+    assert page.locator("h1").inner_text() == "Check your e-mail"
+    shoot(page, "02-sign-up-done")
+
+    # Activate by the e-mail's link: the page names the account, masked.
+    link, _ = newest_mail(smtp_server, "activate")
+    page.goto(link)
+    assert "janedoe (j•••e@example.com)" in page.locator(".account").inner_text()
+    shoot(page, "03-activate")
+    submit(page, "Activate my account")
+    assert page.locator("h1").inner_text() == "Your account is active"
+    shoot(page, "04-active")
+    account = Account.objects.get(login="janedoe")
+    assert account.status == AccountStatus.ACTIVE
+    assert check_password(FIRST_PASSWORD, AccountPassword.objects.get(account=account).password)
+
+    # The same link again: already used, and the page says the account is active.
+    page.goto(link)
+    submit(page, "Activate my account")
+    assert page.locator("h1").inner_text() == "Already used"
+    assert "Your account is active" in page.content()
+    shoot(page, "05-already-used")
+
+    # Ask for recovery, then set a new password with the e-mail's code.
+    page.goto(f"{site.url}/recover/")
+    page.fill("#id_identifier", "JaneDoe")
+    submit(page, "Send me an e-mail")
+    assert page.locator("h1").inner_text() == "Check your e-mail"
+    shoot(page, "06-recovery-asked")
+    recovery_link, code = newest_mail(smtp_server, "recover")
+    with page.expect_navigation():
+        page.click("a:text('Enter the code')")
+    page.fill("#id_identifier", "jane.doe@example.com")
+    page.fill("#id_code", "00000" if code != "00000" else "11111")
+    page.fill("#id_password", NEW_PASSWORD)
+    page.fill("#id_password_again", NEW_PASSWORD)
+    submit(page, "Change my password")
+    assert "This code does not match" in page.locator(".errorlist").inner_text()
+    shoot(page, "07-wrong-code")
+    page.fill("#id_code", code)
+    page.fill("#id_password", "short")
+    page.fill("#id_password_again", "short")
+    submit(page, "Change my password")
+    assert "This password is too short" in page.locator(".errorlist").inner_text()
+    shoot(page, "08-weak-password")
+    page.fill("#id_password", NEW_PASSWORD)
+    page.fill("#id_password_again", NEW_PASSWORD)
+    submit(page, "Change my password")
+    assert page.locator("h1").inner_text() == "Your password is changed"
+    shoot(page, "09-password-changed")
+    assert check_password(NEW_PASSWORD, AccountPassword.objects.get(account=account).password)
+
+    # The recovery link of the same e-mail ended with the code's use.
+    page.goto(recovery_link)
+    page.fill("#id_password", NEW_PASSWORD)
+    page.fill("#id_password_again", NEW_PASSWORD)
+    submit(page, "Change my password")
+    assert page.locator("h1").inner_text() == "Already used"
+
+    # A link that is no token.
+    page.goto(f"{site.url}/activate/{'A' * 43}")
+    assert page.locator("h1").inner_text() == "This link is not valid"
+    shoot(page, "10-not-valid")
+
+    # Asking again and again: the limit's page says when to come back.
+    for _ in range(4):
+        page.goto(f"{site.url}/resend/")
+        page.fill("#id_identifier", "someone@example.com")
+        submit(page, "Send me an e-mail")
+    assert page.locator("h1").inner_text() == "Too many attempts"
+    assert "minutes" in page.content()
+    shoot(page, "11-too-many")
+    page.close()
