@@ -55,7 +55,13 @@ def test_every_column_has_a_model_field(model):
 
 
 def test_every_table_of_ours_is_checked():
-    assert {model._meta.db_table for model in UNMANAGED_MODELS} == {"accounts", "tokens", "jobs", "audit_events"}
+    assert {model._meta.db_table for model in UNMANAGED_MODELS} == {
+        "accounts",
+        "tokens",
+        "jobs",
+        "audit_events",
+        "rate_limits",
+    }
 
 
 def test_the_models_match_their_migrations():
@@ -71,7 +77,7 @@ def test_the_migrations_reverse_cleanly_and_apply_again():
         assert result.returncode == 0, result.stderr
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events')"
+            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events', 'rate_limits')"
             " UNION ALL SELECT count(*) FROM pg_type WHERE typname IN ('account_status', 'token_action', 'job_type')"
             " UNION ALL SELECT count(*) FROM pg_proc WHERE proname LIKE 'trg_%' OR proname LIKE 'lifecycle_%'"
             " OR proname LIKE 'accounts_%' OR proname LIKE 'tokens_%' OR proname LIKE 'audit_%'"
