@@ -11,7 +11,7 @@ from django.utils import timezone
 from django_q.models import Task
 
 from accounts.retention import abandoned_sign_ups
-from platform_events.retention import RetentionRule, queryset_rule
+from platform_events.retention import RetentionRule, old_rate_limits, queryset_rule
 from tokens.retention import old_mail_runs, old_tokens
 
 
@@ -22,6 +22,7 @@ def retention_rules() -> list[RetentionRule]:
         abandoned_sign_ups(),
         old_tokens(),
         old_mail_runs(),
+        old_rate_limits(),
         queryset_rule("sessions", "staff sessions: until they expire", Session.objects.filter(expire_date__lt=now)),
         queryset_rule(
             "access-log",

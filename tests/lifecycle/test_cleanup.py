@@ -23,7 +23,7 @@ from tokens.services import token_resend_activation
 
 pytestmark = pytest.mark.django_db
 
-RULES = ["sign-ups", "tokens", "mail-runs", "sessions", "access-log", "tasks"]
+RULES = ["sign-ups", "tokens", "mail-runs", "limits", "sessions", "access-log", "tasks"]
 
 
 def age(account, days, sql):
@@ -122,6 +122,21 @@ def test_mail_runs_finished_past_the_retention_are_deleted_unfinished_ones_kept(
     assert "mail-runs 1" in cleanup("--only", "mail-runs")
     assert set(Job.objects.values_list("pk", flat=True)) == {stopped.pk, recent.pk}
     assert not Job.objects.filter(pk=old.pk).exists()
+
+
+# Rate limits
+
+
+def test_rate_limit_windows_ended_over_a_day_ago_are_deleted_current_and_recent_ones_kept(sql):
+    """Yesterday's counts stay for a look; older windows go."""
+    for bucket, ended_hours_ago in [("old", 25), ("recent", 23), ("current", -1)]:
+        sql(
+            "INSERT INTO rate_limits (bucket, window_start, window_end, hits)"
+            " VALUES (%s, now() - make_interval(hours => %s + 1), now() - make_interval(hours => %s), 3)",
+            [f"{bucket}:{'0' * 64}", ended_hours_ago, ended_hours_ago],
+        )
+    assert "limits 1" in cleanup("--only", "limits")
+    assert sorted(bucket.split(":")[0] for (bucket,) in sql("SELECT bucket FROM rate_limits")) == ["current", "recent"]
 
 
 # The libraries' tables
