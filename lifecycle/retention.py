@@ -11,8 +11,7 @@ from django.utils import timezone
 from django_q.models import Task
 
 from accounts.retention import abandoned_sign_ups
-from platform_events.limits import old_limit_windows
-from platform_events.retention import RetentionRule, queryset_rule
+from platform_events.retention import RetentionRule, old_rate_limits, queryset_rule
 from tokens.retention import old_mail_runs, old_tokens
 
 
@@ -23,6 +22,7 @@ def retention_rules() -> list[RetentionRule]:
         abandoned_sign_ups(),
         old_tokens(),
         old_mail_runs(),
+        old_rate_limits(),
         queryset_rule("sessions", "staff sessions: until they expire", Session.objects.filter(expire_date__lt=now)),
         queryset_rule(
             "access-log",
@@ -34,7 +34,6 @@ def retention_rules() -> list[RetentionRule]:
             f"django-q2 task results: {task_days} days",
             Task.objects.filter(stopped__lt=now - timedelta(days=task_days)),
         ),
-        old_limit_windows(),
     ]
 
 

@@ -1,75 +1,114 @@
-"""Limits on how often anyone may do something (the public pages' sign-ups, codes and e-mails), kept
-in PostgreSQL so that every process and host shares them: no Redis in this product, and
-django-ratelimit needs a cache with atomic increments, which Django's database cache is not.
+"""Rate limits for the public pages, counted in PostgreSQL (this product has no Redis), so every
+process and host shares one count.
 
-Fixed windows aligned on the epoch: a limit of 3 per hour allows 3 hits from 10:00 to 11:00, and up
-to 6 around 11:00 at worst. Hits go on counting once a limit is over (a client that hammers stays
-limited until its window ends). A key is hashed with the SECRET_KEY before it is stored.
+A ``Limit`` allows ``max_hits`` per fixed window of ``window``, aligned on the epoch so every host
+agrees where a window starts. ``limits_hit`` counts one hit against each (limit, key) pair in one
+upsert on ``rate_limits`` (platform_events/sql/0008_limits.sql) and raises ``LimitExceeded`` when
+any is over. A row's bucket is the limit's name and a keyed digest of the key, never the e-mail
+address, login or IP address itself. The retention rule "limits" (platform_events/retention.py)
+deletes windows a day after they end.
+
+    SIGN_UP_PER_ADDRESS = Limit(name="sign-up-per-address", max_hits=10, window=timedelta(hours=1))
+
+    try:
+        limits_hit([(SIGN_UP_PER_ADDRESS, client_ip(request)), (SIGN_UP_PER_EMAIL, email)])
+    except LimitExceeded as refusal:
+        ...  # 429, Retry-After: refusal.retry_after
 """
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import connection
-from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from platform_events.models import RateLimit
-from platform_events.retention import RetentionRule, queryset_rule
+# What ck_rate_limits_bucket accepts before the ":": a name cannot be mistaken for a key.
+NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+SECOND = timedelta(seconds=1)
+
+# One statement for all pairs: each row is inserted, or its count raised, atomically (concurrent
+# hits from any number of sessions are all counted); now() is the window's clock, the same for every pair.
+COUNT_HITS = """
+INSERT INTO rate_limits (bucket, window_start, window_end, hits)
+SELECT bucket, window_start, window_start + seconds * interval '1 second', 1
+FROM (
+    SELECT bucket, seconds, to_timestamp(floor(extract(epoch FROM now()) / seconds) * seconds) AS window_start
+    FROM unnest(%s::text[], %s::bigint[]) AS hit (bucket, seconds)
+) AS hit
+ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limits.hits + 1
+RETURNING bucket, hits, greatest(1, ceil(extract(epoch FROM window_end - now())))::integer
+"""
 
 
 @dataclass(frozen=True)
 class Limit:
-    name: str  # e.g. "mail-per-identifier"; the start of the bucket
+    """``max_hits`` hits per fixed ``window``. The name is the limit: two limits must not share one."""
+
+    name: str  # e.g. "recovery-per-address"; part of the bucket
     max_hits: int
     window: timedelta
 
     def __post_init__(self):
+        if not NAME.fullmatch(self.name):
+            raise ValueError(
+                f"limits: a limit's name is lower-case letters, digits, '.', '_' and '-' (not {self.name!r})"
+            )
         if self.max_hits < 1:
-            raise ValueError(f"limit {self.name}: max_hits must be at least 1, not {self.max_hits}")
-        seconds = self.window.total_seconds()
-        if seconds < 1 or seconds != int(seconds):
-            raise ValueError(f"limit {self.name}: the window must be a whole number of seconds, at least 1")
+            raise ValueError(f"limits: {self.name} must allow at least 1 hit (max_hits={self.max_hits})")
+        if self.window < SECOND or self.window % SECOND:
+            raise ValueError(
+                f"limits: {self.name}'s window must be a whole number of seconds, at least 1 ({self.window})"
+            )
 
-    def bucket(self, key: str) -> str:
-        # Keyed, so that the table cannot be read back into addresses by hashing guesses.
-        return f"{self.name}:{salted_hmac('lifecycle.limits', key.strip().lower()).hexdigest()}"
+    @property
+    def seconds(self) -> int:
+        return self.window // SECOND
 
 
 class LimitExceeded(Exception):
-    def __init__(self, limit: Limit, retry_after: int):
-        super().__init__(f"limit {limit.name} ({limit.max_hits} per {limit.window}) is over; retry in {retry_after} s")
+    """A hit over a limit (it is counted all the same). ``limit``: the first of the caller's pairs
+    that is over; ``retry_after``: whole seconds until every limit over has a new window."""
+
+    def __init__(self, *, limit: Limit, retry_after: int):
+        super().__init__(
+            f"limits: over {limit.name} ({limit.max_hits} per {limit.window}); retry after {retry_after} s"
+        )
         self.limit = limit
-        self.retry_after = retry_after  # whole seconds until every limit over has a new window
+        self.retry_after = retry_after
+
+
+def bucket_for(*, limit: Limit, key: str) -> str:
+    """The bucket of ``key`` under ``limit``: a keyed digest of the key (DESIGN: store a digest, not
+    the credential), case and surrounding spaces ignored as the services ignore them."""
+    if not isinstance(key, str):
+        raise TypeError(f"limits: the key of {limit.name} must be a str, not {type(key).__name__}")
+    digest = salted_hmac("lifecycle.limits", key.strip().lower(), algorithm="sha256").hexdigest()
+    return f"{limit.name}:{digest}"
 
 
 def limits_hit(hits: Iterable[tuple[Limit, str]]) -> None:
-    """Count one hit against each (limit, key) in one statement; LimitExceeded when any is over.
+    """Count one hit against each (limit, key) pair, all in one SQL statement, and raise
+    ``LimitExceeded`` when any is over its ``max_hits`` in its current window.
 
-    Call it outside transaction.atomic (a view runs in autocommit): the hit is then committed at once
-    and counts even when the request fails afterwards.
+    Call it outside ``transaction.atomic`` (views run in autocommit): the hits are committed with the
+    caller's transaction, so inside one they would vanish when the request fails, and its row locks
+    would be held until the end. A hit over the limit is counted too, so a client that keeps trying
+    stays limited. A pair listed twice counts once; no pairs, no query.
     """
-    buckets = {limit.bucket(key): limit for limit, key in hits}  # one hit per bucket, even if asked twice
-    if not buckets:
+    limits: dict[str, Limit] = {}  # by bucket, in the caller's order
+    for limit, key in hits:
+        bucket = bucket_for(limit=limit, key=key)
+        if limits.setdefault(bucket, limit) != limit:
+            raise ValueError(f"limits: two different limits are named {limit.name}")
+    if not limits:
         return
+    # One lock order for every caller: two requests hitting the same buckets cannot deadlock.
+    buckets = sorted(limits)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT bucket, hits, window_end FROM rate_limits_hit(%s, %s)",
-            [list(buckets), [int(limit.window.total_seconds()) for limit in buckets.values()]],
-        )
-        counted = cursor.fetchall()
-    now = timezone.now()
-    over = [(buckets[bucket], window_end) for bucket, count, window_end in counted if count > buckets[bucket].max_hits]
+        cursor.execute(COUNT_HITS, [buckets, [limits[bucket].seconds for bucket in buckets]])
+        counted = {bucket: (count, retry_after) for bucket, count, retry_after in cursor.fetchall()}
+    over = [(limit, counted[bucket][1]) for bucket, limit in limits.items() if counted[bucket][0] > limit.max_hits]
     if over:
-        limit, ends = max(over, key=lambda pair: pair[1])
-        raise LimitExceeded(limit, max(1, int((ends - now).total_seconds() + 0.999)))
-
-
-def old_limit_windows() -> RetentionRule:
-    """Windows that ended a day ago count for nothing; the day is kept to look back at an attack."""
-    return queryset_rule(
-        "limits",
-        "limit counters: a day after their window ended",
-        RateLimit.objects.filter(window_end__lt=timezone.now() - timedelta(days=1)),
-    )
+        raise LimitExceeded(limit=over[0][0], retry_after=max(retry_after for _, retry_after in over))

@@ -80,11 +80,11 @@ class AuditEvent(models.Model):
 
 
 class RateLimit(models.Model):
-    """Hits of one bucket in one fixed window (platform_events/sql/0008_limits.sql); counted by
-    platform_events/limits.py, deleted by manage.py cleanup a day after the window ends."""
+    """One bucket's hits in one fixed window, counted by platform_events/limits.py (platform_events/sql/0008_limits.sql)."""
 
+    # The table's identity is (bucket, window_start), unique; Django is given the surrogate key.
     id = models.BigAutoField(primary_key=True)
-    bucket = models.TextField()  # "<limit>:<keyed hash>": never an address, login or IP
+    bucket = models.TextField()  # the limit's name and a keyed digest of the key, never the key itself
     window_start = models.DateTimeField()
     window_end = models.DateTimeField()
     hits = models.IntegerField()
@@ -94,4 +94,4 @@ class RateLimit(models.Model):
         db_table = "rate_limits"
 
     def __str__(self):
-        return f"{self.bucket} from {self.window_start:%Y-%m-%d %H:%M}: {self.hits}"
+        return f"{self.bucket} from {self.window_start:%Y-%m-%d %H:%M:%S}: {self.hits}"

@@ -1,18 +1,24 @@
 """Retention rules: what ``manage.py cleanup`` deletes, one rule per table that grows.
 
-Each app declares its own rules (accounts/retention.py, tokens/retention.py); lifecycle/retention.py
-lists them all with those of the libraries' tables. A rule counts what it would delete (for
-``--dry-run``) and deletes one batch at a time, each batch a transaction of its own, so a long
-cleanup holds no lock for long and stops cleanly between batches.
+Each app declares its own rules (accounts/retention.py, tokens/retention.py, and below the rate
+limits'); lifecycle/retention.py lists them all with those of the libraries' tables. A rule counts
+what it would delete (for ``--dry-run``) and deletes one batch at a time, each batch a transaction of
+its own, so a long cleanup holds no lock for long and stops cleanly between batches.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from platform_events.audit import audit_context
+from platform_events.models import RateLimit
+
+# Long enough for the admin or an operator to look at yesterday's hits; the limits need only the current window.
+RATE_LIMITS_KEPT = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -33,3 +39,11 @@ def queryset_rule(name: str, keeps: str, old: QuerySet, *, reason: str | None = 
             return old.model.objects.filter(pk__in=batch).delete()[0]
 
     return RetentionRule(name=name, keeps=keeps, count=old.count, delete_batch=delete_batch)
+
+
+def old_rate_limits() -> RetentionRule:
+    return queryset_rule(
+        "limits",
+        "rate-limit counts: 1 day after their window ended",
+        RateLimit.objects.filter(window_end__lt=timezone.now() - RATE_LIMITS_KEPT),
+    )

@@ -79,7 +79,7 @@ def test_the_migrations_reverse_cleanly_and_apply_again():
         assert result.returncode == 0, result.stderr
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events')"
+            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events', 'rate_limits')"
             " UNION ALL SELECT count(*) FROM pg_type WHERE typname IN ('account_status', 'token_action', 'job_type')"
             " UNION ALL SELECT count(*) FROM pg_proc WHERE proname LIKE 'trg_%' OR proname LIKE 'lifecycle_%'"
             " OR proname LIKE 'accounts_%' OR proname LIKE 'tokens_%' OR proname LIKE 'audit_%'"

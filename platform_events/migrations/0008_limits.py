@@ -7,6 +7,7 @@ class Migration(migrations.Migration):
     dependencies = [("platform_events", "0007_partition_upkeep")]
 
     operations = [
+        # The schema comes from the SQL file; the model below only records Django's view of it.
         run_sql_file(__file__, "0008_limits"),
         migrations.CreateModel(
             name="RateLimit",
@@ -17,6 +18,9 @@ class Migration(migrations.Migration):
                 ("window_end", models.DateTimeField()),
                 ("hits", models.IntegerField()),
             ],
-            options={"db_table": "rate_limits", "managed": False},
+            options={
+                "db_table": "rate_limits",
+                "managed": False,
+            },
         ),
     ]

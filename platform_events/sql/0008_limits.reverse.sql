@@ -1,2 +1,1 @@
-DROP FUNCTION rate_limits_hit(text[], integer[]);
 DROP TABLE rate_limits;

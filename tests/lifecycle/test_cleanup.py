@@ -23,7 +23,7 @@ from tokens.services import token_resend_activation
 
 pytestmark = pytest.mark.django_db
 
-RULES = ["sign-ups", "tokens", "mail-runs", "sessions", "access-log", "tasks", "limits"]
+RULES = ["sign-ups", "tokens", "mail-runs", "limits", "sessions", "access-log", "tasks"]
 
 
 def age(account, days, sql):
@@ -124,6 +124,21 @@ def test_mail_runs_finished_past_the_retention_are_deleted_unfinished_ones_kept(
     assert not Job.objects.filter(pk=old.pk).exists()
 
 
+# Rate limits
+
+
+def test_rate_limit_windows_ended_over_a_day_ago_are_deleted_current_and_recent_ones_kept(sql):
+    """Yesterday's counts stay for a look; older windows go."""
+    for bucket, ended_hours_ago in [("old", 25), ("recent", 23), ("current", -1)]:
+        sql(
+            "INSERT INTO rate_limits (bucket, window_start, window_end, hits)"
+            " VALUES (%s, now() - make_interval(hours => %s + 1), now() - make_interval(hours => %s), 3)",
+            [f"{bucket}:{'0' * 64}", ended_hours_ago, ended_hours_ago],
+        )
+    assert "limits 1" in cleanup("--only", "limits")
+    assert sorted(bucket.split(":")[0] for (bucket,) in sql("SELECT bucket FROM rate_limits")) == ["current", "recent"]
+
+
 # The libraries' tables
 
 
@@ -147,17 +162,6 @@ def test_expired_sessions_old_access_log_and_old_task_results_are_deleted():
     assert "sessions 1, access-log 1, tasks 1." in output
     assert list(Session.objects.values_list("session_key", flat=True)) == ["live"]
     assert AccessLog.objects.count() == 1 and Task.objects.get().name == "t29"
-
-
-def test_limit_counters_are_deleted_a_day_after_their_window_ended(sql):
-    """Issue 10: the limiter's rows grow with every public request; a window long over counts for nothing."""
-    sql(
-        "INSERT INTO rate_limits (bucket, window_start, window_end, hits) VALUES"
-        " ('old', now() - interval '26 hours', now() - interval '25 hours', 3),"
-        " ('yesterday', now() - interval '2 hours', now() - interval '1 hour', 3)"
-    )
-    assert "limits 1." in cleanup("--only", "limits")
-    assert sql("SELECT bucket FROM rate_limits") == [("yesterday",)]
 
 
 # The command

@@ -8,8 +8,8 @@ MAX_BATCH_SIZE = 100_000
 
 class Command(BaseCommand):
     help = (
-        "Delete what the retention rules no longer keep (abandoned sign-ups, old tokens, mail runs, sessions,"
-        " access log, task results), in batches. Daily in qcluster; for cron too."
+        "Delete what the retention rules no longer keep (abandoned sign-ups, old tokens, mail runs, rate-limit"
+        " counts, sessions, access log, task results), in batches. Daily in qcluster; for cron too."
     )
 
     def add_arguments(self, parser):
