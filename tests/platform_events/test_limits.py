@@ -2,14 +2,13 @@
 PostgreSQL by one upsert, shared by every process, keeping no raw key."""
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
 from django.db import transaction
 
 from platform_events.limits import Limit, LimitExceeded, bucket_for, limits_hit
-from tests.support import in_threads
+from tests.support import in_threads, wait_until_blocked
 
 pytestmark = pytest.mark.django_db
 
@@ -251,27 +250,24 @@ def test_concurrent_hits_from_many_sessions_are_all_counted(psql):
 
 @pytest.mark.django_db(transaction=True)
 def test_two_requests_hitting_the_same_buckets_in_opposite_orders_never_deadlock(psql):
-    """Each request in a transaction that holds its rows' locks a while: listed in opposite orders,
-    the buckets are still locked in one order, so neither waits on the other while holding what it wants."""
-    first = Limit(name="codes-per-identifier", max_hits=10_000, window=LONG)
-    second = Limit(name="codes-per-address", max_hits=10_000, window=LONG)
-    pairs = [(first, "someone@example.com"), (second, "203.0.113.7")]
-    rounds = 100
-    start = threading.Barrier(2, timeout=30)
-
-    def request(pairs):
-        try:
-            for _ in range(rounds):
-                start.wait()  # both in step, so the two statements overlap
-                with transaction.atomic():
-                    limits_hit(pairs)
-                    time.sleep(0.002)
-        except Exception:
-            start.abort()  # the other thread stops too, instead of waiting for this one
-            raise
-
-    threads, results = in_threads(lambda: request(pairs), lambda: request(pairs[::-1]))
-    for thread in threads:
+    """Both requests queue behind a third session on one bucket, the one listing it first ahead: locked
+    in the callers' orders, each would then hold the row the other waits for (the server's deadlock
+    detector fails one); locked in one order, the first takes both rows and the second follows."""
+    per_address = Limit(name="codes-per-address", max_hits=10, window=LONG)
+    per_identifier = Limit(name="codes-per-identifier", max_hits=10, window=LONG)  # its bucket sorts last
+    pairs = [(per_address, "203.0.113.7"), (per_identifier, "someone@example.com")]
+    limits_hit(pairs)
+    with psql.transaction():
+        psql.execute(
+            "SELECT 1 FROM rate_limits WHERE bucket = %s FOR UPDATE",
+            [bucket_for(limit=per_identifier, key="someone@example.com")],
+        )
+        first, first_results = in_threads(lambda: limits_hit(pairs[::-1]))
+        wait_until_blocked(psql, 1)
+        second, second_results = in_threads(lambda: limits_hit(pairs))
+        wait_until_blocked(psql, 2)
+    for thread in first + second:
         thread.join()
-    assert all(ok for ok, _ in results), results
-    assert psql.execute("SELECT hits FROM rate_limits").fetchall() == [(2 * rounds,), (2 * rounds,)]
+    results = first_results + second_results
+    assert results == [(True, None), (True, None)], results
+    assert psql.execute("SELECT hits FROM rate_limits").fetchall() == [(3,), (3,)]
