@@ -104,7 +104,7 @@ def limits_hit(hits: Iterable[tuple[Limit, str]]) -> None:
             raise ValueError(f"limits: two different limits are named {limit.name}")
     if not limits:
         return
-    # One lock order for every caller: two requests hitting the same buckets cannot deadlock.
+    # One lock order for every caller (rows are upserted in the arrays' order): no two can deadlock.
     buckets = sorted(limits)
     with connection.cursor() as cursor:
         cursor.execute(COUNT_HITS, [buckets, [limits[bucket].seconds for bucket in buckets]])
