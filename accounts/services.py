@@ -75,11 +75,17 @@ def account_sign_up(*, email: str, login: str, password_hash: str) -> Account | 
     return Account.objects.get(pk=account_id)
 
 
-def account_password_hash(password: str, *, login: str, email: str) -> str:
-    """The Django hash (Argon2id) of a password chosen for this login and address, after Django's
-    password validators (AUTH_PASSWORD_VALIDATORS) accepted it; their ValidationError otherwise."""
+def account_password_check(password: str, *, login: str, email: str) -> None:
+    """Django's password validators (AUTH_PASSWORD_VALIDATORS) on a password chosen for this login
+    and address: their ValidationError when they refuse it."""
     # An unsaved staff-user object only to carry the names: the validators read fields of a user model.
     validate_password(password, user=get_user_model()(username=login, email=email))
+
+
+def account_password_hash(password: str, *, login: str, email: str) -> str:
+    """The Django hash (Argon2id) of a password chosen for this login and address, once the
+    validators accepted it (account_password_check)."""
+    account_password_check(password, login=login, email=email)
     return make_password(password)
 
 

@@ -20,11 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
 os.environ.setdefault("DEBUG", "true")
-os.environ.setdefault("LOG_LEVEL", "ERROR")  # one "Bad Request" line per wrong code otherwise
+
+import logging  # noqa: E402
 
 import django  # noqa: E402
 
 django.setup()
+logging.getLogger("django.request").setLevel(logging.ERROR)  # one "Bad Request" line per wrong code otherwise
 
 import scratch  # noqa: E402
 from django.conf import settings  # noqa: E402

@@ -205,6 +205,8 @@ PUBLIC_LIMITS_PER_HOUR = {
     # A recovery request and "send me a new e-mail" together.
     "mail-per-identifier": read_int("LIMIT_MAIL_PER_IDENTIFIER", default=3, minimum=1),
     "mail-per-client": read_int("LIMIT_MAIL_PER_CLIENT", default=30, minimum=1),
+    # Counted by the queued task, which knows the account: a login and its address are one mailbox.
+    "mail-per-account": read_int("LIMIT_MAIL_PER_ACCOUNT", default=3, minimum=1),
     # Beyond the 5 wrong codes that block one code: guesses spread over new codes, or over many logins.
     "code-per-identifier": read_int("LIMIT_CODE_PER_IDENTIFIER", default=10, minimum=1),
     "code-per-client": read_int("LIMIT_CODE_PER_CLIENT", default=60, minimum=1),

@@ -61,7 +61,7 @@ MAIL_RUNS = 5
 # A request that ended this long after the database was back still counts as in the outage.
 OUTAGE_GRACE = 2.0
 LIMIT_NAMES = ["SIGN_UP_PER_ADDRESS", "SIGN_UP_PER_CLIENT", "MAIL_PER_IDENTIFIER", "MAIL_PER_CLIENT",
-               "CODE_PER_IDENTIFIER", "CODE_PER_CLIENT"]  # fmt: skip
+               "MAIL_PER_ACCOUNT", "CODE_PER_IDENTIFIER", "CODE_PER_CLIENT"]  # fmt: skip
 IN_OUTAGE = "(refused while the database was down)"
 PASSWORD = {"password": "soak test password 1", "password_again": "soak test password 1"}
 LINK = re.compile(r"https?://[^/\s]+(/(?:activate|recover)/[A-Za-z0-9_-]{43})")

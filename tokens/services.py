@@ -11,7 +11,9 @@ person the token was sent to (audited as its account).
 
 import hmac
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import BooleanField, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
@@ -22,6 +24,7 @@ from accounts.selectors import accounts_by_identifier
 from accounts.services import account_password_hash, account_set_password
 from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
+from platform_events.limits import Limit, LimitExceeded, limits_hit
 from tokens.errors import PasswordNeeded, TokenNotFound, WrongAccountState, WrongCode
 from tokens.links import secret_from_text
 from tokens.models import MailState, MaxCodeAttempts, Token, TokenAction
@@ -31,6 +34,11 @@ TOKEN_HOLDER = "token holder"
 
 # The state an account must be in for each action's e-mail (the consume trigger says the same).
 NEEDS = {TokenAction.ACTIVATION: AccountStatus.PROVISIONED, TokenAction.PASSWORD_RECOVERY: AccountStatus.ACTIVE}
+
+
+def public_limit(name: str) -> Limit:
+    """One of the public pages' limits, as settings.PUBLIC_LIMITS_PER_HOUR sets it (README, "Limits")."""
+    return Limit(name=name, max_hits=settings.PUBLIC_LIMITS_PER_HOUR[name], window=timedelta(hours=1))
 
 
 def _acting(actor, account: Account | None):
@@ -199,18 +207,27 @@ def token_consume_code(
     return _consume(target, how="code", actor=actor, new_password=new_password)
 
 
-def token_request_mail(*, identifier: str, action: TokenAction, actor) -> Token | None:
+def token_request_mail(
+    *, identifier: str, action: TokenAction, actor, per_account: Limit | None = None
+) -> Token | None:
     """Send an e-mail of ``action`` to the account this login or e-mail names, if it is in the state the
     action needs (the newest such sign-up, for an address several share): its live token again while
     that has not expired (re-sent, not replaced, so that nobody can cancel someone else's link), else a
     new token. The token to be mailed, or None when there is no such account.
 
     The public pages run it after they have answered (tokens/tasks.py), the same answer for any input.
+    With ``per_account``, an account over that limit gets nothing: the pages count what was typed,
+    and a login and its address are two spellings of one mailbox.
     """
     needs = NEEDS[action]
     account = accounts_by_identifier(identifier).filter(status=needs).order_by("-id").first()
     if account is None:
         return None
+    if per_account is not None:
+        try:
+            limits_hit([(per_account, f"account:{account.pk}")])
+        except LimitExceeded:
+            return None
     acting = _acting(actor, account)
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=acting):
         # The account's row lock, as _issue takes it: a concurrent consume, suspension or issue waits.

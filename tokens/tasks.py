@@ -11,7 +11,7 @@ from accounts.services import account_sign_up
 from platform_events.audit import audit_context
 from tokens.mailroom.drain import drain
 from tokens.models import TokenAction
-from tokens.services import TOKEN_HOLDER, token_request_mail
+from tokens.services import TOKEN_HOLDER, public_limit, token_request_mail
 
 logger = logging.getLogger(__name__)
 
@@ -36,4 +36,9 @@ def sign_up(email: str, login: str, password_hash: str, origin: dict[str, str]) 
 
 def send_again(identifier: str, action: str, origin: dict[str, str]) -> None:
     with audit_context(origin=origin):
-        token_request_mail(identifier=identifier, action=TokenAction(action), actor=TOKEN_HOLDER)
+        token_request_mail(
+            identifier=identifier,
+            action=TokenAction(action),
+            actor=TOKEN_HOLDER,
+            per_account=public_limit("mail-per-account"),
+        )

@@ -8,22 +8,21 @@ code forms answer a wrong code the same way whoever it was for. Only a link's se
 code shows whose account it is.
 """
 
-from datetime import timedelta
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
 from accounts.errors import EmailAlreadyClaimed
 from accounts.models import AccountPassword, AccountStatus
-from accounts.services import account_password_hash
+from accounts.services import account_password_check, account_password_hash
 from platform_events.audit import audit_context, request_origin
 from platform_events.client_ip import client_ip
 from platform_events.db.refusals import LifecycleError
-from platform_events.limits import Limit, LimitExceeded, limits_hit
+from platform_events.limits import LimitExceeded, limits_hit
 from tokens.errors import (
     AccountSuspended,
     PasswordNeeded,
@@ -45,14 +44,15 @@ from tokens.forms import (
 )
 from tokens.models import Token, TokenAction
 from tokens.pages import NextStep, ask_again, form_page, outcome_page, sign_in, too_many_page
-from tokens.services import TOKEN_HOLDER, NewPassword, token_by_secret, token_consume, token_consume_code
+from tokens.services import (
+    TOKEN_HOLDER,
+    NewPassword,
+    public_limit,
+    token_by_secret,
+    token_consume,
+    token_consume_code,
+)
 from tokens.tasks import queue_public_request
-
-
-def limit(name: str) -> Limit:
-    """One of the public pages' limits, as settings.PUBLIC_LIMITS_PER_HOUR sets it (README, "Limits")."""
-    return Limit(name, settings.PUBLIC_LIMITS_PER_HOUR[name], timedelta(hours=1))
-
 
 WRONG_CODE = (
     "This code does not match the latest e-mail sent to this login or e-mail address. Check it, or open"
@@ -104,7 +104,9 @@ def refusal_page(request: HttpRequest, error: LifecycleError, token: Token | Non
 def _limited(request: HttpRequest, kind: str, identifier: str) -> HttpResponse | None:
     """The 429 page when the ``kind`` limit of this identifier or of this client is over (both counted
     either way), else None."""
-    hits = [(limit(f"{kind}-per-identifier"), identifier), (limit(f"{kind}-per-client"), client_ip(request))]
+    # No address (gunicorn on a unix socket leaves REMOTE_ADDR empty): one shared count, never a 500.
+    client = client_ip(request) or "unknown"
+    hits = [(public_limit(f"{kind}-per-identifier"), identifier), (public_limit(f"{kind}-per-client"), client)]
     try:
         limits_hit(hits)
     except LimitExceeded as exceeded:
@@ -124,6 +126,7 @@ def _has_password(account) -> bool:
 # Sign-up
 
 
+@sensitive_post_parameters("password", "password_again")
 @require_http_methods(["GET", "POST"])
 def sign_up(request: HttpRequest) -> HttpResponse:
     if not settings.PUBLIC_SIGN_UP:
@@ -132,14 +135,16 @@ def sign_up(request: HttpRequest) -> HttpResponse:
         )
     form = SignUpForm(_posted(request))
     if request.method == "POST" and form.is_valid():
-        email, login = form.cleaned_data["email"], form.cleaned_data["login"]
-        if refused := _limited(request, "sign-up", email):
-            return refused
+        email, login, password = (form.cleaned_data[name] for name in ("email", "login", "password"))
         try:
-            password_hash = account_password_hash(form.cleaned_data["password"], login=login, email=email)
+            # Before the limit: a refused password uses up nobody's allowance (the attack run of issue 10).
+            account_password_check(password, login=login, email=email)
         except ValidationError as error:
             form.add_error("password", error)
         else:
+            if refused := _limited(request, "sign-up", email):
+                return refused
+            password_hash = account_password_hash(password, login=login, email=email)
             queue_public_request("sign_up", email, login, password_hash, request_origin(request))
             return outcome_page(
                 request,
@@ -166,6 +171,7 @@ def sign_up(request: HttpRequest) -> HttpResponse:
 # Activation
 
 
+@sensitive_post_parameters("password", "password_again")
 @require_http_methods(["GET", "POST"])
 def activate_link(request: HttpRequest, secret: str) -> HttpResponse:
     token = token_by_secret(secret, action=TokenAction.ACTIVATION)
@@ -213,6 +219,7 @@ def _activated(request: HttpRequest, token: Token) -> HttpResponse:
     )
 
 
+@sensitive_post_parameters("password", "password_again")
 @require_http_methods(["GET", "POST"])
 def activate_code(request: HttpRequest) -> HttpResponse:
     form = ActivationCodeForm(_posted(request))
@@ -293,6 +300,7 @@ def _request_mail(request, action: TokenAction, *, heading: str, intro: str, don
     return form_page(request, form, heading=heading, button="Send me an e-mail", intro=intro)
 
 
+@sensitive_post_parameters("password", "password_again")
 @require_http_methods(["GET", "POST"])
 def recover_link(request: HttpRequest, secret: str) -> HttpResponse:
     token = token_by_secret(secret, action=TokenAction.PASSWORD_RECOVERY)
@@ -317,6 +325,7 @@ def recover_link(request: HttpRequest, secret: str) -> HttpResponse:
     return form_page(request, form, heading="Choose a new password", button="Change my password", account=token.account)
 
 
+@sensitive_post_parameters("password", "password_again")
 @require_http_methods(["GET", "POST"])
 def recover_code(request: HttpRequest) -> HttpResponse:
     form = RecoveryCodeForm(_posted(request))
