@@ -222,19 +222,34 @@ def _activated(request: HttpRequest, token: Token) -> HttpResponse:
 @sensitive_post_parameters("password", "password_again")
 @require_http_methods(["GET", "POST"])
 def activate_code(request: HttpRequest) -> HttpResponse:
-    form = ActivationCodeForm(_posted(request))
+    return _code_page(
+        request,
+        ActivationCodeForm(_posted(request)),
+        TokenAction.ACTIVATION,
+        done=_activated,
+        heading="Activate with a code",
+        button="Activate",
+        intro="Enter the login or e-mail you signed up with and the 5-digit code from the e-mail.",
+        links=[ask_again()],
+    )
+
+
+def _code_page(request, form, action: TokenAction, *, done, **page) -> HttpResponse:
+    """A code form: the code consumes the newest token of ``action`` for the identifier, with the
+    password the form gives (an activation needs one when the account has none)."""
     if request.method == "POST" and form.is_valid():
         identifier = form.cleaned_data["identifier"]
         if refused := _limited(request, "code", identifier):
             return refused
+        activation = action == TokenAction.ACTIVATION
         try:
             with audit_context(request=request):
                 token = token_consume_code(
                     identifier=identifier,
                     code=form.cleaned_data["code"],
-                    action=TokenAction.ACTIVATION,
+                    action=action,
                     actor=TOKEN_HOLDER,
-                    new_password=NewPassword(form.cleaned_data["password"] or None, required=True),
+                    new_password=NewPassword(form.cleaned_data["password"] or None, required=activation),
                 )
         except (WrongCode, TokenNotFound):
             form.add_error("code", WRONG_CODE)  # the same words for every login or address, known or not
@@ -245,15 +260,8 @@ def activate_code(request: HttpRequest) -> HttpResponse:
         except LifecycleError as error:
             return refusal_page(request, error)
         else:
-            return _activated(request, token)
-    return form_page(
-        request,
-        form,
-        heading="Activate with a code",
-        button="Activate",
-        intro="Enter the login or e-mail you signed up with and the 5-digit code from the e-mail.",
-        links=[ask_again()],
-    )
+            return done(request, token)
+    return form_page(request, form, **page)
 
 
 # Recovery
@@ -328,31 +336,11 @@ def recover_link(request: HttpRequest, secret: str) -> HttpResponse:
 @sensitive_post_parameters("password", "password_again")
 @require_http_methods(["GET", "POST"])
 def recover_code(request: HttpRequest) -> HttpResponse:
-    form = RecoveryCodeForm(_posted(request))
-    if request.method == "POST" and form.is_valid():
-        identifier = form.cleaned_data["identifier"]
-        if refused := _limited(request, "code", identifier):
-            return refused
-        try:
-            with audit_context(request=request):
-                token = token_consume_code(
-                    identifier=identifier,
-                    code=form.cleaned_data["code"],
-                    action=TokenAction.PASSWORD_RECOVERY,
-                    actor=TOKEN_HOLDER,
-                    new_password=NewPassword(form.cleaned_data["password"]),
-                )
-        except (WrongCode, TokenNotFound):
-            form.add_error("code", WRONG_CODE)
-        except ValidationError as error:
-            form.add_error("password", error)
-        except LifecycleError as error:
-            return refusal_page(request, error)
-        else:
-            return _password_changed(request, token)
-    return form_page(
+    return _code_page(
         request,
-        form,
+        RecoveryCodeForm(_posted(request)),
+        TokenAction.PASSWORD_RECOVERY,
+        done=_password_changed,
         heading="Choose a new password",
         button="Change my password",
         intro="Enter your login or e-mail, the 5-digit code from the recovery e-mail and a new password.",
