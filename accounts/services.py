@@ -82,10 +82,8 @@ def account_password_check(password: str, *, login: str, email: str) -> None:
     validate_password(password, user=get_user_model()(username=login, email=email))
 
 
-def account_password_hash(password: str, *, login: str, email: str) -> str:
-    """The Django hash (Argon2id) of a password chosen for this login and address, once the
-    validators accepted it (account_password_check)."""
-    account_password_check(password, login=login, email=email)
+def account_password_hash(password: str) -> str:
+    """The Django hash (Argon2id) of a password account_password_check accepted."""
     return make_password(password)
 
 

@@ -25,7 +25,7 @@ class IdentifierForm(forms.Form):
 
 class NewPasswordForm(forms.Form):
     """Two typings of a new password; Django's validators check it once the account is known
-    (accounts.services.account_password_hash), since some compare it with the login and address."""
+    (accounts.services.account_password_check), since some compare it with the login and address."""
 
     password = forms.CharField(
         label="New password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})

@@ -21,7 +21,7 @@ from django.db.models.functions import Now
 from accounts.errors import AccountGone
 from accounts.models import Account, AccountPassword, AccountStatus
 from accounts.selectors import accounts_by_identifier
-from accounts.services import account_password_hash, account_set_password
+from accounts.services import account_password_check, account_password_hash, account_set_password
 from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
 from platform_events.limits import Limit, LimitExceeded, limits_hit
@@ -146,7 +146,8 @@ def _password_hash(account: Account, new_password: NewPassword) -> str | None:
         if new_password.required and not AccountPassword.objects.filter(account=account).exists():
             raise PasswordNeeded(f"tokens: account {account.pk} has no password yet; choose one", account_id=account.pk)
         return None
-    return account_password_hash(new_password.password, login=account.login, email=account.email)
+    account_password_check(new_password.password, login=account.login, email=account.email)
+    return account_password_hash(new_password.password)
 
 
 def token_consume_code(

@@ -144,7 +144,7 @@ def sign_up(request: HttpRequest) -> HttpResponse:
         else:
             if refused := _limited(request, "sign-up", email):
                 return refused
-            password_hash = account_password_hash(password, login=login, email=email)
+            password_hash = account_password_hash(password)  # checked above
             queue_public_request("sign_up", email, login, password_hash, request_origin(request))
             return outcome_page(
                 request,
@@ -188,7 +188,7 @@ def activate_link(request: HttpRequest, secret: str) -> HttpResponse:
                     secret=secret,
                     action=TokenAction.ACTIVATION,
                     actor=TOKEN_HOLDER,
-                    new_password=NewPassword(password, required=True),
+                    new_password=NewPassword(password, required=needs_password),
                 )
         except ValidationError as error:
             form.add_error("password", error)
