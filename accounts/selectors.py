@@ -2,9 +2,11 @@ from datetime import datetime
 
 from django.db import connection
 from django.db.models import Q, QuerySet, Value
-from django.db.models.functions import Lower
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce, Lower
 
 from accounts.models import Account
+from platform_events.models import AuditEvent, ResourceType
 
 
 def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
@@ -22,6 +24,18 @@ def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     if "@" in identifier:
         return Account.objects.alias(email_lower=Lower("email")).filter(email_lower=wanted)
     return Account.objects.alias(login_lower=Lower("login")).filter(login_lower=wanted)
+
+
+def account_trail(account_id: int) -> QuerySet[AuditEvent]:
+    """The audit rows about one account: its own and its tokens' (which name the account in their
+    diff, tokens/sql/0013_audit_by_account.sql: the expression below is that index's, so both halves
+    of the OR read an index)."""
+    named = str(account_id)
+    token_account = Coalesce(KeyTextTransform("account", "diff_after"), KeyTextTransform("account", "diff_before"))
+    return AuditEvent.objects.alias(token_account=token_account).filter(
+        Q(resource_type=ResourceType.ACCOUNT, resource_id=named)
+        | Q(resource_type=ResourceType.TOKEN, token_account=named)
+    )
 
 
 def email_is_claimed(email: str) -> bool:
