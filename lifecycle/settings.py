@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_q",
     "axes",
+    "rangefilter",
     "platform_events",
     "accounts",
     "tokens",
