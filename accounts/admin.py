@@ -5,17 +5,22 @@ happened per account; the database writes the audit rows, with the staff user an
 """
 
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.timezone import localtime
 from django.utils.translation import ngettext
 
 from accounts.models import Account, AccountStatus
-from accounts.selectors import accounts_search
+from accounts.selectors import account_suspension, account_trail, accounts_search
 from accounts.services import account_suspend, account_unsuspend
 from platform_events.audit import audit_context
 from platform_events.db.refusals import LifecycleError
@@ -28,6 +33,48 @@ from tokens.services import token_resend_activation, token_send_password_recover
 
 # Reports name this many skipped accounts, then count the rest.
 NAMED_IN_REPORTS = 5
+# The account page shows this many of the account's latest audit rows; the rest are a link away.
+RECENT_TRAIL_ROWS = 15
+
+
+@dataclass(frozen=True)
+class StaffAction:
+    """One of the four things staff do to an account: its button on the account page, the service that
+    does it, the report once done, and the status it applies to (the page offers it only then; the
+    service decides)."""
+
+    label: str
+    service: Callable
+    done: tuple[str, str]
+    applies_to: Callable[[Account], bool]
+
+
+STAFF_ACTIONS = {
+    "suspend": StaffAction(
+        "Suspend",
+        account_suspend,
+        ("%(count)d account suspended.", "%(count)d accounts suspended."),
+        lambda account: account.status != AccountStatus.SUSPENDED,
+    ),
+    "unsuspend": StaffAction(
+        "Unsuspend",
+        account_unsuspend,
+        ("%(count)d account unsuspended.", "%(count)d accounts unsuspended."),
+        lambda account: account.status == AccountStatus.SUSPENDED,
+    ),
+    "resend_activation": StaffAction(
+        "Resend the activation e-mail",
+        token_resend_activation,
+        ("%(count)d activation e-mail queued.", "%(count)d activation e-mails queued."),
+        lambda account: account.status == AccountStatus.PROVISIONED,
+    ),
+    "send_password_recovery": StaffAction(
+        "Send a password-recovery e-mail",
+        token_send_password_recovery,
+        ("%(count)d password-recovery e-mail queued.", "%(count)d password-recovery e-mails queued."),
+        lambda account: account.status == AccountStatus.ACTIVE,
+    ),
+}
 
 STATUS_COLOURS = {
     AccountStatus.PROVISIONED: "#8a6d00",
@@ -48,9 +95,65 @@ class AccountAdmin(ReadOnlyModelAdmin):
     list_filter = ["status", "created_at", "activated_at", "suspended_at"]
     search_fields = ["login", "email"]  # the search itself: get_search_results
     search_help_text = "E-mail or login, or the start of one (not case-sensitive)."
-    readonly_fields = [field.name for field in Account._meta.fields] + ["audit_trail"]
+    fieldsets = [
+        (None, {"fields": ["login", "email", "status_badge", "suspension", "password_state"]}),
+        ("Dates", {"fields": ["created_at", "activated_at", "suspended_at", "unsuspended_at", "status_changed_at"]}),
+    ]
+    readonly_fields = [field.name for field in Account._meta.fields] + ["status_badge", "suspension", "password_state"]
     inlines = [TokenInline]
-    actions = ["suspend", "unsuspend", "resend_activation", "send_password_recovery"]
+    actions = list(STAFF_ACTIONS)
+
+    def get_urls(self):
+        act = self.admin_site.admin_view(self.act_view)
+        return [path("<path:object_id>/act/<str:action>/", act, name="accounts_account_act"), *super().get_urls()]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("password")
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The account page: the actions that apply to it now as buttons, and its latest audit rows."""
+        account = self.get_object(request, object_id)
+        if account is None:  # Django's own page says it does not exist
+            return super().change_view(request, object_id, form_url, extra_context)
+        allowed = self.get_actions(request)
+        buttons = [
+            (
+                reverse("admin:accounts_account_act", args=[account.pk, name]),
+                action.label,
+            )
+            for name, action in STAFF_ACTIONS.items()
+            if name in allowed and action.applies_to(account)
+        ]
+        context = {"action_buttons": buttons, "trail_url": self._trail_url(request, account)}
+        if context["trail_url"]:
+            context["recent_trail"] = list(account_trail(account.pk).order_by("-occurred_at")[:RECENT_TRAIL_ROWS])
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
+
+    def history_view(self, request, object_id, extra_context=None):
+        """The audit trail of the account and its tokens, in place of Django's LogEntry history (which
+        stays empty: staff change accounts through the services, never by saving the form)."""
+        account = self.get_object(request, object_id)
+        trail_url = account and self._trail_url(request, account)
+        if not trail_url:
+            return super().history_view(request, object_id, extra_context)
+        return HttpResponseRedirect(trail_url)
+
+    def act_view(self, request, object_id, action):
+        """One action on this account from its page: the same confirmation, reason and audit as the list's."""
+        if action not in STAFF_ACTIONS:
+            raise Http404(f"No such action: {action}")
+        if action not in self.get_actions(request):
+            raise PermissionDenied
+        account = self.get_object(request, object_id)
+        if account is None:
+            return self._get_obj_does_not_exist_redirect(request, self.model._meta, object_id)
+        answer = self._confirm_and_run(request, Account.objects.filter(pk=account.pk), action, page_of=account)
+        return answer or HttpResponseRedirect(reverse("admin:accounts_account_change", args=[account.pk]))
+
+    def _trail_url(self, request, account) -> str | None:
+        if not request.user.has_perm("platform_events.view_auditevent"):
+            return None
+        return f"{reverse('admin:platform_events_auditevent_changelist')}?account={account.pk}"
 
     def get_search_results(self, request, queryset, search_term):
         if not search_term.strip():
@@ -65,32 +168,44 @@ class AccountAdmin(ReadOnlyModelAdmin):
             account.status,
         )
 
-    @admin.display(description="audit trail")
-    def audit_trail(self, account):
-        url = reverse("admin:platform_events_auditevent_changelist")
+    @admin.display(description="suspension")
+    def suspension(self, account):
+        """Why, by whom and since when the account is suspended, from the audit row that suspended it."""
+        if account.status != AccountStatus.SUSPENDED:
+            return "—"
+        event = account_suspension(account.pk)
+        if event is None:  # suspended before the audit trail existed
+            return f"since {_when(account.suspended_at)}"
         return format_html(
-            '<a href="{}?resource_type=account&amp;resource_id={}">Audit events of this account</a>', url, account.pk
+            "since {} by {}<br>reason: {}",
+            _when(event.occurred_at),
+            event.actor_display or event.actor_id,
+            event.reason or "—",
+        )
+
+    @admin.display(description="password")
+    def password_state(self, account):
+        """Whether the account has a password, and since when (never the hash)."""
+        password = getattr(account, "password", None)
+        return (
+            f"set {_when(password.changed_at)}" if password else "none (the account cannot sign in with a password yet)"
         )
 
     @admin.action(permissions=["suspend"], description="Suspend selected accounts")
     def suspend(self, request, queryset):
-        done = ("%(count)d account suspended.", "%(count)d accounts suspended.")
-        return self._confirm_and_run(request, queryset, "suspend", account_suspend, done)
+        return self._confirm_and_run(request, queryset, "suspend")
 
     @admin.action(permissions=["suspend"], description="Unsuspend selected accounts")
     def unsuspend(self, request, queryset):
-        done = ("%(count)d account unsuspended.", "%(count)d accounts unsuspended.")
-        return self._confirm_and_run(request, queryset, "unsuspend", account_unsuspend, done)
+        return self._confirm_and_run(request, queryset, "unsuspend")
 
     @admin.action(permissions=["resend_activation"], description="Resend the activation e-mail")
     def resend_activation(self, request, queryset):
-        done = ("%(count)d activation e-mail queued.", "%(count)d activation e-mails queued.")
-        return self._confirm_and_run(request, queryset, "resend_activation", token_resend_activation, done)
+        return self._confirm_and_run(request, queryset, "resend_activation")
 
     @admin.action(permissions=["send_password_recovery"], description="Send a password-recovery e-mail")
     def send_password_recovery(self, request, queryset):
-        done = ("%(count)d password-recovery e-mail queued.", "%(count)d password-recovery e-mails queued.")
-        return self._confirm_and_run(request, queryset, "send_password_recovery", token_send_password_recovery, done)
+        return self._confirm_and_run(request, queryset, "send_password_recovery")
 
     def has_suspend_permission(self, request):
         return request.user.has_perm("accounts.suspend_account")
@@ -101,10 +216,14 @@ class AccountAdmin(ReadOnlyModelAdmin):
     def has_send_password_recovery_permission(self, request):
         return request.user.has_perm("accounts.send_password_recovery")
 
-    def _confirm_and_run(self, request, queryset, action, service, done):
+    def _confirm_and_run(self, request, queryset, action, *, page_of=None):
         """The confirmation page asking why; once answered, the service on each account (one transaction
-        each, under one audit context) and a report of what was done and what was skipped, and why."""
+        each, under one audit context) and a report of what was done and what was skipped, and why.
+        ``page_of`` is the account whose page the action started on ("No, take me back" returns there)."""
         _, _, description = self.get_action(action)
+        staff_action = STAFF_ACTIONS[action]
+        if page_of:
+            description = f"{staff_action.label}: {page_of.login}"
         form = ReasonForm(request.POST if request.POST.get("confirm") else None)
         if not form.is_valid():
             return TemplateResponse(
@@ -113,29 +232,39 @@ class AccountAdmin(ReadOnlyModelAdmin):
                 {
                     **self.admin_site.each_context(request),
                     "title": description,
-                    "question": "These accounts are selected. Why?",
+                    "question": ngettext("This account is selected.", "These accounts are selected.", len(queryset))
+                    + " Why?",
                     "accounts": queryset,
                     "opts": self.model._meta,
                     "action": action,
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                     "form": form,
-                    "button": description,
+                    "button": staff_action.label if page_of else description,
+                    "page_of": page_of,
+                    "back": reverse("admin:accounts_account_change", args=[page_of.pk])
+                    if page_of
+                    else reverse("admin:accounts_account_changelist"),
                 },
             )
         done_count, skipped = 0, defaultdict(list)
         with audit_context(reason=form.cleaned_data["reason"], request=request):
             for account in queryset:
                 try:
-                    service(account=account, actor=request.user)
+                    staff_action.service(account=account, actor=request.user)
                 except LifecycleError as refusal:
                     skipped[refusal.reason].append(account)
                 else:
                     done_count += 1
         level = messages.SUCCESS if done_count else messages.INFO
-        self.message_user(request, ngettext(*done, done_count) % {"count": done_count}, level)
+        self.message_user(request, ngettext(*staff_action.done, done_count) % {"count": done_count}, level)
         for reason, accounts in skipped.items():
             self.message_user(request, skipped_report(reason, accounts), messages.WARNING)
         return None
+
+
+def _when(moment) -> str:
+    """A time as the back-office shows it: in the admin's zone, to the second."""
+    return localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z") if moment else "—"
 
 
 def skipped_report(reason: str, accounts: list[Account]) -> str:

@@ -6,7 +6,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce, Lower
 
 from accounts.models import Account
-from platform_events.models import AuditEvent, ResourceType
+from platform_events.models import AuditAction, AuditEvent, ResourceType
 
 
 def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
@@ -36,6 +36,14 @@ def account_trail(account_id: int) -> QuerySet[AuditEvent]:
         Q(resource_type=ResourceType.ACCOUNT, resource_id=named)
         | Q(resource_type=ResourceType.TOKEN, token_account=named)
     )
+
+
+def account_suspension(account_id: int) -> AuditEvent | None:
+    """The audit row of the account's latest suspension (who, when, why), if the trail holds one."""
+    rows = AuditEvent.objects.filter(
+        resource_type=ResourceType.ACCOUNT, resource_id=str(account_id), action=AuditAction.ACCOUNT_SUSPENDED
+    )
+    return rows.order_by("-occurred_at").first()
 
 
 def email_is_claimed(email: str) -> bool:

@@ -221,6 +221,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# Times to the second, dates as 2026-11-23 (lifecycle/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["lifecycle.formats"]
 TIME_ZONE = read_time_zone("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True

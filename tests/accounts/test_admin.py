@@ -185,3 +185,96 @@ def test_anonymous_users_are_sent_to_login(client):
     response = client.get(reverse("admin:accounts_account_changelist"))
     assert response.status_code == 302
     assert reverse("admin:login") in response["Location"]
+
+
+def change_page(account):
+    return reverse("admin:accounts_account_change", args=[account.pk])
+
+
+def act_url(account, action):
+    return reverse("admin:accounts_account_act", args=[account.pk, action])
+
+
+class TestAccountPage:
+    def test_offers_the_actions_that_apply_to_the_accounts_status(self, support):
+        """An active account offers Suspend and the recovery e-mail; a suspended one only Unsuspend."""
+        active, suspended = AccountFactory(active=True), AccountFactory(suspended=True)
+        assert support.get(change_page(active)).context["action_buttons"] == [
+            (act_url(active, "suspend"), "Suspend"),
+            (act_url(active, "send_password_recovery"), "Send a password-recovery e-mail"),
+        ]
+        assert support.get(change_page(suspended)).context["action_buttons"] == [
+            (act_url(suspended, "unsuspend"), "Unsuspend")
+        ]
+
+    def test_an_auditor_gets_no_action_buttons_and_is_refused_the_action(self, auditor, support):
+        """The buttons follow the permissions, and so does the action's own URL."""
+        account = AccountFactory(active=True)
+        assert auditor.get(change_page(account)).status_code == 403  # an Auditor does not see accounts
+        assert auditor.post(act_url(account, "suspend"), {"confirm": "yes", "reason": "x"}).status_code == 403
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_suspending_from_the_page_asks_why_then_suspends_and_returns_to_the_page(self, support):
+        account = AccountFactory(active=True)
+        asked = support.get(act_url(account, "suspend"))
+        assert asked.status_code == 200 and "This account is selected. Why?" in asked.content.decode()
+        assert asked.context["back"] == change_page(account)
+        assert asked.context["title"] == f"Suspend: {account.login}"
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+        done = support.post(act_url(account, "suspend"), {"confirm": "yes", "reason": "chargeback"}, follow=True)
+        assert done.redirect_chain == [(change_page(account), 302)]
+        assert reported(done) == ["1 account suspended."]
+        assert statuses(account) == [AccountStatus.SUSPENDED]
+
+    def test_a_get_never_acts(self, support):
+        """Only the confirmation's POST acts: a GET with every field in its query string asks again."""
+        account = AccountFactory(active=True)
+        support.get(act_url(account, "suspend") + "?confirm=yes&reason=x")
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_an_action_that_no_longer_applies_is_reported_not_done(self, support):
+        """Suspending an account someone else suspended meanwhile says it was skipped, and why."""
+        account = AccountFactory(suspended=True)
+        done = support.post(act_url(account, "suspend"), {"confirm": "yes", "reason": "twice"}, follow=True)
+        assert reported(done)[0] == "0 accounts suspended."
+        assert account.login in reported(done)[1]
+
+    def test_unknown_action_or_account_is_a_clear_answer_not_a_500(self, support):
+        account = AccountFactory(active=True)
+        assert support.get(act_url(account, "delete")).status_code == 404
+        gone = reverse("admin:accounts_account_act", args=[999_999, "suspend"])
+        assert support.get(gone, follow=True).redirect_chain[-1][0] == reverse("admin:index")
+
+    def test_shows_why_by_whom_and_since_when_it_is_suspended(self, support):
+        account = AccountFactory(active=True)
+        support.post(act_url(account, "suspend"), {"confirm": "yes", "reason": "chargeback <b>reported</b>"})
+        page = support.get(change_page(account)).content.decode()
+        assert "by support1" in page
+        assert "reason: chargeback &lt;b&gt;reported&lt;/b&gt;" in page
+
+    def test_shows_whether_the_account_has_a_password_never_the_hash(self, support):
+        from accounts.services import account_password_hash, account_set_password
+
+        account = AccountFactory(active=True)
+        assert "none (the account cannot sign in" in support.get(change_page(account)).content.decode()
+        password_hash = account_password_hash("a long enough passphrase 7")
+        account_set_password(account=account, password_hash=password_hash, actor=account)
+        page = support.get(change_page(account)).content.decode()
+        assert "password" in page and password_hash not in page and "argon2" not in page
+
+    def test_lists_the_accounts_latest_audit_rows_with_its_tokens(self, support):
+        """The account's trail on its page holds its token rows too (the recovery e-mail support sent)."""
+        account = AccountFactory(active=True)
+        support.post(act_url(account, "send_password_recovery"), {"confirm": "yes", "reason": "asked by phone"})
+        trail = support.get(change_page(account)).context["recent_trail"]
+        assert [(e.action, e.resource_type, e.reason) for e in trail[:1]] == [
+            ("token.issued", "token", "asked by phone")
+        ]
+        assert {e.action for e in trail} >= {"account.created", "account.activated", "token.issued"}
+
+    def test_history_is_the_accounts_audit_trail(self, support):
+        account = AccountFactory(active=True)
+        response = support.get(reverse("admin:accounts_account_history", args=[account.pk]))
+        assert response.status_code == 302
+        assert response["Location"] == reverse("admin:platform_events_auditevent_changelist") + f"?account={account.pk}"

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from django.db import connections
@@ -11,6 +12,15 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     not CHROMIUM and not os.environ.get("CI"), reason="Chromium is not installed (apt-get install chromium)"
 )
+# Set SCREENSHOTS=<directory> to keep a 1366×768 picture of every page the browser tests look at.
+SCREENSHOTS = os.environ.get("SCREENSHOTS")
+
+
+def shoot(page, name: str) -> None:
+    """Keep a picture of the page, full length, when SCREENSHOTS names a directory."""
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=f"{SCREENSHOTS}/{name}.png", full_page=True)
 
 
 @pytest.fixture

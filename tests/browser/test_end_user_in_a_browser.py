@@ -3,15 +3,13 @@ e-mails through a real SMTP server, the queued work run from django-q2's queue):
 the e-mail's link, ask for recovery, set a new password with the e-mail's code; and each refusal
 page on the way."""
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.hashers import check_password
 
 from accounts.models import Account, AccountPassword, AccountStatus
-from tests.browser.conftest import needs_chromium
+from tests.browser.conftest import needs_chromium, shoot
 from tests.support import run_queued_tasks
 from tokens.mailroom.drain import drain
 
@@ -19,20 +17,12 @@ pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 FIRST_PASSWORD = "violet tulips in april 31"
 NEW_PASSWORD = "seven quiet harbours 1874"
-# Set SCREENSHOTS=<directory> to keep a 1366×768 picture of every page the journey sees.
-SCREENSHOTS = os.environ.get("SCREENSHOTS")
 
 
 @pytest.fixture
 def site(live_server, smtp_server, settings):
     settings.PUBLIC_BASE_URL = settings.SIGN_IN_URL = live_server.url
     return live_server
-
-
-def shoot(page, name: str) -> None:
-    if SCREENSHOTS:
-        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=f"{SCREENSHOTS}/{name}.png", full_page=True)
 
 
 def submit(page, button: str):

@@ -1,6 +1,7 @@
 """Support staff's job in a real browser (Playwright driving Debian's Chromium against a live server):
-log in, find an account, suspend it with a reason, see the new status and the audit row, unsuspend it;
-then an Auditor, whom the accounts are refused."""
+log in, find an account, suspend it with a reason from its page, see the new status, who suspended it
+and why, and the audit rows; unsuspend it; the same from the list for several accounts; then an
+Auditor, whom the accounts are refused."""
 
 import re
 
@@ -10,7 +11,7 @@ from django.contrib.auth.models import Group
 
 from accounts.models import Account, AccountStatus
 from lifecycle.factories import AccountFactory
-from tests.browser.conftest import needs_chromium
+from tests.browser.conftest import needs_chromium, shoot
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 PASSWORD = "a-long-test-password-42"
@@ -48,7 +49,46 @@ def run_action(page, label: str, reason: str):
     navigating(page, lambda: page.click("input[type=submit]"))
 
 
-def test_support_suspends_and_unsuspends_an_account_and_an_auditor_cannot(browser, live_server):
+def test_support_acts_from_the_account_page(browser, live_server):
+    """Suspend with a reason from the account's own page, read why and by whom on it, unsuspend there."""
+    account = AccountFactory(active=True, email="jane.doe@example.com", login="janedoe")
+    staff_user("support1", "Support")
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    log_in(page, live_server, "support1")
+    page.goto(f"{live_server.url}/admin/accounts/account/")
+    search(page, "janedoe")
+    navigating(page, lambda: page.click("#result_list a:text('janedoe')"))
+    shoot(page, "account-page-active")
+    assert page.locator(".field-status_badge .readonly").inner_text() == "active"
+    assert page.locator(".object-tools a.account-action").all_inner_texts() == [
+        "SUSPEND",
+        "SEND A PASSWORD-RECOVERY E-MAIL",
+    ]
+
+    navigating(page, lambda: page.click(".object-tools a:text-is('Suspend')"))
+    shoot(page, "account-page-suspend-confirmation")
+    assert page.locator("textarea[name=reason]").get_attribute("required") is not None  # the server refuses it too
+    page.fill("textarea[name=reason]", "chargeback reported by the bank")
+    navigating(page, lambda: page.click("input[type=submit]"))
+
+    shoot(page, "account-page-suspended")
+    assert page.url.endswith(f"/admin/accounts/account/{account.pk}/change/")
+    assert "1 account suspended." in page.locator(".messagelist").inner_text()
+    assert page.locator(".field-status_badge .readonly").inner_text() == "suspended"
+    suspension = page.locator(".field-suspension .readonly").inner_text()
+    assert "by support1" in suspension and "reason: chargeback reported by the bank" in suspension
+    latest = page.locator("#recent-trail tbody tr").first.inner_text()
+    assert "account.suspended" in latest and "support1" in latest
+
+    navigating(page, lambda: page.click(".object-tools a:text-is('Unsuspend')"))
+    page.fill("textarea[name=reason]", "the bank withdrew the chargeback")
+    navigating(page, lambda: page.click("input[type=submit]"))
+    assert page.locator(".field-status_badge .readonly").inner_text() == "active"
+    assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE
+    page.close()
+
+
+def test_support_suspends_and_unsuspends_from_the_list_and_an_auditor_cannot(browser, live_server):
     account = AccountFactory(active=True, email="jane.doe@example.com", login="janedoe")
     AccountFactory(active=True, email="john@example.com", login="john")
     staff_user("support1", "Support")
@@ -67,7 +107,7 @@ def test_support_suspends_and_unsuspends_an_account_and_an_auditor_cannot(browse
     assert page.locator("#result_list tbody tr td.field-status_badge").inner_text() == "suspended"
 
     navigating(page, lambda: page.click("#result_list a:text('janedoe')"))
-    navigating(page, lambda: page.click("text=Audit events of this account"))
+    navigating(page, lambda: page.click(".object-tools a:text-is('Audit trail')"))
     first_row = page.locator("#result_list tbody tr").first.inner_text()
     assert "account.suspended" in first_row and "support1" in first_row
     assert "chargeback reported by the bank" in first_row
