@@ -94,9 +94,10 @@ def test_support_suspends_and_unsuspends_from_the_list_and_an_auditor_cannot(bro
     staff_user("support1", "Support")
     staff_user("auditor1", "Auditor")
 
-    page = browser.new_page()
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
     log_in(page, live_server, "support1")
     page.goto(f"{live_server.url}/admin/accounts/account/")
+    shoot(page, "account-list")
     search(page, "JANE.DOE")
     assert page.locator("#result_list tbody tr").count() == 1
 
