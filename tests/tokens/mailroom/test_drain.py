@@ -1,14 +1,20 @@
 """A drain run against a real SMTP server on loopback: what is mailed, once, what never is, failures."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.utils import timezone
 
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
+from platform_events.db.history import history_rewrite
 from tests.smtp import free_port
-from tests.support import connect_as_owner, expire
+from tests.support import connect_as_owner, expire, wait_for
 from tokens.mailroom.claim import claim_batch
-from tokens.mailroom.drain import drain
+from tokens.mailroom.drain import DrainResult, drain
+from tokens.mailroom.send import send_batch
 from tokens.models import Job, MailState, Token
 from tokens.selectors import live_token
 from tokens.services import token_consume, token_send_password_recovery
@@ -74,6 +80,25 @@ class TestWhatIsNeverMailed:
         assert drain().expired == 1
         token.refresh_from_db()
         assert (token.mail_state, token.mail_error) == (MailState.SKIPPED, "expired before it was mailed")
+        assert smtp_server.messages == []
+
+    def test_a_token_that_expired_while_its_batch_went_out_is_skipped_not_mailed(self, smtp_server):
+        """Claimed while valid, its turn came after it expired (a slow server, a long batch): its link
+        would not work, so it is not sent, and the e-mail never says it has no time left."""
+        token = live_token(account=AccountFactory())
+        with transaction.atomic(), history_rewrite():
+            Token.objects.filter(pk=token.pk).update(expires_at=timezone.now() + timedelta(seconds=1))
+        claim, batch = claim_batch(10)
+        wait_for(lambda: timezone.now() > batch[0].expires_at, timeout=5, message="the token to expire")
+        result = DrainResult()
+        send_batch(batch, claim=claim, result=result)
+        assert (result.sent, result.expired, result.lost_claims) == (0, 1, 0)
+        token.refresh_from_db()
+        assert (token.mail_state, token.mail_error, token.mail_claim) == (
+            MailState.SKIPPED,
+            "expired before it was mailed",
+            None,
+        )
         assert smtp_server.messages == []
 
     def test_a_consumed_token_is_skipped(self, smtp_server):
