@@ -80,35 +80,33 @@ class Job(models.Model):
         help_text="The highest token id the run handled: the seed's cursor, kept for the record only.",
     )
     started_at = models.DateTimeField(
-        db_default=Now(), verbose_name="started", help_text="When the run claimed its first e-mails."
+        db_default=Now(), verbose_name="started", help_text="When it claimed its first e-mails."
     )
     finished_at = models.DateTimeField(
         null=True,
         blank=True,
         verbose_name="finished",
-        help_text="Empty while the run goes on. A run killed mid-way is closed by a later run, at its last progress.",
+        help_text="Not yet while it runs. A run killed mid-way is closed by a later one once it made no progress for two leases.",
     )
     # When the run last recorded its counts (after each batch); a row whose progress stopped was killed.
     progress_at = models.DateTimeField(
         null=True,
         blank=True,
         verbose_name="last progress",
-        help_text="When the run last recorded its counts (after each batch). Stopped for two leases: it was killed.",
+        help_text="When it last recorded its counts (after each batch); stuck for two leases: killed.",
     )
-    claimed = models.IntegerField(
-        db_default=0, verbose_name="claimed", help_text="Due e-mails the run took to send (leased to it)."
-    )
-    sent = models.IntegerField(db_default=0, verbose_name="sent", help_text="E-mails the SMTP server accepted.")
+    claimed = models.IntegerField(db_default=0, verbose_name="claimed", help_text="Due e-mails it took to send.")
+    sent = models.IntegerField(db_default=0, verbose_name="sent", help_text="Accepted by the SMTP server.")
     failed = models.IntegerField(
         db_default=0,
         verbose_name="failed",
-        help_text="E-mails the SMTP server did not accept: retrying after a backoff, or dead.",
+        help_text="Not accepted: retrying after a backoff, or dead.",
     )
     error = models.TextField(
         null=True,
         blank=True,
         verbose_name="error",
-        help_text="Why the run stopped early: the SMTP server unreachable, the connection lost, the run killed.",
+        help_text="Why it stopped early: SMTP server unreachable, connection lost, killed.",
     )
 
     class Meta:

@@ -1,5 +1,6 @@
 """Tokens and mail runs in the admin: mail state, Retry mailing now, and never a token's secret or code."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -131,7 +132,7 @@ class TestMailRuns:
         page = response.content.decode()
         assert "<h1>Select mail run to view</h1>" in page
         assert "Mail runs" in support.get(reverse("admin:index")).content.decode()
-        for meaning in ("E-mails the SMTP server accepted.", "Why the run stopped early", "Stopped for two leases"):
+        for meaning in ("Accepted by the SMTP server.", "Why it stopped early", "no progress for two leases"):
             assert meaning in page
 
     def test_runs_with_failed_mail_or_an_error_can_be_listed_alone(self, support):
@@ -153,3 +154,12 @@ class TestMailRuns:
     @pytest.mark.parametrize("query", ["?outcome=bogus", "?started=1y", "?started=24h%00", "?failed__gt=0"])
     def test_a_value_the_filters_do_not_offer_answers_400(self, support, query):
         assert support.get(reverse("admin:tokens_job_changelist") + query).status_code == 400
+
+    def test_an_unfinished_run_says_when_it_last_made_progress(self, support):
+        """Running, or killed and not closed yet: the list says how long ago it moved."""
+        Job.objects.create(job_type=JobType.MAILROOM, claimed=10, sent=4, progress_at=timezone.now())
+        response, _ = self.runs(support)
+        assert re.search(
+            r"not yet <span class=\"quiet\">\(last progress <span class=\"nowrap\">\w+ \d+, \d\d:\d\d:\d\d",
+            response.content.decode(),
+        )
