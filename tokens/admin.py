@@ -91,7 +91,7 @@ class TokenAdmin(ReadOnlyModelAdmin):
 class MailRunStartedFilter(admin.SimpleListFilter):
     """Runs started in the last day or week, as the dashboard counts them (lifecycle/dashboard.py)."""
 
-    title = "started"
+    title = "when it started"
     parameter_name = "started"
     WITHIN = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
 
@@ -170,7 +170,7 @@ class JobAdmin(ReadOnlyModelAdmin):
     def finished(self, job):
         """An unfinished run says when it last made progress: running, or killed if that was long ago."""
         if job.finished_at:
-            return _to_the_second(job.finished_at)
+            return format_html('<span class="nowrap">{}</span>', _to_the_second(job.finished_at))
         return format_html(
             'not yet <span class="quiet">(last progress <span class="nowrap">{}</span>)</span>',
             _to_the_second(job.progress_at or job.started_at),
