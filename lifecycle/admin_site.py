@@ -13,7 +13,7 @@ class LifecycleAdminSite(admin.AdminSite):
     index_title = "Dashboard"
 
     def index(self, request, extra_context=None):
-        return super().index(request, {**(extra_context or {}), "dashboard": dashboard(request.user)})
+        return super().index(request, {**(extra_context or {}), "dashboard": dashboard(request, self)})
 
     def register(self, model_or_iterable, admin_class=None, **options):
         admin_class = admin_class or admin.ModelAdmin

@@ -16,6 +16,7 @@ ROLES = {
         "accounts.resend_activation",
         "accounts.send_password_recovery",
         "tokens.view_token",
+        "tokens.retry_mail",
         "tokens.view_job",
         "platform_events.view_auditevent",
     ],

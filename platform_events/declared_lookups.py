@@ -6,10 +6,10 @@ such requests read a token's code (issue 8). The admin site mixes ``DeclaredLook
 ``ModelAdmin`` it registers (lifecycle/admin_site.py), Django's and other apps' included, so a query
 string may only carry the parameters of the declared list filters (and an admin's ``extra_lookups``);
 anything else, or a value the column cannot hold (``?status=bogus`` on an enum, ``?actor_ip=x``, a
-NUL byte), answers 400 instead of a database error.
+NUL byte) or a SimpleListFilter does not offer, answers 400 instead of a database error.
 """
 
-from django.contrib.admin.filters import FieldListFilter
+from django.contrib.admin.filters import FieldListFilter, SimpleListFilter
 from django.contrib.admin.utils import NotRelationField, get_fields_from_path, prepare_lookup_value
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db.models.constants import LOOKUP_SEP
@@ -23,7 +23,19 @@ class DeclaredLookupsOnly:
     extra_lookups: frozenset[str] = frozenset()
 
     def lookup_allowed(self, lookup, value, request=None):
+        # A SimpleListFilter's parameter names no column: its value must be one of the filter's choices.
+        if (choices := self.simple_filter_choices(request).get(lookup)) is not None:
+            return value in choices
         return lookup in self.declared_lookups(request) and value_fits(self.model, lookup, value)
+
+    def simple_filter_choices(self, request) -> dict[str, set[str]]:
+        """The parameter and the values of each SimpleListFilter the list declares."""
+        choices = {}
+        for item in self.get_list_filter(request):
+            if isinstance(item, type) and issubclass(item, SimpleListFilter):
+                spec = item(request, {}, self.model, self)
+                choices[spec.parameter_name] = {str(value) for value, _ in spec.lookup_choices}
+        return choices
 
     def declared_lookups(self, request) -> set[str]:
         """The query-string parameters of the list filters, as Django's ChangeList builds them."""

@@ -56,6 +56,8 @@ class Token(models.Model):
         managed = False
         db_table = "tokens"
         ordering = ["-id"]
+        # Support's "Retry mailing now" without the right to change tokens, which no role has (issue 11).
+        permissions = [("retry_mail", "Can retry mailing tokens now")]
 
     def __str__(self):
         return f"{self.get_action_display()} token {self.id}"
@@ -66,24 +68,53 @@ class JobType(models.TextChoices):
 
 
 class Job(models.Model):
-    """One run of a job (e.g. one drain of the mail queue): the seed's jobs table as a history."""
+    """One run of a job (e.g. one drain of the mail queue): the seed's jobs table as a history. A mail
+    run that claims nothing leaves no row (tokens/mailroom/drain.py)."""
 
-    id = models.BigAutoField(primary_key=True)
-    job_type = models.CharField(max_length=16, choices=JobType)
-    last_seq = models.BigIntegerField(null=True, blank=True)
-    started_at = models.DateTimeField(db_default=Now())
-    finished_at = models.DateTimeField(null=True, blank=True)
+    id = models.BigAutoField(primary_key=True, verbose_name="run")
+    job_type = models.CharField(max_length=16, choices=JobType, verbose_name="job", help_text="What ran.")
+    last_seq = models.BigIntegerField(
+        null=True,
+        blank=True,
+        verbose_name="highest token id",
+        help_text="The highest token id the run handled: the seed's cursor, kept for the record only.",
+    )
+    started_at = models.DateTimeField(
+        db_default=Now(), verbose_name="started", help_text="When it claimed its first e-mails."
+    )
+    finished_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        verbose_name="finished",
+        help_text="Not yet while it runs. A run killed mid-way is closed by a later one once it made no progress for two leases.",
+    )
     # When the run last recorded its counts (after each batch); a row whose progress stopped was killed.
-    progress_at = models.DateTimeField(null=True, blank=True)
-    claimed = models.IntegerField(db_default=0)
-    sent = models.IntegerField(db_default=0)
-    failed = models.IntegerField(db_default=0)
-    error = models.TextField(null=True, blank=True)
+    progress_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        verbose_name="last progress",
+        help_text="When it last recorded its counts (after each batch); stuck for two leases: killed.",
+    )
+    claimed = models.IntegerField(db_default=0, verbose_name="claimed", help_text="Due e-mails it took to send.")
+    sent = models.IntegerField(db_default=0, verbose_name="sent", help_text="Accepted by the SMTP server.")
+    failed = models.IntegerField(
+        db_default=0,
+        verbose_name="failed",
+        help_text="Not accepted: retrying after a backoff, or dead.",
+    )
+    error = models.TextField(
+        null=True,
+        blank=True,
+        verbose_name="error",
+        help_text="Why it stopped early: SMTP server unreachable, connection lost, killed.",
+    )
 
     class Meta:
         managed = False
         db_table = "jobs"
         ordering = ["-id"]
+        verbose_name = "mail run"
+        verbose_name_plural = "mail runs"
 
     def __str__(self):
         return f"{self.job_type} run {self.id}"

@@ -22,6 +22,8 @@ def old_tokens() -> RetentionRule:
 
 
 def old_mail_runs() -> RetentionRule:
+    """Mail runs this long after they finished. An unfinished run may still be sending: it stays until
+    a drain closes it (tokens/mailroom/drain.py: close_stopped_runs), at its last progress."""
     days = settings.RETENTION_MAIL_RUN_DAYS
     return queryset_rule(
         "mail-runs",

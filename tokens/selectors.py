@@ -2,7 +2,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
 from accounts.models import Account, AccountStatus
-from tokens.models import MailState, Token, TokenAction
+from tokens.models import Job, JobType, MailState, Token, TokenAction
 
 WAITING = [MailState.QUEUED, MailState.RETRYING]
 
@@ -37,3 +37,12 @@ def due_mail() -> QuerySet[Token]:
 def expired_unmailed() -> QuerySet[Token]:
     """Waiting tokens that expired before they could be mailed (read through tokens_due_mail_idx)."""
     return Token.objects.filter(mail_state__in=WAITING, expires_at__lte=Now())
+
+
+def mail_runs() -> QuerySet[Job]:
+    return Job.objects.filter(job_type=JobType.MAILROOM)
+
+
+# A run in trouble: mail it could not send (retrying or dead), or it stopped early (an unreachable
+# SMTP server, a lost connection, killed mid-way: tokens/mailroom/drain.py).
+MAIL_RUN_TROUBLE = Q(failed__gt=0) | Q(error__isnull=False)

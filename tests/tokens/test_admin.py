@@ -1,11 +1,18 @@
 """Tokens and mail runs in the admin: mail state, Retry mailing now, and never a token's secret or code."""
 
+import re
+from datetime import timedelta
+
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from lifecycle.factories import AccountFactory
 from tokens.links import secret_to_text
-from tokens.models import MailState, Token
+from tokens.models import Job, JobType, MailState, Token
 from tokens.selectors import live_token
 
 pytestmark = pytest.mark.django_db
@@ -60,3 +67,99 @@ class TestMailStateInTheAdmin:
         assert "1 skipped: not dead or retrying" in page
         dead.refresh_from_db()
         assert dead.mail_state == MailState.RETRYING
+
+
+def dead_token() -> Token:
+    token = live_token(account=AccountFactory())
+    Token.objects.filter(pk=token.pk).update(mail_state=MailState.DEAD, mail_error="550 5.1.1 No such mailbox")
+    return token
+
+
+def retry(client, token):
+    return client.post(
+        reverse("admin:tokens_token_changelist"),
+        {"action": "retry_mail_now", "_selected_action": [token.pk]},
+        follow=True,
+    )
+
+
+def offered_actions(client) -> list[str]:
+    form = client.get(reverse("admin:tokens_token_changelist")).context["action_form"]
+    return [name for name, _ in form.fields["action"].choices] if form else []  # None: no action at all
+
+
+class TestWhoMayRetryMail:
+    """Issue 11: the action required tokens.change_token, which no role has; tokens.retry_mail now."""
+
+    def test_support_is_offered_retry_mailing_now_and_can_run_it(self, support):
+        token = dead_token()
+        assert "retry_mail_now" in offered_actions(support)
+        assert "1 token will be mailed on the next run." in retry(support, token).content.decode()
+        token.refresh_from_db()
+        assert token.mail_state == MailState.RETRYING
+
+    def test_an_auditor_can_neither_see_nor_run_it(self, auditor):
+        token = dead_token()
+        assert auditor.get(reverse("admin:tokens_token_changelist")).status_code == 403
+        assert retry(auditor, token).status_code == 403
+        token.refresh_from_db()
+        assert token.mail_state == MailState.DEAD
+
+    def test_staff_who_may_only_view_tokens_are_not_offered_it(self):
+        """The permission gates it, not the token list: view_token alone does not retry."""
+        user = get_user_model().objects.create_user("viewer", is_staff=True)
+        user.user_permissions.set([Permission.objects.get(content_type__app_label="tokens", codename="view_token")])
+        client = Client()
+        client.force_login(user)
+        token = dead_token()
+        assert "retry_mail_now" not in offered_actions(client)
+        retry(client, token)
+        token.refresh_from_db()
+        assert token.mail_state == MailState.DEAD
+
+
+class TestMailRuns:
+    """The jobs table in the admin: called Mail runs, saying what each column means, filtered by age and outcome."""
+
+    def runs(self, client, query=""):
+        response = client.get(reverse("admin:tokens_job_changelist") + query)
+        assert response.status_code == 200
+        return response, list(response.context["cl"].result_list)
+
+    def test_the_list_is_called_mail_runs_and_says_what_each_column_means(self, support):
+        Job.objects.create(job_type=JobType.MAILROOM, claimed=3, sent=3, finished_at=timezone.now())
+        response, _ = self.runs(support)
+        page = response.content.decode()
+        assert "<h1>Select mail run to view</h1>" in page
+        assert "Mail runs" in support.get(reverse("admin:index")).content.decode()
+        for meaning in ("Accepted by the SMTP server.", "Why it stopped early", "no progress for two leases"):
+            assert meaning in page
+
+    def test_runs_with_failed_mail_or_an_error_can_be_listed_alone(self, support):
+        clean = Job.objects.create(job_type=JobType.MAILROOM, claimed=2, sent=2, finished_at=timezone.now())
+        failed = Job.objects.create(job_type=JobType.MAILROOM, claimed=2, sent=1, failed=1, finished_at=timezone.now())
+        killed = Job.objects.create(job_type=JobType.MAILROOM, claimed=2, error="stopped before it finished")
+        assert set(self.runs(support, "?outcome=trouble")[1]) == {failed, killed}
+        assert set(self.runs(support, "?outcome=unfinished")[1]) == {killed}
+        assert set(self.runs(support)[1]) == {clean, failed, killed}
+
+    def test_runs_can_be_listed_by_when_they_started(self, support):
+        recent = Job.objects.create(job_type=JobType.MAILROOM, claimed=1, sent=1)
+        old = Job.objects.create(
+            job_type=JobType.MAILROOM, claimed=1, sent=1, started_at=timezone.now() - timedelta(days=3)
+        )
+        assert self.runs(support, "?started=24h")[1] == [recent]
+        assert set(self.runs(support, "?started=7d")[1]) == {recent, old}
+
+    @pytest.mark.parametrize("query", ["?outcome=bogus", "?started=1y", "?started=24h%00", "?failed__gt=0"])
+    def test_a_value_the_filters_do_not_offer_answers_400(self, support, query):
+        assert support.get(reverse("admin:tokens_job_changelist") + query).status_code == 400
+
+    def test_an_unfinished_run_says_when_it_last_made_progress(self, support):
+        """Running, or killed and not closed yet: the list says how long ago it moved."""
+        Job.objects.create(job_type=JobType.MAILROOM, claimed=10, sent=4, progress_at=timezone.now())
+        response, _ = self.runs(support)
+        assert re.search(
+            r"not yet <span class=\"quiet\">\(last progress <span class=\"nowrap\">\w+ \d+, \d\d:\d\d:\d\d",
+            response.content.decode(),
+        )

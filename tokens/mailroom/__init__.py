@@ -10,14 +10,14 @@ transactions commit in: there is no cursor, only the tokens' own state.
 
 Failures: connection refused, a timeout or a 4xx answer are transient (``retrying``, with
 exponential backoff, while the token is valid); a 5xx answer or too many attempts make it ``dead``
-with the reason. Each run leaves a row in ``jobs``.
+with the reason. Each run that claims mail leaves a row in ``jobs`` (an idle poll leaves none).
 
 Modules, in the order a run uses them:
 
 - ``claim``: lease a batch of due tokens to a run; give each back marked sent or failed.
 - ``render``: the e-mail of a token, from ``templates/emails/<action>.*``.
 - ``send``: one SMTP connection per batch; each token's outcome recorded as it happens.
-- ``drain``: the run itself, batch after batch, with its row in ``jobs``.
+- ``drain``: the run itself, batch after batch, with its row in ``jobs`` from its first claim.
 - ``listener``: ``LISTEN token_insert`` and drain at once (``manage.py listen_mailroom``).
 - ``retry``: make dead or retrying mail due again (the admin's "Retry mailing now").
 """

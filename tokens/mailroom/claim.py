@@ -96,3 +96,17 @@ def mark_failed(token: Token, *, claim: Claim, reason: str, permanent: bool) -> 
         mail_error=reason[:1000],
     )
     return state if matched else None
+
+
+def mark_expired(token: Token, *, claim: Claim) -> bool:
+    """Give back a claimed token that expired before its turn in the batch came: skipped, never sent,
+    since its link and code no longer work. False when this run no longer holds its claim."""
+    return (
+        Token.objects.filter(pk=token.pk, mail_claim=claim.id).update(
+            mail_state=MailState.SKIPPED,
+            mail_error="expired before it was mailed",
+            mail_lease_until=None,
+            mail_claim=None,
+        )
+        == 1
+    )

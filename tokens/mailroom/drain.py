@@ -1,23 +1,24 @@
-"""A drain run: mail everything due, batch after batch; each run leaves a row in ``jobs``."""
+"""A drain run: mail everything due, batch after batch; a run that claims mail leaves a row in ``jobs``."""
 
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
-from tokens.mailroom.claim import claim_batch
+from tokens.mailroom.claim import Claim, claim_batch
 from tokens.mailroom.send import send_batch
-from tokens.models import Job, JobType, MailState
+from tokens.models import Job, JobType, MailState, Token
 from tokens.selectors import expired_unmailed
 
 
 @dataclass
 class DrainResult:
-    job_id: int
+    # The run's row in jobs: None until its first claim, and for good when it claims nothing.
+    job_id: int | None = None
     claimed: int = 0
     sent: int = 0
     retrying: int = 0
@@ -34,18 +35,24 @@ class DrainResult:
         return self.retrying + self.dead
 
     def summary(self) -> str:
+        name = f"mail run {self.job_id}" if self.job_id else "mail run (no row kept: nothing to mail)"
         return (
-            f"mail run {self.job_id}: claimed {self.claimed}, sent {self.sent}, retrying {self.retrying}, "
+            f"{name}: claimed {self.claimed}, sent {self.sent}, retrying {self.retrying}, "
             f"dead {self.dead}, expired unsent {self.expired}"
             + (f", lease ran out on {self.lost_claims} (see MAILROOM_LEASE_SECONDS)" if self.lost_claims else "")
         )
 
 
 def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> DrainResult:
-    """Mail everything due, batch after batch, until nothing is due or the SMTP server is unreachable."""
+    """Mail everything due, batch after batch, until nothing is due or the SMTP server is unreachable.
+
+    The run's row in ``jobs`` is inserted with its first claim, in the claim's transaction: a run
+    that claims nothing and fails nothing leaves no row (issue 11: the listener's poll every
+    MAILROOM_POLL_SECONDS added an empty row each time), and a run holding tokens always has one,
+    whose ``progress_at`` tells a killed run from a live one (close_stopped_runs)."""
     batch_size = batch_size or settings.MAILROOM_BATCH_SIZE
     close_stopped_runs()
-    result = DrainResult(job_id=Job.objects.create(job_type=JobType.MAILROOM).pk)
+    result = DrainResult()
     # Each accepted e-mail is marked in a commit of its own (so a killed run re-sends at most the one
     # in flight); not waiting for the WAL flush keeps those commits cheap. Only a crash of PostgreSQL
     # itself could lose the last marks, and with them re-send those e-mails.
@@ -55,7 +62,7 @@ def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> Dra
             mail_state=MailState.SKIPPED, mail_error="expired before it was mailed"
         )
         while result.error is None:
-            claim, batch = claim_batch(batch_size)
+            claim, batch = _claim(result, batch_size)
             if not batch:
                 break
             result.claimed += len(batch)
@@ -69,6 +76,17 @@ def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> Dra
         _set_synchronous_commit("DEFAULT")
         _record_run(result)
     return result
+
+
+def _claim(result: DrainResult, batch_size: int) -> tuple[Claim, list[Token]]:
+    """Claim a batch; with the run's first batch, insert its row in the same transaction, so that no
+    token is ever held by a run without a row (a run killed right after its claim is still seen)."""
+    with transaction.atomic():
+        claim, batch = claim_batch(batch_size)
+        job = Job.objects.create(job_type=JobType.MAILROOM) if batch and result.job_id is None else None
+    if job is not None:  # only once committed: a claim rolled back leaves the run without a row
+        result.job_id = job.pk
+    return claim, batch
 
 
 def _set_synchronous_commit(value: str) -> None:
@@ -93,12 +111,18 @@ def close_stopped_runs() -> int:
 
 
 def _record_run(result: DrainResult, *, finished: bool = True) -> None:
-    Job.objects.filter(pk=result.job_id).update(
-        progress_at=Now(),
-        claimed=result.claimed,
-        sent=result.sent,
-        failed=result.failed,
-        error=result.error,
-        last_seq=result.last_seq,
+    """Record the run's counts in its row. A run without a row claimed nothing: it keeps none unless
+    it failed (an error before its first claim is still worth a row)."""
+    counts = {
+        "progress_at": Now(),
+        "claimed": result.claimed,
+        "sent": result.sent,
+        "failed": result.failed,
+        "error": result.error,
+        "last_seq": result.last_seq,
         **({"finished_at": Now()} if finished else {}),
-    )
+    }
+    if result.job_id is not None:
+        Job.objects.filter(pk=result.job_id).update(**counts)
+    elif result.error is not None:
+        result.job_id = Job.objects.create(job_type=JobType.MAILROOM, **counts).pk

@@ -6,8 +6,9 @@ import smtplib
 from typing import TYPE_CHECKING
 
 from django.core.mail import get_connection
+from django.utils import timezone
 
-from tokens.mailroom.claim import Claim, mark_failed, mark_sent, renew_lease
+from tokens.mailroom.claim import Claim, mark_expired, mark_failed, mark_sent, renew_lease
 from tokens.mailroom.render import render_mail
 from tokens.models import MailState, Token
 
@@ -37,8 +38,16 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
             if token.pk not in held:  # another run took it over after our lease ran out: it decides
                 result.lost_claims += 1
                 continue
+            now = timezone.now()
+            if token.expires_at <= now:
+                # Valid when claimed, expired while the batch went out (a slow server, a long batch).
+                if mark_expired(token, claim=claim):
+                    result.expired += 1
+                else:
+                    result.lost_claims += 1
+                continue
             try:
-                smtp.send_messages([render_mail(token)])
+                smtp.send_messages([render_mail(token, now=now)])
             except UNSENDABLE as error:
                 # This message can never be sent (an address stored before the database refused such
                 # addresses: accounts/sql/0007_address_rules.sql); the rest of the batch goes on.

@@ -1,14 +1,20 @@
 """A drain run against a real SMTP server on loopback: what is mailed, once, what never is, failures."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.utils import timezone
 
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
+from platform_events.db.history import history_rewrite
 from tests.smtp import free_port
-from tests.support import connect_as_owner, expire
+from tests.support import connect_as_owner, expire, wait_for
 from tokens.mailroom.claim import claim_batch
-from tokens.mailroom.drain import drain
+from tokens.mailroom.drain import DrainResult, drain
+from tokens.mailroom.send import send_batch
 from tokens.models import Job, MailState, Token
 from tokens.selectors import live_token
 from tokens.services import token_consume, token_send_password_recovery
@@ -26,13 +32,45 @@ class TestWhatIsMailed:
         assert token.mailed_at is not None
         assert len(smtp_server.messages) == 1
 
-    def test_each_run_leaves_a_row_in_jobs(self, smtp_server):
+
+class TestMailRunRows:
+    def test_a_run_that_sent_mail_leaves_one_row_in_jobs(self, smtp_server):
         AccountFactory.create_batch(3)
         result = drain(batch_size=2)
-        job = Job.objects.get(pk=result.job_id)
+        job = Job.objects.get()
+        assert job.pk == result.job_id
         assert (job.claimed, job.sent, job.failed, job.error) == (3, 3, 0, None)
         assert job.finished_at is not None
         assert job.last_seq == max(Token.objects.values_list("pk", flat=True))
+
+    def test_runs_over_an_empty_queue_leave_no_row(self, smtp_server):
+        """Issue 11: the listener's poll added an empty row every 30 s (80 in 8 idle minutes)."""
+        results = [drain() for _ in range(5)]
+        assert not Job.objects.exists()
+        assert {result.job_id for result in results} == {None}
+        assert results[0].summary().startswith("mail run (no row kept: nothing to mail): claimed 0, sent 0")
+
+    def test_a_run_that_only_skipped_expired_mail_leaves_no_row(self, smtp_server):
+        """The skipped tokens record it themselves (mail_state, mail_error); the run claimed nothing."""
+        expire(live_token(account=AccountFactory()))
+        assert drain().expired == 1
+        assert not Job.objects.exists()
+
+    def test_a_run_has_its_row_from_its_first_claim_so_a_killed_run_is_seen(self, smtp_server):
+        """The row is inserted with the first claim: while the run sends, it is there, unfinished, with
+        the counts of each batch (tests/tokens/mailroom/test_drain_concurrency.py kills such a run)."""
+        AccountFactory.create_batch(3)
+        seen = []
+        drain(batch_size=2, on_batch=lambda result: seen.append(Job.objects.values_list("finished_at", "sent").get()))
+        assert seen == [(None, 2), (None, 3)]
+        assert Job.objects.get().finished_at is not None
+
+    def test_a_run_after_idle_ones_gets_a_row_of_its_own(self, smtp_server):
+        drain()
+        AccountFactory()
+        drain()
+        drain()
+        assert list(Job.objects.values_list("claimed", "sent")) == [(1, 1)]
 
 
 class TestWhatIsNeverMailed:
@@ -42,6 +80,25 @@ class TestWhatIsNeverMailed:
         assert drain().expired == 1
         token.refresh_from_db()
         assert (token.mail_state, token.mail_error) == (MailState.SKIPPED, "expired before it was mailed")
+        assert smtp_server.messages == []
+
+    def test_a_token_that_expired_while_its_batch_went_out_is_skipped_not_mailed(self, smtp_server):
+        """Claimed while valid, its turn came after it expired (a slow server, a long batch): its link
+        would not work, so it is not sent, and the e-mail never says it has no time left."""
+        token = live_token(account=AccountFactory())
+        with transaction.atomic(), history_rewrite():
+            Token.objects.filter(pk=token.pk).update(expires_at=timezone.now() + timedelta(seconds=1))
+        claim, batch = claim_batch(10)
+        wait_for(lambda: timezone.now() > batch[0].expires_at, timeout=5, message="the token to expire")
+        result = DrainResult()
+        send_batch(batch, claim=claim, result=result)
+        assert (result.sent, result.expired, result.lost_claims) == (0, 1, 0)
+        token.refresh_from_db()
+        assert (token.mail_state, token.mail_error, token.mail_claim) == (
+            MailState.SKIPPED,
+            "expired before it was mailed",
+            None,
+        )
         assert smtp_server.messages == []
 
     def test_a_consumed_token_is_skipped(self, smtp_server):

@@ -1,11 +1,18 @@
-"""What an e-mail says: the link (from PUBLIC_BASE_URL), the code and the expiry, per action."""
+"""What an e-mail says: the link (from PUBLIC_BASE_URL), the code and the expiry with the validity
+left when it is sent, per action."""
+
+from datetime import datetime, timedelta
 
 import pytest
+from django.db import transaction
+from django.utils import timezone
 
 from lifecycle.factories import AccountFactory
+from platform_events.db.history import history_rewrite
 from tokens.links import secret_to_text
 from tokens.mailroom.drain import drain
-from tokens.models import TokenAction
+from tokens.mailroom.render import validity_left
+from tokens.models import Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_mail
 
@@ -27,7 +34,7 @@ def test_an_activation_e_mail_carries_the_link_the_code_and_the_expiry(smtp_serv
     for body in (text, html):
         assert link in body
         assert token.code in body
-        assert "15 minutes" in body
+        assert "about 15 minutes from when this e-mail was sent" in body  # mailed at once
 
 
 def test_a_recovery_e_mail_links_to_the_recovery_page(smtp_server, settings):
@@ -47,3 +54,65 @@ def test_links_are_built_from_the_public_base_url_not_a_host_header(smtp_server,
     AccountFactory()
     drain()
     assert "https://accounts.example.org/activate/" in smtp_server.messages[0].get_body(("plain",)).get_content()
+
+
+def mailed_late(token: Token, *, issued_ago: timedelta, left: timedelta) -> datetime:
+    """Age ``token`` as if issued ``issued_ago`` and expiring ``left`` from now (the owner's key
+    rewrites a token's fixed times); returns its new expiry."""
+    now = timezone.now()
+    with transaction.atomic(), history_rewrite():
+        Token.objects.filter(pk=token.pk).update(created_at=now - issued_ago, expires_at=now + left)
+    token.refresh_from_db()
+    return token.expires_at
+
+
+def bodies(message) -> tuple[str, str]:
+    return message.get_body(("plain",)).get_content(), message.get_body(("html",)).get_content()
+
+
+def test_an_e_mail_sent_late_states_the_validity_left_not_the_lifetime(smtp_server):
+    """Issue 11: mailed 9 minutes late, it said "15 minutes" with 6 left."""
+    expires_at = mailed_late(
+        live_token(account=AccountFactory()), issued_ago=timedelta(minutes=9), left=timedelta(minutes=6)
+    )
+    assert drain().sent == 1
+    (message,) = smtp_server.messages
+    until = f"until {expires_at:%H:%M} UTC on {expires_at:%Y-%m-%d}: about 6 minutes from when this e-mail was sent"
+    for body in bodies(message):
+        assert until in body
+        assert "15 minutes" not in body
+
+
+def test_an_e_mail_sent_with_seconds_left_says_less_than_a_minute_and_where_to_ask_again(smtp_server, settings):
+    mailed_late(
+        live_token(account=AccountFactory()), issued_ago=timedelta(minutes=14, seconds=30), left=timedelta(seconds=30)
+    )
+    assert drain().sent == 1
+    text, html = bodies(smtp_server.messages[0])
+    for body in (text, html):
+        assert "less than a minute from when this e-mail was sent" in body
+    assert f"ask for a new e-mail at {settings.PUBLIC_BASE_URL}/resend/" in text
+    assert f'<a href="{settings.PUBLIC_BASE_URL}/resend/">ask for a new e-mail</a>' in html
+
+
+def test_a_recovery_e_mail_says_where_to_ask_for_a_new_one(smtp_server, settings):
+    account = AccountFactory(active=True)
+    token_request_mail(identifier=account.email, action=TokenAction.PASSWORD_RECOVERY, actor=None)
+    drain()
+    assert f"ask for a new e-mail at {settings.PUBLIC_BASE_URL}/recover/" in bodies(smtp_server.messages[0])[0]
+
+
+@pytest.mark.parametrize(
+    ("left", "words"),
+    [
+        (timedelta(seconds=1), "less than a minute"),
+        (timedelta(seconds=59), "less than a minute"),
+        (timedelta(seconds=60), "about 1 minute"),
+        (timedelta(minutes=5, seconds=50), "about 6 minutes"),
+        (timedelta(minutes=14, seconds=59), "about 15 minutes"),
+        (timedelta(minutes=119), "about 119 minutes"),
+        (timedelta(hours=24), "about 24 hours"),
+    ],
+)
+def test_the_validity_left_in_words(left, words):
+    assert validity_left(left) == words

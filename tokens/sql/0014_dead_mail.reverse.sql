@@ -1,0 +1,1 @@
+DROP INDEX tokens_dead_mail_idx;
