@@ -1,11 +1,18 @@
 # The README's two commands: `make run` and `make test`. Each sets up what a fresh clone lacks.
+# `make` alone lists the targets.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # `make test` runs on its own throwaway embedded PostgreSQL, removed afterwards.
 TEST_PGDATA := .local/test-pgdata
+# The port `make run` serves on: make run PORT=8001.
+PORT ?= 8000
 
-.PHONY: run test lint install stop check-python clean
+.DEFAULT_GOAL := help
+.PHONY: help run test lint install stop check-python clean
+
+help: ## list the targets (this)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Lifecycle needs Python 3.11 or newer; found " + sys.version.split()[0] + " (set PYTHON=python3.11).")'
@@ -18,33 +25,29 @@ $(VENV)/.installed: pyproject.toml $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed ## make .venv and install the project in it
 
 # A development .env (DEBUG on, a random SECRET_KEY) so that manage.py typed by hand works too.
 .env: | $(BIN)/python
 	@$(BIN)/python -c 'import secrets; print("DEBUG=true\nSECRET_KEY=" + secrets.token_urlsafe(50) + "".join(f"\nDEMO_{r}_PASSWORD=" + secrets.token_urlsafe(12) for r in ("ADMIN", "SUPPORT", "AUDITOR")))' > $@
 	@echo "wrote .env (development settings; not for production)"
 
-run: install .env
-	$(BIN)/python manage.py migrate --no-input
-	$(BIN)/python manage.py seed_demo
-	@echo "Admin: http://127.0.0.1:8000/admin/  (Ctrl-C stops the web server, worker, mail listener and database)"
-	@trap '$(BIN)/python -m lifecycle.embedded_db stop' EXIT; trap 'exit 130' INT TERM; \
-		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho --procfile Procfile start
+run: install .env ## set up, load the demo data, serve the admin on 127.0.0.1:PORT (8000) with the worker and mail listener
+	@$(BIN)/python -m lifecycle.local_run --port $(PORT)
 
-test: install
+test: install ## run the whole suite on a throwaway embedded PostgreSQL (PYTEST_ARGS=...)
 	@status=0; \
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(PYTEST_ARGS) || status=$$?; \
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) $(BIN)/python -m lifecycle.embedded_db stop --delete >/dev/null; \
 	exit $$status
 
-lint: install
+lint: install ## ruff, the formatter's check and the import layers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-logo
 
-stop:
+stop: ## stop the embedded PostgreSQL that make run and manage.py use
 	$(BIN)/python -m lifecycle.embedded_db stop
 
-clean: stop
+clean: stop ## stop it and delete .venv and .local (the database too)
 	rm -rf $(VENV) .local

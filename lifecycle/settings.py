@@ -114,6 +114,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=read_int("AXES_COOLOFF_MINUTES", default=3
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "platform_events.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
+# The lock-out page in the back-office's look, with its length, its end and whom to ask (axes' own
+# answer was one unstyled line); still axes' status, 429 (lifecycle/error_pages.py).
+AXES_LOCKOUT_CALLABLE = "lifecycle.error_pages.lockout_page"
 
 ROOT_URLCONF = "lifecycle.urls"
 WSGI_APPLICATION = "lifecycle.wsgi.application"
@@ -197,6 +200,13 @@ PUBLIC_SIGN_UP = read_bool("PUBLIC_SIGN_UP", default=True)
 SIGN_IN_URL = read_url("SIGN_IN_URL", default=PUBLIC_BASE_URL)
 # How people reach support, as the pages print it: an address or a URL.
 SUPPORT_CONTACT = env.str("SUPPORT_CONTACT", default="support@localhost")
+# Whom staff should ask when the back-office locks them out or refuses them a page: whoever administers
+# it (its superusers). Not SUPPORT_CONTACT, which is where end users write, often the support staff's
+# own inbox: it would send a locked-out support agent to themselves. Empty: "an administrator".
+STAFF_CONTACT = env.str("STAFF_CONTACT", default="")
+# A failed CSRF check (a form left open too long, cookies blocked) in the look of the page it came
+# from, the back-office's or the public pages'; Django's own page is unstyled (lifecycle/error_pages.py).
+CSRF_FAILURE_VIEW = "lifecycle.error_pages.csrf_failure"
 
 # Limits of the public pages, per hour (README, "Limits"): per identifier (a login or address,
 # whoever owns it) and per client address (behind a shared NAT, raise the per-client ones).

@@ -9,3 +9,5 @@ urlpatterns = [
 ]
 
 handler500 = "lifecycle.database_unavailable.server_error"
+# The back-office's "not part of your role" page for staff there, the public look elsewhere.
+handler403 = "lifecycle.error_pages.permission_denied"
