@@ -10,21 +10,22 @@ Read-only like every audit admin; Auditors (and superusers) may also export the 
 """
 
 import uuid
+from functools import lru_cache
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import BooleanField, Q, Value
 from django.http import HttpResponseRedirect, StreamingHttpResponse
-from django.urls import path, reverse
+from django.urls import get_script_prefix, path, reverse
 from django.utils.dateparse import parse_datetime
 from django.utils.functional import cached_property
-from django.utils.html import format_html, format_html_join
+from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
-from django.utils.text import Truncator
 from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
 from accounts.selectors import account_trail
@@ -40,6 +41,7 @@ from platform_events.read_only_admin import ReadOnlyModelAdmin
 CHANGES_SHOWN = 3
 VALUE_SHOWN = 40
 REASON_SHOWN = 60
+PK_PLACEHOLDER = "0pk0"
 
 
 class AccountFilter(admin.SimpleListFilter):
@@ -283,8 +285,7 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     def reason_cut(self, event):
         if not event.reason:
             return "—"
-        cut = Truncator(event.reason).chars(REASON_SHOWN)
-        return cut if cut == event.reason else format_html('<span title="{}">{}</span>', event.reason, cut)
+        return mark_safe(_cut(event.reason, REASON_SHOWN))
 
     @admin.display(description="changes")
     def changes(self, event):
@@ -292,11 +293,11 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
         lines = [_line_html(line) for line in diff_lines(event, context=False) if not line.within_a_second]
         if not lines:
             return "—"
-        shown = format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines[:CHANGES_SHOWN]))
-        if len(lines) <= CHANGES_SHOWN:
-            return shown
-        rest = format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines[CHANGES_SHOWN:]))
-        return format_html("{}<details><summary>{} more</summary>{}</details>", shown, len(lines) - CHANGES_SHOWN, rest)
+        shown = "<br>".join(lines[:CHANGES_SHOWN])
+        if len(lines) > CHANGES_SHOWN:
+            more = len(lines) - CHANGES_SHOWN
+            shown += f"<details><summary>{more} more</summary>{'<br>'.join(lines[CHANGES_SHOWN:])}</details>"
+        return mark_safe(shown)  # every piece escaped by _line_html
 
     @admin.display(description="changes")
     def changes_in_full(self, event):
@@ -321,7 +322,7 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
         return format_html_join(mark_safe("<br>"), "{}", ((link,) for link in links)) if links else "—"
 
     def _id_links(self, event) -> list[str]:
-        changelist = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
+        changelist = _admin_url(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
         return [
             format_html(
                 '<a href="{}?{}" title="All rows of {} {}">{} {}</a>',
@@ -350,23 +351,37 @@ def account_label(account_id: int) -> str:
 
 
 def _line_html(line) -> str:
-    label = format_html("{}:", line.label)
+    """One diff line as escaped HTML (plain strings, not format_html: a page has some 300 of them)."""
+    label = escape(line.label)
     if line.is_change:
-        return format_html("{} {} → {}", label, _cut(line.before), _cut(line.after))
-    return format_html("{} {}", label, _cut(line.after if line.after is not None else line.before))
+        return f"{label}: {_cut(line.before)} → {_cut(line.after)}"
+    return f"{label}: {_cut(line.after if line.after is not None else line.before)}"
 
 
-def _cut(text: str) -> str:
-    cut = Truncator(text).chars(VALUE_SHOWN)
-    if cut == text:
-        return format_html('<span class="value">{}</span>', text)
-    return format_html('<span class="value" title="{}">{}</span>', text, cut)
+def _cut(text: str, limit: int = VALUE_SHOWN) -> str:
+    """``text`` as escaped HTML, cut to ``limit`` characters with the whole of it on hover."""
+    if len(text) <= limit:
+        return f'<span class="value">{escape(text)}</span>'
+    return f'<span class="value" title="{escape(text)}">{escape(text[: limit - 1])}…</span>'
 
 
 def _link(allowed: bool, url_name: str, pk, text: str) -> str:
     if not allowed or not _is_id(str(pk)):
         return text
-    return format_html('<a href="{}">{}</a>', reverse(url_name, args=[pk]), text)
+    return format_html('<a href="{}">{}</a>', _admin_url(url_name, pk), text)
+
+
+def _admin_url(url_name: str, pk=None) -> str:
+    """reverse(), once per page kind: a list of 100 rows links each two or three times, and
+    reverse() was a third of the list's rendering time."""
+    if pk is None:
+        return _reversed(url_name, get_script_prefix())
+    return _reversed(url_name, get_script_prefix(), with_pk=True).replace(PK_PLACEHOLDER, quote(str(pk)))
+
+
+@lru_cache(maxsize=32)
+def _reversed(url_name: str, script_prefix: str, *, with_pk: bool = False) -> str:
+    return reverse(url_name, args=[PK_PLACEHOLDER] if with_pk else None)
 
 
 def _actor_kind(event) -> str:

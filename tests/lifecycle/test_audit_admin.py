@@ -283,6 +283,20 @@ class TestTheList:
         assert support.get(url, {"at": at}).status_code == 200
 
     @pytest.mark.django_db(transaction=True)
+    def test_text_from_a_row_is_escaped_never_markup(self, support):
+        """A reason, and a diff value, are whatever someone typed: the list shows them as text."""
+        markup = '<img src=x onerror="alert(1)">'
+        with audit_context(reason=markup + "x" * 80):  # cut, so the title holds it too
+            account_suspend(account=AccountFactory(active=True, login="joe", email="joe@example.com"), actor=None)
+        page = support.get(TRAIL).content.decode()
+        assert "<img src=x" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+
+    @pytest.mark.django_db(transaction=True)
+    def test_a_diff_value_is_escaped_never_markup(self, support):
+        written_by_owner("account.changed", "account", {"email": "a@example.com"}, {"email": "<b>bold</b>"})
+        page = support.get(TRAIL).content.decode()
+        assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page
+
     def test_a_long_diff_shows_three_lines_and_the_rest_under_more(self, support):
         before = {f"field_{n}": n for n in range(5)}
         after = {f"field_{n}": n + 1 for n in range(5)}
