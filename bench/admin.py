@@ -14,6 +14,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
@@ -110,6 +111,12 @@ def seed(accounts: int, audit_rows: int) -> None:
         print("  seeded: {:,} accounts, {:,} audit rows".format(*cursor.fetchone()), flush=True)
 
 
+def audit_detail(account_id: int) -> str:
+    """The detail page of one audit row, as the list links it (with the row's time)."""
+    event = AuditEvent.objects.using("owner").filter(resource_type="account", resource_id=str(account_id)).first()
+    return f"platform_events/auditevent/{event.pk}/change/?{urlencode({'at': event.occurred_at.isoformat()})}"
+
+
 def timed(client: Client, url: str, requests: int) -> tuple[float, float]:
     client.get(url)  # warm-up
     times = []
@@ -150,6 +157,11 @@ def main() -> None:
             ("account detail", detail, detail),
             ("audit list", "platform_events/auditevent/", "platform_events/auditevent/"),
             ("audit of one account", f"platform_events/auditevent/?resource_type=account&resource_id={middle}", None),
+            ("audit: account + its tokens", f"platform_events/auditevent/?account={middle}", None),
+            ("audit search: login", f"platform_events/auditevent/?q=user{middle}", None),
+            ("audit search: e-mail", f"platform_events/auditevent/?q=user{middle}@example.com", None),
+            ("audit row detail", audit_detail(middle), None),
+            ("audit row detail, no time", audit_detail(middle).partition("?")[0], None),
         ]
         # The stock admin's search is icontains on both fields.
         stock_search = {

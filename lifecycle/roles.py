@@ -1,7 +1,8 @@
 """The staff roles, kept in step after every migrate (and by manage.py ensure_roles).
 
 Superusers can do everything; these groups get what their job needs and no more. Neither can
-add, change or delete accounts, tokens or audit rows: state changes go through the actions.
+add, change or delete accounts, tokens or audit rows: state changes go through the actions. Only
+Auditors may export the audit trail (CSV).
 """
 
 from django.apps import apps
@@ -20,7 +21,9 @@ ROLES = {
         "tokens.view_job",
         "platform_events.view_auditevent",
     ],
-    "Auditor": ["platform_events.view_auditevent"],
+    # Support reads the trail in the admin, one account at a time; only Auditors take it away in bulk
+    # (every login, address, IP and user agent in it is personal data), each export audited.
+    "Auditor": ["platform_events.view_auditevent", "platform_events.export_auditevent"],
 }
 
 

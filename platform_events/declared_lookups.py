@@ -1,18 +1,33 @@
-"""Admin lists filter only by what they declare, with values their columns can hold.
+"""Admin lists filter only by what they declare, with values their filters can take.
 
 Django's ``ModelAdmin.lookup_allowed`` accepts any lookup on a model's own fields, listed filter or
 not: ``/admin/tokens/token/?code__startswith=5`` answers "1 token" or "0 tokens", and a few dozen
 such requests read a token's code (issue 8). The admin site mixes ``DeclaredLookupsOnly`` into every
 ``ModelAdmin`` it registers (lifecycle/admin_site.py), Django's and other apps' included, so a query
 string may only carry the parameters of the declared list filters (and an admin's ``extra_lookups``);
-anything else, or a value the column cannot hold (``?status=bogus`` on an enum, ``?actor_ip=x``, a
-NUL byte) or a SimpleListFilter does not offer, answers 400 instead of a database error.
+anything else, or a value the filter cannot take (``?status=bogus`` on an enum, ``?actor_ip=x``, a
+NUL byte, a date range's ``?occurred_at__range__gte=yesterday``), answers 400 instead of a database
+error or a filter silently left out.
+
+What a value must be depends on the filter that reads it:
+
+- a field's filter (``status``, ``created_at__gte``): a value its column can hold;
+- a filter with a form of its own (django-admin-rangefilter's ``<field>__range__gte``, and the date
+  and time halves ``..._0``/``..._1`` of its date-time ranges): what that form field accepts, empty
+  included (the filter's own "Search" button sends both ends, one of them often empty);
+- a ``SimpleListFilter``: what its ``value_fits(value)`` accepts if it has one, or else one of its
+  own choices.
 """
 
+from collections.abc import Callable
+from functools import partial
+
+from django import forms
 from django.contrib.admin.filters import FieldListFilter, SimpleListFilter
 from django.contrib.admin.utils import NotRelationField, get_fields_from_path, prepare_lookup_value
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db.models.constants import LOOKUP_SEP
+from django.http import HttpRequest
 
 # Lookups whose value is one value of the column (``__in``: a comma-separated list of them).
 VALUE_LOOKUPS = {"exact", "iexact", "gt", "gte", "lt", "lte", "in"}
@@ -23,28 +38,28 @@ class DeclaredLookupsOnly:
     extra_lookups: frozenset[str] = frozenset()
 
     def lookup_allowed(self, lookup, value, request=None):
-        # A SimpleListFilter's parameter names no column: its value must be one of the filter's choices.
-        if (choices := self.simple_filter_choices(request).get(lookup)) is not None:
-            return value in choices
-        return lookup in self.declared_lookups(request) and value_fits(self.model, lookup, value)
-
-    def simple_filter_choices(self, request) -> dict[str, set[str]]:
-        """The parameter and the values of each SimpleListFilter the list declares."""
-        choices = {}
-        for item in self.get_list_filter(request):
-            if isinstance(item, type) and issubclass(item, SimpleListFilter):
-                spec = item(request, {}, self.model, self)
-                choices[spec.parameter_name] = {str(value) for value, _ in spec.lookup_choices}
-        return choices
+        if "\x00" in value:  # PostgreSQL text cannot hold NUL
+            return False
+        fits = self.declared_lookup_checks(request).get(lookup)
+        return fits is not None and fits(value)
 
     def declared_lookups(self, request) -> set[str]:
         """The query-string parameters of the list filters, as Django's ChangeList builds them."""
-        names = set(self.extra_lookups)
+        return set(self.declared_lookup_checks(request))
+
+    def declared_lookup_checks(self, request) -> dict[str, Callable[[str], bool]]:
+        """Each declared parameter, with the check its value must pass (see the module's docstring)."""
+        checks = {name: partial(value_fits, self.model, name) for name in self.extra_lookups}
+        # Some filters keep state on the request (rangefilter's scripts, once per page): give them one.
+        request = request if request is not None else HttpRequest()
         for item in self.get_list_filter(request):
-            names.update(_filter_spec(item, request, self).expected_parameters())
+            spec = _filter_spec(item, request, self)
+            checks.update({name: _value_check(spec, name, self.model) for name in spec.expected_parameters()})
         if self.date_hierarchy:
-            names.update(f"{self.date_hierarchy}__{part}" for part in ("year", "month", "day"))
-        return names
+            for part in ("year", "month", "day"):
+                name = f"{self.date_hierarchy}__{part}"
+                checks[name] = partial(value_fits, self.model, name)
+        return checks
 
 
 def _filter_spec(item, request, model_admin):
@@ -57,6 +72,33 @@ def _filter_spec(item, request, model_admin):
         return item(request, {}, model, model_admin)
     field = get_fields_from_path(model, field_path)[-1]
     return filter_class(field, request, {}, model, model_admin, field_path=field_path)
+
+
+def _value_check(spec, name: str, model) -> Callable[[str], bool]:
+    form = getattr(spec, "form", None)
+    if isinstance(form, forms.BaseForm):
+        return partial(form_field_accepts, form, name)
+    if isinstance(spec, SimpleListFilter):
+        own_check = getattr(spec, "value_fits", None)
+        return own_check or {str(value) for value, _ in spec.lookup_choices}.__contains__
+    return partial(value_fits, model, name)
+
+
+def form_field_accepts(form: forms.BaseForm, name: str, value: str) -> bool:
+    """Whether the filter's form field ``name`` (or, for ``<field>_<n>``, the n-th part of a split
+    field such as a date and a time) accepts ``value``."""
+    field = form.fields.get(name)
+    if field is None:
+        base, _, index = name.rpartition("_")
+        parts = getattr(form.fields.get(base), "fields", ())
+        if not index.isdigit() or int(index) >= len(parts):
+            return False
+        field = parts[int(index)]
+    try:
+        field.clean(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def value_fits(model, lookup: str, value: str) -> bool:

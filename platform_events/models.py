@@ -39,11 +39,14 @@ class AuditAction(models.TextChoices):
     TOKEN_MAIL_CHANGED = "token.mail_changed", "token.mail_changed"
     TOKEN_DELETED = "token.deleted", "token.deleted"
     TOKEN_HISTORY_REWRITTEN = "token.history_rewritten", "token.history_rewritten"
+    # The trail's own: an export of it (platform_events/sql/0009_audit_export.sql).
+    AUDIT_EXPORTED = "audit.exported", "audit.exported"
 
 
 class ResourceType(models.TextChoices):
     ACCOUNT = "account", "account"
     TOKEN = "token", "token"
+    AUDIT_TRAIL = "audit_trail", "audit trail"  # an export of the trail; its id is the file's name
 
 
 class AuditEvent(models.Model):
@@ -74,6 +77,7 @@ class AuditEvent(models.Model):
         managed = False
         db_table = "audit_events"
         ordering = ["-occurred_at"]
+        permissions = [("export_auditevent", "Can export the audit trail (CSV)")]
 
     def __str__(self):
         return f"{self.action} {self.resource_type} {self.resource_id} by {self.actor_display or self.actor_id}"

@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from lifecycle.factories import AccountFactory
+from platform_events.declared_lookups import DeclaredLookupsOnly
 from tests.support import staff_client
 from tokens.selectors import live_token
 
@@ -81,6 +82,13 @@ def test_no_admin_lists_sorts_or_searches_a_credential(model, model_admin):
         ("admin:platform_events_auditevent_changelist", "resource_id=" + "9" * 65),
         ("admin:platform_events_auditevent_changelist", "actor_ip=x"),
         ("admin:platform_events_auditevent_changelist", "email__regex=("),
+        # The date range (django-admin-rangefilter): a value its form refuses, or a part it does not have.
+        ("admin:platform_events_auditevent_changelist", "occurred_at__range__gte=yesterday"),
+        ("admin:platform_events_auditevent_changelist", "occurred_at__range__lte=2026-02-30"),
+        ("admin:platform_events_auditevent_changelist", "occurred_at__range__gte_0=2026-01-01"),
+        ("admin:platform_events_auditevent_changelist", "occurred_at__gte=2026-01-01"),
+        ("admin:platform_events_auditevent_changelist", "occurred_at__range=2026-01-01"),
+        ("admin:platform_events_auditevent_changelist", "account=abc"),
     ],
 )
 def test_declared_filters_with_values_their_column_cannot_hold_answer_400(admin_client, url, query):
@@ -94,6 +102,10 @@ def test_declared_filters_with_values_their_column_cannot_hold_answer_400(admin_
         ("admin:accounts_account_changelist", "created_at__gte=2026-01-01+00:00:00%2B00:00"),
         ("admin:accounts_account_changelist", "suspended_at__isnull=True"),
         ("admin:platform_events_auditevent_changelist", "resource_type=account&resource_id=7"),
+        ("admin:platform_events_auditevent_changelist", "account=7"),
+        # The range filter's own button sends both ends, one often empty.
+        ("admin:platform_events_auditevent_changelist", "occurred_at__range__gte=2026-01-01&occurred_at__range__lte="),
+        ("admin:platform_events_auditevent_changelist", "occurred_at__range__gte=&occurred_at__range__lte=2026-12-31"),
         ("admin:tokens_token_changelist", "mail_state__exact=dead&action__exact=activation"),
         ("admin:auth_user_changelist", "is_staff__exact=1&groups__id__exact=1"),
     ],
@@ -107,3 +119,49 @@ def test_a_refused_lookup_gets_a_page_that_says_what_went_wrong(admin_client, se
     response = admin_client.get(reverse("admin:tokens_token_changelist") + "?code__startswith=1")
     assert response.status_code == 400
     assert "This link does not work" in response.content.decode()
+
+
+class TestFormFilters:
+    """A filter with a form of its own (django-admin-rangefilter) takes what its form fields accept."""
+
+    @pytest.fixture
+    def model_admin(self):
+        from rangefilter.filters import DateRangeFilterBuilder, DateTimeRangeFilterBuilder
+
+        from lifecycle.admin_site import LifecycleAdminSite
+        from tokens.models import Token
+
+        class RangedTokenAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
+            list_filter = [("created_at", DateTimeRangeFilterBuilder()), ("expires_at", DateRangeFilterBuilder())]
+
+        return RangedTokenAdmin(Token, LifecycleAdminSite())
+
+    @pytest.mark.parametrize(
+        ("lookup", "value"),
+        [
+            ("created_at__range__gte_0", "2026-01-31"),  # the date half of a date-time range
+            ("created_at__range__gte_1", "23:59:59"),  # the time half
+            ("created_at__range__lte_0", ""),
+            ("expires_at__range__lte", "2026-12-31"),
+            ("expires_at__range__gte", ""),
+        ],
+    )
+    def test_accepts_what_its_form_takes(self, model_admin, rf, lookup, value):
+        assert model_admin.lookup_allowed(lookup, value, rf.get("/"))
+
+    @pytest.mark.parametrize(
+        ("lookup", "value"),
+        [
+            ("created_at__range__gte_0", "23:59:59"),
+            ("created_at__range__gte_1", "2026-01-31"),
+            ("created_at__range__gte_2", "2026-01-31"),  # no third part
+            ("created_at__range__gte", "2026-01-31"),  # the split field itself is not a parameter
+            ("expires_at__range__lte", "31/31/2026"),
+            ("expires_at__range__lte_0", "2026-12-31"),
+            ("expires_at__range__lte", "2026-12-31\x00"),
+            ("secret__range__gte", "2026-12-31"),
+            ("code__startswith", "1"),
+        ],
+    )
+    def test_refuses_the_rest(self, model_admin, rf, lookup, value):
+        assert not model_admin.lookup_allowed(lookup, value, rf.get("/"))

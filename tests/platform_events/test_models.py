@@ -17,11 +17,11 @@ SQL = "\n".join(
 
 
 def test_every_action_the_sql_writes_is_an_audit_action_and_every_audit_action_is_written():
-    written = set(re.findall(r"'((?:account|token)\.[a-z_]+)'", SQL))
+    written = set(re.findall(r"'((?:account|token|audit)\.[a-z_]+)'", SQL))
     assert written == set(AuditAction.values)
 
 
 def test_every_resource_type_the_sql_writes_is_a_resource_type():
     # audit_record*(action, resource_type, ...): the literal after the action.
-    written = set(re.findall(r"'(?:account|token)\.[a-z_]+',\s*'([a-z_]+)'", SQL))
+    written = set(re.findall(r"'(?:account|token|audit)\.[a-z_]+',\s*'([a-z_]+)'", SQL))
     assert written == set(ResourceType.values)
