@@ -2,10 +2,10 @@ import re
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Case, Q, QuerySet, Value, When
+from django.db.models import Case, CharField, Func, Q, QuerySet, Value, When
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce, Lower
-from django.db.models.lookups import Contains, Exact, StartsWith
+from django.db.models.lookups import Contains, EndsWith, Exact, StartsWith
 
 from accounts.models import Account
 from platform_events.models import AuditEvent, ResourceType
@@ -71,8 +71,38 @@ def _search_tiers(term: str) -> list[Q]:
         Q(StartsWith(email, term)) | Q(StartsWith(login, term)),
     ]
     if SUBSTRING_MIN_RUN.search(term):
-        tiers.append(Q(Contains(email, term)) | Q(Contains(login, term)))
+        tiers.append(_email_holds(term) | _login_holds(term))
     return tiers
+
+
+def _email_part(number: int) -> Func:
+    """The local part (1) or the domain (2) of a lower-cased address: the expressions of the
+    trigram indexes (accounts/sql/0012_substring_search.sql)."""
+    return Func(Lower("email"), Value("@"), Value(number), function="split_part", output_field=CharField())
+
+
+def _email_holds(term: str) -> Q:
+    """An address holds ``term`` (lower case) anywhere, asked part by part: every address has one @
+    (accounts/sql/0001 and 0007), so a term without @ lies in one part, and "b@a" is a local part
+    ending with b and a domain starting with a."""
+    local, domain = _email_part(1), _email_part(2)
+    if "@" not in term:
+        return Q(Contains(local, term)) | Q(Contains(domain, term))
+    before, _, after = term.partition("@")
+    if "@" in after:
+        return Q(pk__in=[])  # no address holds two @
+    holds = Q()
+    if before:
+        holds &= Q(EndsWith(local, before))
+    if after:
+        holds &= Q(StartsWith(domain, after))
+    return holds
+
+
+def _login_holds(term: str) -> Q:
+    # Logins cannot hold an @ (accounts/sql/0007_address_rules.sql, as accounts_by_identifier says):
+    # a term with one is an address's, and the login index would only read its common trigrams.
+    return Q(pk__in=[]) if "@" in term else Q(Contains(Lower("login"), term))
 
 
 def accounts_search(queryset: QuerySet[Account], term: str) -> QuerySet[Account]:

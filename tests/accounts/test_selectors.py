@@ -46,6 +46,21 @@ class TestSearch:
     def test_an_exact_e_mail_ignoring_case(self, accounts):
         assert found(" Jane@Example.com ") == ["jane"]
 
+    @pytest.mark.parametrize(
+        ("term", "logins"),
+        [
+            ("ne@example.com", ["jane", "ane"]),  # the end of a local part and a whole domain
+            ("ane@exam", ["ane", "jane"]),  # ane@example.com starts with it
+            ("tte@acme", ["anette"]),
+            ("nette@", ["anette"]),
+            ("@acme.test", ["anette"]),
+            ("jane@example.org", []),  # each part matches some address, no address both
+            ("ane@example.com@x", []),
+        ],
+    )
+    def test_a_part_of_an_address_across_its_at(self, accounts, term, logins):
+        assert found(term) == logins
+
     @pytest.mark.parametrize("term", ["an", "a", "m-", ".ne", "@e"])
     def test_a_term_without_3_letters_or_digits_in_a_row_finds_only_starts(self, accounts, term):
         """A trigram index cannot narrow such a term: it would read every account."""
@@ -116,8 +131,17 @@ class TestSearchIndexes:
     def test_a_search_by_any_part_reads_the_trigram_indexes(self, sql):
         matches = accounts_search(Account.objects.all(), "example.com").order_by()  # as the page counts them
         text = plan(sql, matches)
-        assert "accounts_email_trgm_idx" in text and "accounts_login_trgm_idx" in text, text
+        for index in ("accounts_email_local_trgm_idx", "accounts_email_domain_trgm_idx", "accounts_login_trgm_idx"):
+            assert index in text, text
         assert "Seq Scan" not in text, text
+
+    def test_a_whole_address_reads_its_local_part_not_every_domain_trigram(self, sql):
+        """jane@example.com is a local part ending with jane and a domain starting with example.com:
+        the local part's rare trigrams narrow it (the domain's are on every address of example.com)."""
+        matches = accounts_search_tiers(Account.objects.all(), "jane@example.com")[-1]
+        text = plan(sql, matches)
+        assert "accounts_email_local_trgm_idx" in text, text
+        assert "accounts_login_trgm_idx" not in text and "Seq Scan" not in text, text
 
     def test_a_short_term_reads_the_prefix_indexes_not_the_trigram_ones(self, sql):
         text = plan(sql, accounts_search(Account.objects.all(), "ja").order_by())
