@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.views.main import ORDER_VAR, SEARCH_VAR, ChangeListSearchForm
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -18,12 +19,20 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 from django.utils.translation import ngettext
+from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
 from accounts.models import Account, AccountStatus
-from accounts.selectors import account_suspension, account_trail, accounts_search
+from accounts.selectors import (
+    account_suspension,
+    account_trail,
+    accounts_search,
+    accounts_search_order,
+    accounts_search_tiers,
+)
 from accounts.services import account_suspend, account_unsuspend
 from platform_events.audit import audit_context
 from platform_events.db.refusals import LifecycleError
+from platform_events.db.tiered_pages import TieredPaginator
 from platform_events.read_only_admin import ReadOnlyModelAdmin
 
 # This admin page composes accounts and tokens (their inline, the e-mail actions): the one place
@@ -93,9 +102,18 @@ class ReasonForm(forms.Form):
 class AccountAdmin(ReadOnlyModelAdmin):
     # Five columns fit 1366 px beside the filters; each status's own time is on the account page.
     list_display = ["login", "email", "status_badge", "status_since", "created_at"]
-    list_filter = ["status", "created_at", "activated_at", "suspended_at"]
+    # Dates by range (from, to) besides the presets; the never-set ones are "No date".
+    list_filter = [
+        "status",
+        ("created_at", DateRangeQuickSelectListFilterBuilder()),
+        ("activated_at", DateRangeQuickSelectListFilterBuilder()),
+        ("suspended_at", DateRangeQuickSelectListFilterBuilder()),
+    ]
     search_fields = ["login", "email"]  # the search itself: get_search_results
-    search_help_text = "E-mail or login, or the start of one (not case-sensitive)."
+    search_help_text = (
+        "E-mail or login, not case-sensitive: the exact one first, then those that start with it, then those"
+        " that hold it (example.com, @example). A term without 3 letters or digits in a row finds only starts."
+    )
     fieldsets = [
         (None, {"fields": ["login", "email", "status_badge", "suspension", "password_state"]}),
         ("Dates", {"fields": ["created_at", "activated_at", "suspended_at", "unsuspended_at", "status_changed_at"]}),
@@ -160,6 +178,21 @@ class AccountAdmin(ReadOnlyModelAdmin):
         if not search_term.strip():
             return queryset, False
         return accounts_search(queryset, search_term), False
+
+    def get_ordering(self, request):
+        """A search's results in its own order (exact, prefix, then the rest), unless staff sort by a column."""
+        term = search_term(request)
+        return accounts_search_order(term) if term.strip() else super().get_ordering(request)
+
+    def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
+        """A search's pages read tier by tier (accounts_search_tiers), never sorting every match."""
+        term = search_term(request)
+        if not term.strip() or request.GET.get(ORDER_VAR):
+            return super().get_paginator(request, queryset, per_page, orphans, allow_empty_first_page)
+        tiers = accounts_search_tiers(queryset, term)
+        return TieredPaginator(
+            queryset, per_page, tiers=tiers, orphans=orphans, allow_empty_first_page=allow_empty_first_page
+        )
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, account):
@@ -270,6 +303,13 @@ class AccountAdmin(ReadOnlyModelAdmin):
 def _when(moment) -> str:
     """A time as the back-office shows it: in the admin's zone, to the second."""
     return localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z") if moment else "—"
+
+
+def search_term(request) -> str:
+    """The list's search term as Django's ChangeList reads it: none when its form refuses the term
+    (a NUL: "Null characters are not allowed."), so the order and the pages follow the same list."""
+    form = ChangeListSearchForm(request.GET)
+    return form.cleaned_data.get(SEARCH_VAR) or "" if form.is_valid() else ""
 
 
 def skipped_report(reason: str, accounts: list[Account]) -> str:

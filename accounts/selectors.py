@@ -1,9 +1,11 @@
+import re
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Q, QuerySet, Value
+from django.db.models import Case, CharField, Func, Q, QuerySet, Value, When
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce, Lower
+from django.db.models.lookups import Contains, EndsWith, Exact, StartsWith
 
 from accounts.models import Account
 from platform_events.models import AuditAction, AuditEvent, ResourceType
@@ -55,15 +57,88 @@ def email_is_claimed(email: str) -> bool:
     )
 
 
+# Staff's search (issue 11). A term is matched in three tiers, read in this order: exact, then the
+# start, then any other part of a login or e-mail. The last needs a trigram index
+# (accounts/sql/0012_substring_search.sql), which narrows nothing without 3 letters or digits in a row.
+SUBSTRING_MIN_RUN = re.compile(r"[a-z0-9]{3}")
+# No login or e-mail is longer (accounts/sql/0007_address_rules.sql): a longer term finds nobody.
+LONGEST_VALUE = 254
+
+
+def _search_tiers(term: str) -> list[Q]:
+    """The conditions of the search tiers for ``term``, best first; each tier's rows are also in the
+    next one's condition (an exact value starts with itself), so ``tiers[-1]`` is the whole match."""
+    term = term.strip().lower()
+    # Nothing holds a NUL (PostgreSQL text cannot even take it: a DataError), nor so long a value.
+    if not term or "\x00" in term or len(term) > LONGEST_VALUE:
+        return []
+    email, login = Lower("email"), Lower("login")
+    # Django's pattern lookups escape %, _ and \ in the term: they are matched as themselves.
+    tiers = [
+        Q(Exact(email, term)) | Q(Exact(login, term)),
+        Q(StartsWith(email, term)) | Q(StartsWith(login, term)),
+    ]
+    if SUBSTRING_MIN_RUN.search(term):
+        tiers.append(_email_holds(term) | _login_holds(term))
+    return tiers
+
+
+def _email_part(number: int) -> Func:
+    """The local part (1) or the domain (2) of a lower-cased address: the expressions of the
+    trigram indexes (accounts/sql/0012_substring_search.sql)."""
+    return Func(Lower("email"), Value("@"), Value(number), function="split_part", output_field=CharField())
+
+
+def _email_holds(term: str) -> Q:
+    """An address holds ``term`` (lower case) anywhere, asked part by part: every address has one @
+    (accounts/sql/0001 and 0007), so a term without @ lies in one part, and "b@a" is a local part
+    ending with b and a domain starting with a."""
+    local, domain = _email_part(1), _email_part(2)
+    if "@" not in term:
+        return Q(Contains(local, term)) | Q(Contains(domain, term))
+    before, _, after = term.partition("@")
+    if "@" in after:
+        return Q(pk__in=[])  # no address holds two @
+    holds = Q()
+    if before:
+        holds &= Q(EndsWith(local, before))
+    if after:
+        holds &= Q(StartsWith(domain, after))
+    return holds
+
+
+def _login_holds(term: str) -> Q:
+    # Logins cannot hold an @ (accounts/sql/0007_address_rules.sql, as accounts_by_identifier says):
+    # a term with one is an address's, and the login index would only read its common trigrams.
+    return Q(pk__in=[]) if "@" in term else Q(Contains(Lower("login"), term))
+
+
 def accounts_search(queryset: QuerySet[Account], term: str) -> QuerySet[Account]:
-    """Accounts whose e-mail or login starts with ``term``, ignoring case (index-backed prefix search;
-    an exact value is a prefix of itself)."""
-    prefix = term.strip().lower()
-    if "\x00" in prefix:  # no column holds it; PostgreSQL text cannot even take it (a DataError)
-        return queryset.none()
-    return queryset.alias(login_lower=Lower("login"), email_lower=Lower("email")).filter(
-        Q(email_lower__startswith=prefix) | Q(login_lower__startswith=prefix)
-    )
+    """Accounts whose e-mail or login is ``term``, starts with it, or (for a term with 3 letters or
+    digits in a row) holds it anywhere, ignoring case; every tier is read from an index. A term with
+    fewer letters or digits in a row matches only the start (a trigram index cannot narrow it)."""
+    tiers = _search_tiers(term)
+    return queryset.filter(tiers[-1]) if tiers else queryset.none()
+
+
+def accounts_search_order(term: str) -> list:
+    """The order of a search's results: exact matches, then prefix matches, then the rest, each
+    newest first. Sorting by it reads every match: page a large result with accounts_search_tiers."""
+    tiers = _search_tiers(term)
+    rank = Case(*(When(tier, then=Value(n)) for n, tier in enumerate(tiers[:-1])), default=Value(len(tiers) - 1))
+    return [rank.asc(), "-id"] if tiers else ["-id"]
+
+
+def accounts_search_tiers(queryset: QuerySet[Account], term: str) -> list[QuerySet[Account]]:
+    """accounts_search's results as disjoint querysets in accounts_search_order, each newest first:
+    a page of the first rows reads about as many rows, however many accounts match (a common term
+    such as example.com matches them all)."""
+    tiers = _search_tiers(term)
+    ordered, earlier = [], None
+    for tier in tiers:
+        ordered.append(queryset.filter(tier if earlier is None else tier & ~earlier).order_by("-id"))
+        earlier = tier
+    return ordered
 
 
 # Seed 003's periodic cleanup: sign-ups never activated, with no token issued and not unsuspended by

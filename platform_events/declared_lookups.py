@@ -19,6 +19,7 @@ What a value must be depends on the filter that reads it:
   own choices.
 """
 
+import datetime
 from collections.abc import Callable
 from functools import partial
 
@@ -31,6 +32,10 @@ from django.http import HttpRequest
 
 # Lookups whose value is one value of the column (``__in``: a comma-separated list of them).
 VALUE_LOOKUPS = {"exact", "iexact", "gt", "gte", "lt", "lte", "in"}
+
+# The first and last days a form-read date filter may name: a range filter turns a day into its first
+# or last moment in TIME_ZONE, which on 0001-01-01 or 9999-12-31 leaves Python's calendar (a 500).
+FIRST_DAY, LAST_DAY = datetime.date.min + datetime.timedelta(days=1), datetime.date.max - datetime.timedelta(days=1)
 
 
 class DeclaredLookupsOnly:
@@ -95,9 +100,12 @@ def form_field_accepts(form: forms.BaseForm, name: str, value: str) -> bool:
             return False
         field = parts[int(index)]
     try:
-        field.clean(value)
+        cleaned = field.clean(value)
     except ValidationError:
         return False
+    if isinstance(cleaned, datetime.date):  # datetimes are dates too
+        day = cleaned.date() if isinstance(cleaned, datetime.datetime) else cleaned
+        return FIRST_DAY <= day <= LAST_DAY
     return True
 
 

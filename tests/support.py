@@ -239,3 +239,35 @@ def expire(token) -> None:
 
     with transaction.atomic(), history_rewrite():
         Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
+
+
+def tokens_in_every_state() -> dict:
+    """One activation token in each state of tokens.models.TokenState, each of its own account
+    (logins valid, used, expired, replaced, blocked), made as the product makes them."""
+    from lifecycle.factories import AccountFactory
+    from tokens.models import MaxCodeAttempts, Token, TokenState
+    from tokens.selectors import live_token
+    from tokens.services import token_resend_activation
+
+    def first_token(account):
+        return Token.objects.filter(account=account).earliest("id")
+
+    valid = first_token(AccountFactory(login="valid"))
+    used = first_token(AccountFactory(login="used", active=True))
+    expired = first_token(AccountFactory(login="expired"))
+    expire(expired)
+    replaced_account = AccountFactory(login="replaced")
+    replaced = first_token(replaced_account)
+    token_resend_activation(account=replaced_account, actor=None)
+    blocked = live_token(account=AccountFactory(login="blocked"))
+    Token.objects.filter(pk=blocked.pk).update(failed_attempts=MaxCodeAttempts())
+    tokens = {
+        TokenState.VALID: valid,
+        TokenState.USED: used,
+        TokenState.EXPIRED: expired,
+        TokenState.REPLACED: replaced,
+        TokenState.CODE_BLOCKED: blocked,
+    }
+    for token in tokens.values():
+        token.refresh_from_db()
+    return tokens

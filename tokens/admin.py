@@ -6,12 +6,13 @@ from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import ngettext
+from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
 from platform_events.audit import audit_context
 from platform_events.read_only_admin import ReadOnlyModelAdmin
 from tokens.mailroom.retry import retry_now
-from tokens.models import Job, Token
-from tokens.selectors import MAIL_RUN_TROUBLE, mail_runs
+from tokens.models import Job, Token, TokenState
+from tokens.selectors import MAIL_RUN_TROUBLE, mail_runs, token_state, tokens_in_state, tokens_search
 
 # What a token page may show: never the secret or the code (they are credentials), nor the
 # mailroom's lease bookkeeping. Every token page below shows these fields or fewer.
@@ -51,13 +52,60 @@ class TokenInline(admin.TabularInline):
         return False
 
 
+class TokenStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return TokenState.choices
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return tokens_in_state(queryset, TokenState(self.value()))
+
+
 @admin.register(Token)
 class TokenAdmin(ReadOnlyModelAdmin):
-    list_display = shown("superseded_at", "failed_attempts", "mail_next_attempt_at", "mailed_at")
-    list_filter = ["mail_state", "action"]
+    # Shown fields (the rest are on the token's page) and the state they add up to.
+    list_display = [
+        "id",
+        "account",
+        "action",
+        "state",
+        "created_at",
+        "expires_at",
+        "consumed_at",
+        "mail_state",
+        "mail_attempts",
+        "mail_error",
+    ]
+    list_filter = [
+        TokenStateFilter,
+        "mail_state",
+        "action",
+        ("created_at", DateRangeQuickSelectListFilterBuilder()),
+        ("expires_at", DateRangeQuickSelectListFilterBuilder()),
+    ]
     list_select_related = ["account"]
+    # Shows the search box; the search itself is tokens_search (never by secret or code).
+    search_fields = ["=id", "account__login", "account__email"]
+    search_help_text = (
+        "A token id, or its account's login or e-mail as the account search finds it (exact, its start,"
+        " or a part of 3 or more letters or digits). Never a secret or a code."
+    )
     fields = readonly_fields = SHOWN_FIELDS
     actions = ["retry_mail_now"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(state=token_state())
+
+    def get_search_results(self, request, queryset, search_term):
+        return tokens_search(queryset, search_term), False
+
+    @admin.display(description="state")
+    def state(self, token):
+        return TokenState(token.state).label
 
     @admin.action(permissions=["retry_mail"], description="Retry mailing now")
     def retry_mail_now(self, request, queryset):

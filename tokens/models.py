@@ -31,6 +31,17 @@ class MailState(models.TextChoices):
     SKIPPED = "skipped"
 
 
+class TokenState(models.TextChoices):
+    """What a token can still do, computed from its row (tokens.selectors.token_state), not stored."""
+
+    VALID = "valid"
+    USED = "used"
+    EXPIRED = "expired"
+    REPLACED = "replaced"
+    # Too many wrong codes: the code no longer works, the e-mailed link still does (tokens/sql/0012).
+    CODE_BLOCKED = "code_blocked", "Code blocked"
+
+
 class Token(models.Model):
     id = models.BigAutoField(primary_key=True)
     action = models.CharField(max_length=17, choices=TokenAction)

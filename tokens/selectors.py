@@ -1,8 +1,9 @@
-from django.db.models import Q, QuerySet
+from django.db.models import Case, Q, QuerySet, Value, When
 from django.db.models.functions import Now
 
 from accounts.models import Account, AccountStatus
-from tokens.models import Job, JobType, MailState, Token, TokenAction
+from accounts.selectors import accounts_search
+from tokens.models import Job, JobType, MailState, MaxCodeAttempts, Token, TokenAction, TokenState
 
 WAITING = [MailState.QUEUED, MailState.RETRYING]
 
@@ -46,3 +47,42 @@ def mail_runs() -> QuerySet[Job]:
 # A run in trouble: mail it could not send (retrying or dead), or it stopped early (an unreachable
 # SMTP server, a lost connection, killed mid-way: tokens/mailroom/drain.py).
 MAIL_RUN_TROUBLE = Q(failed__gt=0) | Q(error__isnull=False)
+
+
+# Each state's condition, disjoint, in the order the database refuses a consumption
+# (tokens/sql/0012_code_only_burnt.sql): used, then replaced, then expired; a blocked code matters
+# only while the token could otherwise be used.
+_OPEN = Q(consumed_at__isnull=True, superseded_at__isnull=True)
+TOKEN_STATES = {
+    TokenState.USED: Q(consumed_at__isnull=False),
+    TokenState.REPLACED: Q(consumed_at__isnull=True, superseded_at__isnull=False),
+    TokenState.EXPIRED: _OPEN & Q(expires_at__lte=Now()),
+    TokenState.CODE_BLOCKED: _OPEN & Q(expires_at__gt=Now(), failed_attempts__gte=MaxCodeAttempts()),
+    TokenState.VALID: _OPEN & Q(expires_at__gt=Now(), failed_attempts__lt=MaxCodeAttempts()),
+}
+
+
+def token_state() -> Case:
+    """A token's state (TokenState) as an SQL expression of its own row: annotate a list with it, no
+    query per row."""
+    return Case(*(When(condition, then=Value(state.value)) for state, condition in TOKEN_STATES.items()))
+
+
+def tokens_in_state(queryset: QuerySet[Token], state: TokenState) -> QuerySet[Token]:
+    return queryset.filter(TOKEN_STATES[state])
+
+
+# The largest id a bigint holds has 19 digits; a longer number names no token.
+TOKEN_ID_DIGITS = 18
+
+
+def tokens_search(queryset: QuerySet[Token], term: str) -> QuerySet[Token]:
+    """Tokens whose id is ``term`` or whose account accounts_search finds by ``term`` (its login or
+    e-mail: exact, its start, or a part of it). Never by a secret or a code: they are credentials."""
+    term = term.strip()
+    if not term:
+        return queryset
+    found = Q(account__in=accounts_search(Account.objects.all(), term).values("pk"))
+    if term.isascii() and term.isdigit() and len(term) <= TOKEN_ID_DIGITS:
+        found |= Q(pk=int(term))
+    return queryset.filter(found)

@@ -1,9 +1,14 @@
 """The accounts in the admin as support staff and auditors use them: actions with a reason and their
-reports, what each role may do, search."""
+reports, what each role may do, search (exact, prefix, any part) and date ranges."""
+
+import datetime
 
 import pytest
+from django.contrib import admin
 from django.urls import reverse
+from django.utils import timezone
 
+from accounts.admin import NAMED_IN_REPORTS, skipped_report
 from accounts.models import Account, AccountStatus
 from lifecycle.factories import AccountFactory
 from platform_events.models import AuditEvent
@@ -165,6 +170,10 @@ class TestRoles:
             assert response.status_code == 302 and reverse("admin:login") in response["Location"]
 
 
+def listed(response) -> list[str]:
+    return [account.login for account in response.context["cl"].result_list]
+
+
 class TestSearch:
     def test_exact_and_prefix_ignoring_case(self, support):
         jane = AccountFactory(email="Jane.Doe@example.com", login="jdoe")
@@ -172,6 +181,145 @@ class TestSearch:
         for term in ("jane.doe@example.com", "JANE", "jdo", " jdoe "):
             response = support.get(CHANGELIST, {"q": term})
             assert list(response.context["cl"].result_list) == [jane], term
+
+    def test_a_domain_or_a_middle_part_finds_the_accounts_exact_match_first(self, support):
+        AccountFactory(login="jane", email="jane@acme.test")
+        AccountFactory(login="bob", email="bob@example.com")
+        AccountFactory(login="joe", email="joe@acme.test")
+        AccountFactory(login="acme.test", email="it@example.com")
+        assert listed(support.get(CHANGELIST, {"q": "acme.test"})) == ["acme.test", "joe", "jane"]
+        assert listed(support.get(CHANGELIST, {"q": "@ACME"})) == ["joe", "jane"]
+        assert listed(support.get(CHANGELIST, {"q": "ane"})) == ["jane"]
+
+    def test_pages_of_a_search_keep_its_order(self, support, monkeypatch):
+        """Past one page the pages are read tier by tier (TieredPaginator): the same order."""
+        monkeypatch.setattr(admin.site._registry[Account], "list_per_page", 2)
+        for login in ("mary-jane", "janet", "jane", "bob", "jan"):
+            AccountFactory(login=login)
+        pages = [listed(support.get(CHANGELIST, {"q": "jane", "p": page})) for page in (1, 2)]
+        assert pages == [["jane", "janet"], ["mary-jane"]]
+
+    def test_a_column_sort_chosen_by_staff_wins_over_the_search_order(self, support, monkeypatch):
+        monkeypatch.setattr(admin.site._registry[Account], "list_per_page", 2)
+        for login in ("mary-jane", "janet", "jane"):
+            AccountFactory(login=login)
+        pages = [listed(support.get(CHANGELIST, {"q": "jane", "o": "1", "p": page})) for page in (1, 2)]
+        assert pages == [["jane", "janet"], ["mary-jane"]]
+        assert listed(support.get(CHANGELIST, {"q": "jane", "o": "-1"})) == ["mary-jane", "janet"]
+
+    def test_the_help_text_says_what_a_term_finds(self, support):
+        page = support.get(CHANGELIST).content.decode()
+        assert "the exact one first, then those that start with it, then those that hold it" in page
+        assert "A term without 3 letters or digits in a row finds only starts." in page
+
+    @pytest.mark.parametrize("term", ["%", "_", "\\", "a%", "%%%example", "x" * 5000, "'; --"])
+    def test_odd_terms_are_matched_as_written_never_a_server_error(self, support, term):
+        AccountFactory(login="jane", email="jane@example.com")
+        response = support.get(CHANGELIST, {"q": term})
+        assert response.status_code == 200
+        assert listed(response) == []
+
+    @pytest.mark.parametrize("term", ["\x00", "ja\x00ne"])
+    def test_a_term_holding_a_nul_is_refused_with_a_message_and_the_list_unsearched(self, support, term, monkeypatch):
+        """Django's search form refuses it; the order and the pages follow the same (empty) term."""
+        monkeypatch.setattr(admin.site._registry[Account], "list_per_page", 1)
+        AccountFactory(login="jane")
+        AccountFactory(login="bob")
+        responses = [support.get(CHANGELIST, {"q": term, "p": page}) for page in (1, 2)]
+        assert [response.status_code for response in responses] == [200, 200]
+        assert [listed(response) for response in responses] == [["bob"], ["jane"]]
+        assert reported(responses[0]) == ["Null characters are not allowed."]
+
+    def test_an_action_on_searched_accounts_runs_on_the_selected_ones(self, support):
+        """The search's order reaches the action's queryset too (get_ordering): it still runs."""
+        jane, janet = AccountFactory(login="jane", active=True), AccountFactory(login="janet", active=True)
+        data = {"action": "suspend", "_selected_action": [jane.pk], "confirm": "yes", "reason": "fraud"}
+        response = support.post(f"{CHANGELIST}?q=jane", data, follow=True)
+        assert reported(response) == ["1 account suspended."]
+        assert statuses(jane, janet) == [AccountStatus.SUSPENDED, AccountStatus.ACTIVE]
+
+
+class TestDateRanges:
+    @pytest.fixture
+    def accounts(self):
+        """Made now: dates relative to today."""
+        return AccountFactory(login="new"), AccountFactory(login="on", suspended=True)
+
+    @pytest.mark.parametrize("field", ["created_at", "activated_at", "suspended_at"])
+    def test_each_date_filters_by_a_range(self, support, accounts, field):
+        today = timezone.localdate()
+        inside = {f"{field}__range__gte": str(today), f"{field}__range__lte": str(today)}
+        before = {f"{field}__range__lte": str(today - datetime.timedelta(days=1))}
+        expected = ["on", "new"] if field == "created_at" else ["on"]
+        assert listed(support.get(CHANGELIST, inside)) == expected
+        assert listed(support.get(CHANGELIST, before)) == []
+
+    def test_the_presets_and_never_set_dates_are_still_offered(self, support, accounts):
+        response = support.get(CHANGELIST, {"activated_at__isnull": "True"})
+        assert listed(response) == ["new"]
+        page = response.content.decode()
+        assert "Past 7 days" in page and "No date" in page and 'placeholder="From date"' in page
+
+    def test_a_range_and_a_search_together(self, support, accounts):
+        today = str(timezone.localdate())
+        response = support.get(CHANGELIST, {"q": "example.com", "suspended_at__range__gte": today})
+        assert listed(response) == ["on"]
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "created_at__range__gte=yesterday",
+            "created_at__range__gte=2026-02-30",
+            "created_at__range__lte=2026-01-01%00",
+            "created_at__range__gte=0001-01-01",
+            "created_at__range__lte=9999-12-31",
+            "created_at__range__between=2026-01-01",
+            "status__range__gte=2026-01-01",
+            "created_at__gte=2026-01-01",  # the old preset's parameter: not a filter any more
+        ],
+    )
+    def test_a_date_or_parameter_the_filters_cannot_use_answers_400(self, support, query):
+        assert support.get(f"{CHANGELIST}?{query}").status_code == 400
+
+    def test_the_last_day_of_the_calendar_west_of_utc_is_a_400_not_a_500(self, support, settings):
+        """Its last moment in New York is past year 9999 in UTC: Python's datetime overflowed."""
+        settings.TIME_ZONE = "America/New_York"
+        assert support.get(CHANGELIST, {"created_at__range__lte": "9999-12-31"}).status_code == 400
+        assert support.get(CHANGELIST, {"created_at__range__lte": "9999-12-30"}).status_code == 200
+
+
+class TestSkippedReport:
+    """The report of accounts an action skipped: named, the first few only, singular or plural."""
+
+    def accounts(self, *logins):
+        return [Account(login=login) for login in logins]
+
+    def test_one_account(self):
+        assert skipped_report("already suspended", self.accounts("jane")) == (
+            "1 account skipped (already suspended): jane."
+        )
+
+    def test_two_accounts(self):
+        assert skipped_report("already suspended", self.accounts("jane", "joe")) == (
+            "2 accounts skipped (already suspended): jane, joe."
+        )
+
+    def test_as_many_as_are_named_are_all_named(self):
+        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 1)]
+        assert skipped_report("not suspended", self.accounts(*logins)) == (
+            f"{NAMED_IN_REPORTS} accounts skipped (not suspended): {', '.join(logins)}."
+        )
+
+    def test_past_that_the_rest_are_counted(self):
+        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 4)]
+        named = ", ".join(logins[:NAMED_IN_REPORTS])
+        assert skipped_report("not suspended", self.accounts(*logins)) == (
+            f"{NAMED_IN_REPORTS + 3} accounts skipped (not suspended): {named} and 3 more."
+        )
+
+    def test_one_more(self):
+        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 2)]
+        assert skipped_report("not suspended", self.accounts(*logins)).endswith(" and 1 more.")
 
 
 def test_the_admin_cannot_change_state_behind_the_services(admin_client):

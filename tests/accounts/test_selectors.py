@@ -1,31 +1,157 @@
-"""Reads of accounts: the admin search by prefix uses the indexes and finds nobody for a term no column holds."""
+"""Reads of accounts: staff's search (exact, then prefix, then any part, each tier from an index)
+and an account's audit trail."""
 
 import pytest
 from django.db import connection
 
 from accounts.models import Account
-from accounts.selectors import account_trail
+from accounts.selectors import account_trail, accounts_search, accounts_search_order, accounts_search_tiers
 from lifecycle.factories import AccountFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def test_a_prefix_search_can_use_the_indexes(sql):
-    from accounts.selectors import accounts_search
+def found(term: str) -> list[str]:
+    """The logins a search finds, in the order the admin lists them."""
+    accounts = accounts_search(Account.objects.all(), term).order_by(*accounts_search_order(term))
+    return list(accounts.values_list("login", flat=True))
 
-    query, params = accounts_search(Account.objects.all(), "jane").query.sql_with_params()
+
+def plan(sql, queryset) -> str:
+    """The plan of ``queryset`` on the runtime role's connection, with sequential scans off (as the
+    planner would choose on a large table)."""
+    query, params = queryset.query.sql_with_params()
     sql("SET LOCAL enable_seqscan = off")
-    plan = "\n".join(row[0] for row in sql(f"EXPLAIN {query}", params))
-    assert "accounts_email_idx" in plan and "accounts_login_prefix_idx" in plan
+    return "\n".join(row[0] for row in sql(f"EXPLAIN {query}", params))
 
 
-def test_a_search_term_holding_a_nul_finds_nobody():
-    """Issue 8, Low list: PostgreSQL text cannot hold NUL, so the term reached it as a DataError."""
-    from accounts.selectors import accounts_search
-    from lifecycle.factories import AccountFactory
+class TestSearch:
+    @pytest.fixture
+    def accounts(self):
+        """Oldest first: each tier below lists them newest first."""
+        AccountFactory(login="mary-jane", email="mj@example.org")
+        AccountFactory(login="ane", email="ane@example.com")
+        AccountFactory(login="jane", email="jane@example.com")
+        AccountFactory(login="anette", email="a.nette@acme.test")
+        AccountFactory(login="bob", email="bob@example.org")
 
-    AccountFactory(login="jane")
-    assert list(accounts_search(Account.objects.all(), "ja\x00")) == []
+    def test_the_exact_match_comes_first_then_prefixes_then_any_part(self, accounts):
+        assert found("ane") == ["ane", "anette", "jane", "mary-jane"]
+
+    def test_finds_a_domain_by_any_part_of_it(self, accounts):
+        assert found("example.org") == ["bob", "mary-jane"]
+        assert found("@EXAMPLE") == ["bob", "jane", "ane", "mary-jane"]
+        assert found("acme.test") == ["anette"]
+
+    def test_an_exact_e_mail_ignoring_case(self, accounts):
+        assert found(" Jane@Example.com ") == ["jane"]
+
+    @pytest.mark.parametrize(
+        ("term", "logins"),
+        [
+            ("ne@example.com", ["jane", "ane"]),  # the end of a local part and a whole domain
+            ("ane@exam", ["ane", "jane"]),  # ane@example.com starts with it
+            ("tte@acme", ["anette"]),
+            ("nette@", ["anette"]),
+            ("@acme.test", ["anette"]),
+            ("jane@example.org", []),  # each part matches some address, no address both
+            ("ane@example.com@x", []),
+        ],
+    )
+    def test_a_part_of_an_address_across_its_at(self, accounts, term, logins):
+        assert found(term) == logins
+
+    @pytest.mark.parametrize("term", ["an", "a", "m-", ".ne", "@e"])
+    def test_a_term_without_3_letters_or_digits_in_a_row_finds_only_starts(self, accounts, term):
+        """A trigram index cannot narrow such a term: it would read every account."""
+        newest_first = ["bob", "anette", "jane", "ane", "mary-jane"]
+        assert found(term) == [login for login in newest_first if login.startswith(term)]
+
+    def test_the_tiers_are_the_search_in_its_order(self, accounts):
+        tiers = accounts_search_tiers(Account.objects.all(), "ane")
+        assert [list(tier.values_list("login", flat=True)) for tier in tiers] == [
+            ["ane"],
+            ["anette"],
+            ["jane", "mary-jane"],
+        ]
+
+    def test_the_tiers_keep_the_filters_they_were_given(self, accounts):
+        suspended = AccountFactory(login="janet", suspended=True)
+        tiers = accounts_search_tiers(Account.objects.filter(status="suspended"), "jane")
+        assert [list(tier) for tier in tiers] == [[], [suspended], []]
+
+
+class TestSearchRefusesNothingBadly:
+    @pytest.mark.parametrize(
+        ("term", "logins"),
+        [
+            ("a%b", ["pct"]),  # a % is a %, not "anything"
+            ("a_b", ["underscore"]),  # a _ is a _, not "one character"
+            ("%b@example", ["pct"]),  # the same in a search by any part
+            ("_b@example", ["underscore"]),
+            ("a\\b", []),
+            ("\\", []),
+            ("%", []),
+            ("_", []),
+            ("%%%", []),
+            ("___", []),
+        ],
+    )
+    def test_like_wildcards_in_the_term_are_matched_as_themselves(self, term, logins):
+        AccountFactory(login="pct", email="a%b@example.com")
+        AccountFactory(login="underscore", email="a_b@example.com")
+        AccountFactory(login="wild", email="axxb@example.com")
+        AccountFactory(login="axb", email="axb@example.com")
+        assert found(term) == logins
+
+    def test_a_search_term_holding_a_nul_finds_nobody(self):
+        """Issue 8, Low list: PostgreSQL text cannot hold NUL, so the term reached it as a DataError."""
+        AccountFactory(login="jane")
+        assert found("ja\x00") == []
+        assert found("jane\x00doe") == []
+
+    def test_a_term_longer_than_any_login_or_e_mail_finds_nobody(self):
+        account = AccountFactory()
+        assert found(account.login + "x" * 254) == []
+        assert found("x" * 100_000) == []
+
+
+class TestSearchIndexes:
+    """Each tier reads an index, as the runtime role (the connection the tests' ``sql`` uses)."""
+
+    def test_the_exact_tier_reads_the_lower_case_indexes(self, sql):
+        exact = accounts_search_tiers(Account.objects.all(), "jane")[0]
+        assert {"accounts_email_idx", "accounts_login_prefix_idx"} <= set(plan(sql, exact).split())
+
+    def test_a_prefix_search_can_use_the_indexes(self, sql):
+        prefix = accounts_search_tiers(Account.objects.all(), "jane")[1]
+        text = plan(sql, prefix)
+        assert "accounts_email_idx" in text and "accounts_login_prefix_idx" in text, text
+
+    def test_a_search_by_any_part_reads_the_trigram_indexes(self, sql):
+        matches = accounts_search(Account.objects.all(), "example.com").order_by()  # as the page counts them
+        text = plan(sql, matches)
+        for index in ("accounts_email_local_trgm_idx", "accounts_email_domain_trgm_idx", "accounts_login_trgm_idx"):
+            assert index in text, text
+        assert "Seq Scan" not in text, text
+
+    def test_a_whole_address_reads_its_local_part_not_every_domain_trigram(self, sql):
+        """jane@example.com is a local part ending with jane and a domain starting with example.com:
+        the local part's rare trigrams narrow it (the domain's are on every address of example.com)."""
+        matches = accounts_search_tiers(Account.objects.all(), "jane@example.com")[-1]
+        text = plan(sql, matches)
+        assert "accounts_email_local_trgm_idx" in text, text
+        assert "accounts_login_trgm_idx" not in text and "Seq Scan" not in text, text
+
+    def test_a_short_term_reads_the_prefix_indexes_not_the_trigram_ones(self, sql):
+        text = plan(sql, accounts_search(Account.objects.all(), "ja").order_by())
+        assert "accounts_email_idx" in text and "trgm" not in text, text
+
+    def test_pg_trgm_is_installed_by_the_migration_and_the_runtime_role_owns_nothing_of_it(self, sql):
+        owner, runtime = sql(
+            "SELECT extowner::regrole::text, current_user FROM pg_extension WHERE extname = 'pg_trgm'"
+        )[0]
+        assert owner != runtime
 
 
 class TestAccountTrail:

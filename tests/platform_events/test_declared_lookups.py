@@ -76,7 +76,9 @@ def test_no_admin_lists_sorts_or_searches_a_credential(model, model_admin):
     ("url", "query"),
     [
         ("admin:accounts_account_changelist", "status__exact=bogus"),
-        ("admin:accounts_account_changelist", "created_at__gte=yesterday"),
+        ("admin:accounts_account_changelist", "created_at__range__gte=yesterday"),
+        ("admin:accounts_account_changelist", "created_at__range__lte=2026-02-30"),
+        ("admin:tokens_token_changelist", "state=bogus"),
         ("admin:accounts_account_changelist", "status__exact=active%00"),
         ("admin:platform_events_auditevent_changelist", "correlation_id=not-a-uuid"),
         ("admin:platform_events_auditevent_changelist", "resource_id=" + "9" * 65),
@@ -99,7 +101,12 @@ def test_declared_filters_with_values_their_column_cannot_hold_answer_400(admin_
     ("url", "query"),
     [
         ("admin:accounts_account_changelist", "status__exact=active"),
-        ("admin:accounts_account_changelist", "created_at__gte=2026-01-01+00:00:00%2B00:00"),
+        ("admin:accounts_account_changelist", "created_at__range__gte=2026-01-01"),
+        (
+            "admin:accounts_account_changelist",
+            "activated_at__range__gte=2026-01-01&activated_at__range__lte=2026-12-31",
+        ),
+        ("admin:tokens_token_changelist", "state=code_blocked&expires_at__range__lte=2026-01-01"),
         ("admin:accounts_account_changelist", "suspended_at__isnull=True"),
         ("admin:platform_events_auditevent_changelist", "resource_type=account&resource_id=7"),
         ("admin:platform_events_auditevent_changelist", "account=7"),
@@ -121,47 +128,57 @@ def test_a_refused_lookup_gets_a_page_that_says_what_went_wrong(admin_client, se
     assert "This link does not work" in response.content.decode()
 
 
-class TestFormFilters:
-    """A filter with a form of its own (django-admin-rangefilter) takes what its form fields accept."""
+class TestFiltersThatReadTheirOwnParameters:
+    """django-admin-rangefilter's filters read ``<field>__range__gte``/``__lte`` (``_0``/``_1`` for a
+    date and a time) through a form of their own; a SimpleListFilter reads its ``parameter_name``.
+    Each such parameter is allowed with the values its filter takes, and nothing more."""
 
     @pytest.fixture
-    def model_admin(self):
+    def token_admin(self):
+        from django.contrib.admin import ModelAdmin
         from rangefilter.filters import DateRangeFilterBuilder, DateTimeRangeFilterBuilder
 
-        from lifecycle.admin_site import LifecycleAdminSite
         from tokens.models import Token
 
-        class RangedTokenAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
-            list_filter = [("created_at", DateTimeRangeFilterBuilder()), ("expires_at", DateRangeFilterBuilder())]
+        filters = [("created_at", DateTimeRangeFilterBuilder()), ("expires_at", DateRangeFilterBuilder())]
+        model_admin = type("RangedTokenAdmin", (DeclaredLookupsOnly, ModelAdmin), {"list_filter": filters})
+        return model_admin(Token, admin.site)
 
-        return RangedTokenAdmin(Token, LifecycleAdminSite())
-
-    @pytest.mark.parametrize(
-        ("lookup", "value"),
-        [
-            ("created_at__range__gte_0", "2026-01-31"),  # the date half of a date-time range
-            ("created_at__range__gte_1", "23:59:59"),  # the time half
-            ("created_at__range__lte_0", ""),
-            ("expires_at__range__lte", "2026-12-31"),
-            ("expires_at__range__gte", ""),
-        ],
-    )
-    def test_accepts_what_its_form_takes(self, model_admin, rf, lookup, value):
-        assert model_admin.lookup_allowed(lookup, value, rf.get("/"))
+    def test_the_range_parameters_are_declared_and_nothing_else(self, token_admin):
+        assert token_admin.declared_lookups(None) == {
+            "created_at__range__gte_0",
+            "created_at__range__gte_1",
+            "created_at__range__lte_0",
+            "created_at__range__lte_1",
+            "expires_at__range__gte",
+            "expires_at__range__lte",
+        }
 
     @pytest.mark.parametrize(
-        ("lookup", "value"),
+        ("lookup", "value", "allowed"),
         [
-            ("created_at__range__gte_0", "23:59:59"),
-            ("created_at__range__gte_1", "2026-01-31"),
-            ("created_at__range__gte_2", "2026-01-31"),  # no third part
-            ("created_at__range__gte", "2026-01-31"),  # the split field itself is not a parameter
-            ("expires_at__range__lte", "31/31/2026"),
-            ("expires_at__range__lte_0", "2026-12-31"),
-            ("expires_at__range__lte", "2026-12-31\x00"),
-            ("secret__range__gte", "2026-12-31"),
-            ("code__startswith", "1"),
+            ("expires_at__range__gte", "2026-01-31", True),
+            ("expires_at__range__gte", "2026-01-32", False),
+            ("expires_at__range__gte", "", True),  # an empty box: no bound
+            ("expires_at__range__lte", "9999-12-31", False),  # its last moment leaves the calendar in some zones
+            ("expires_at__range__gte", "2026-01-01\x00", False),
+            ("created_at__range__gte_0", "2026-01-31", True),
+            ("created_at__range__gte_1", "23:59:59", True),
+            ("created_at__range__gte_1", "25:00", False),
+            ("created_at__range__gte_2", "2026-01-31", False),
+            ("created_at__range__gte", "2026-01-31", False),  # the date-and-time filter reads _0 and _1
+            ("created_at__gte", "2026-01-31", False),
+            ("code__range__gte", "00000", False),
+            ("secret__range__gte_0", "2026-01-31", False),
         ],
     )
-    def test_refuses_the_rest(self, model_admin, rf, lookup, value):
-        assert not model_admin.lookup_allowed(lookup, value, rf.get("/"))
+    def test_values_are_what_the_filters_form_accepts(self, token_admin, lookup, value, allowed):
+        assert token_admin.lookup_allowed(lookup, value, None) is allowed
+
+    def test_a_simple_list_filter_takes_only_its_choices(self):
+        from tokens.models import Token, TokenState
+
+        token_admin = admin.site._registry[Token]
+        assert all(token_admin.lookup_allowed("state", state.value, None) for state in TokenState)
+        assert not token_admin.lookup_allowed("state", "bogus", None)
+        assert not token_admin.lookup_allowed("state__in", "valid", None)
