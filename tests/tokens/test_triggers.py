@@ -44,8 +44,10 @@ class TestRandomness:
         draw = "SELECT setseed(0.42), array_agg(lifecycle_random_code()) FROM generate_series(1, 5)"
         assert sql(draw)[0][1] != sql(draw)[0][1]
 
-    def test_the_schema_uses_no_extension(self, sql):
-        assert sql("SELECT extname FROM pg_extension ORDER BY 1") == [("plpgsql",)]
+    def test_secrets_and_codes_need_no_extension(self, sql):
+        """They come from core gen_random_uuid(), not pgcrypto; the only extension is the account
+        search's pg_trgm (accounts/sql/0012_substring_search.sql)."""
+        assert sql("SELECT extname FROM pg_extension ORDER BY 1") == [("pg_trgm",), ("plpgsql",)]
         assert "random()" not in secret_default(sql)
 
     def test_secrets_are_32_bytes_and_unique(self, sql):
