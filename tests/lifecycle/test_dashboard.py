@@ -41,7 +41,7 @@ def test_the_dashboard_shows_each_figure(admin_client, admin_user):
     page = response.content.decode()
     assert "<svg" in page and "<polyline" in page
     assert [(f.label, f.value) for f in dashboard["mail"]] == [("due now", 2), ("retrying", 0), ("dead", 0)]
-    assert "account.suspended account" in page
+    assert "account.suspended user" in page  # the account by its login (the factory's user<n>)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -243,3 +243,13 @@ class TestChart:
         chart = admin_client.get(INDEX).context["dashboard"]["chart"]
         today = timezone.localdate()
         assert [day for day, _ in chart.x_labels] == [today - timedelta(days=n) for n in (28, 21, 14, 7, 0)]
+
+
+def test_a_staff_action_names_the_account_by_its_login(admin_client, admin_user):
+    """Issue 11: "account.suspended account 40" said nothing; the row names jane, and a token's row its account."""
+    account = AccountFactory(active=True, login="jane")
+    with audit_context(reason="chargeback"):
+        account_suspend(account=account, actor=admin_user)
+    page = admin_client.get(INDEX).content.decode()
+    assert "account.suspended jane</a>" in page
+    assert f"account {account.pk}<" not in page
