@@ -24,7 +24,7 @@ from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 from accounts.models import Account, AccountStatus
 from accounts.selectors import (
     account_suspension,
-    account_trail,
+    account_trail_latest,
     accounts_search,
     accounts_search_order,
     accounts_search_tiers,
@@ -145,7 +145,7 @@ class AccountAdmin(ReadOnlyModelAdmin):
         ]
         context = {"action_buttons": buttons, "trail_url": self._trail_url(request, account)}
         if context["trail_url"]:
-            context["recent_trail"] = list(account_trail(account.pk).order_by("-occurred_at")[:RECENT_TRAIL_ROWS])
+            context["recent_trail"] = account_trail_latest(account.pk, RECENT_TRAIL_ROWS)
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
 
     def history_view(self, request, object_id, extra_context=None):

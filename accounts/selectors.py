@@ -1,8 +1,8 @@
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import connection
-from django.db.models import Case, CharField, Func, Q, QuerySet, Value, When
+from django.db.models import Case, CharField, DateTimeField, ExpressionWrapper, F, Func, Q, QuerySet, Value, When
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce, Lower
 from django.db.models.lookups import Contains, EndsWith, Exact, StartsWith
@@ -38,6 +38,18 @@ def account_trail(account_id: int) -> QuerySet[AuditEvent]:
         Q(resource_type=ResourceType.ACCOUNT, resource_id=named)
         | Q(resource_type=ResourceType.TOKEN, token_account=named)
     )
+
+
+def account_trail_latest(account_id: int, count: int) -> list[AuditEvent]:
+    """The newest ``count`` rows of the account's trail, newest first.
+
+    Ordered by an expression of the time rather than the column: under a small LIMIT the planner
+    otherwise walks every partition's primary key backwards, filtering for the account, instead of
+    reading the two indexes and sorting the few rows they hold (0.86 s against 12 ms for an account
+    page at 3,000,000 audit rows, bench/admin.py).
+    """
+    newest_first = ExpressionWrapper(F("occurred_at") + Value(timedelta(0)), output_field=DateTimeField()).desc()
+    return list(account_trail(account_id).order_by(newest_first)[:count])
 
 
 def account_suspension(account_id: int) -> AuditEvent | None:

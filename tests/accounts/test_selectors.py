@@ -3,9 +3,16 @@ and an account's audit trail."""
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account
-from accounts.selectors import account_trail, accounts_search, accounts_search_order, accounts_search_tiers
+from accounts.selectors import (
+    account_trail,
+    account_trail_latest,
+    accounts_search,
+    accounts_search_order,
+    accounts_search_tiers,
+)
 from lifecycle.factories import AccountFactory
 
 pytestmark = pytest.mark.django_db
@@ -190,3 +197,18 @@ class TestAccountTrail:
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "coalesce_occurred_at_idx" in plan, plan  # the partitions name their copies of the index so
         assert "Seq Scan" not in plan, plan
+
+    def test_the_newest_rows_are_read_from_the_two_indexes_even_when_sorting_looks_dear(self, sql):
+        """With a small LIMIT the planner liked walking every partition's key backwards and filtering
+        (0.86 s at 3,000,000 rows); sorts made dear here, the newest rows still come from the indexes."""
+        account = AccountFactory()
+        sql("SET LOCAL enable_sort = off")
+        sql("SET LOCAL enable_seqscan = off")
+        with CaptureQueriesContext(connection) as queries:
+            rows = account_trail_latest(account.pk, 15)
+        assert {row.action for row in rows} == {"account.created", "token.issued"}
+        (query,) = [q["sql"] for q in queries.captured_queries if "audit_events" in q["sql"]]
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN {query}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "pkey" not in plan and "coalesce_occurred_at_idx" in plan, plan
