@@ -5,6 +5,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.db import connections
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -12,6 +14,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     not CHROMIUM and not os.environ.get("CI"), reason="Chromium is not installed (apt-get install chromium)"
 )
+# The staff users' password in every browser test.
+PASSWORD = "a-long-test-password-42"
+# The screen the back-office is checked on.
+SCREEN = {"width": 1366, "height": 768}
+
 # Set SCREENSHOTS=<directory> to keep a 1366×768 picture of every page the browser tests look at.
 SCREENSHOTS = os.environ.get("SCREENSHOTS")
 
@@ -21,6 +28,26 @@ def shoot(page, name: str) -> None:
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=f"{SCREENSHOTS}/{name}.png", full_page=True)
+
+
+def staff_user(username: str, role: str):
+    """A staff member in one of the roles (lifecycle/roles.py), signing in with PASSWORD."""
+    user = get_user_model().objects.create_user(username, password=PASSWORD, is_staff=True)
+    user.groups.set([Group.objects.get(name=role)])
+    return user
+
+
+def navigating(page, act):
+    """Do ``act`` and wait for the page it loads."""
+    with page.expect_navigation():
+        act()
+
+
+def log_in(page, live_server, username):
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    navigating(page, lambda: page.click("input[type=submit]"))
 
 
 @pytest.fixture

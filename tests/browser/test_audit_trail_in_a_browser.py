@@ -1,43 +1,23 @@
 """The audit trail in a real browser (Playwright driving Debian's Chromium against a live server), at
 1366×768: Support reads one account's trail with its token events and opens a row's detail; an
-Auditor exports the filtered trail as CSV. Screenshots go to SHOTS_DIR (default /tmp/shots-audit)."""
+Auditor exports the filtered trail as CSV. With SCREENSHOTS set, each page is also saved there."""
 
 import csv
 import io
-import os
 import uuid
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from accounts.services import account_suspend
 from lifecycle.factories import AccountFactory
 from platform_events.audit import audit_context
 from platform_events.models import AuditAction, AuditEvent
-from tests.browser.conftest import needs_chromium
+from tests.browser.conftest import SCREEN, log_in, needs_chromium, shoot, staff_user
 from tokens.services import token_send_password_recovery
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
-PASSWORD = "a-long-test-password-42"
-SCREEN = {"width": 1366, "height": 768}
-SHOTS = Path(os.environ.get("SHOTS_DIR", "/tmp/shots-audit"))
 RECOVERY_REASON = "support sent a recovery e-mail, reason: the customer called from a new phone and lost access"
-
-
-def staff_user(username: str, role: str):
-    user = get_user_model().objects.create_user(username, password=PASSWORD, is_staff=True)
-    user.groups.set([Group.objects.get(name=role)])
-    return user
-
-
-def log_in(page, live_server, username):
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.click("input[type=submit]")
 
 
 def table_fits(page) -> bool:
@@ -46,11 +26,6 @@ def table_fits(page) -> bool:
         "[document.querySelector('#result_list').scrollWidth, document.querySelector('.results').clientWidth]"
     )
     return table <= box and page.evaluate("document.documentElement.scrollWidth") <= SCREEN["width"]
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
 @pytest.fixture
@@ -82,7 +57,7 @@ def test_the_audit_trail_of_one_account_with_its_token_events(browser, live_serv
     log_in(page, live_server, "support1")
 
     page.goto(f"{live_server.url}/admin/platform_events/auditevent/")
-    shot(page, "audit-list")
+    shoot(page, "audit-list")
     table = page.locator("#result_list")
     assert table_fits(page)
     assert table.locator("th:has-text('Changes')").is_visible()
@@ -90,7 +65,7 @@ def test_the_audit_trail_of_one_account_with_its_token_events(browser, live_serv
 
     # The account page's History button links here (?account=<id>).
     page.goto(f"{live_server.url}/admin/platform_events/auditevent/?account={jane.pk}")
-    shot(page, "audit-list-one-account")
+    shoot(page, "audit-list-one-account")
     banner = page.locator(".narrowed").inner_text()
     assert "Filtered to account jane (jane@example.com)" in banner and "show all rows" in banner
     rows = table.locator("tbody tr")
@@ -107,7 +82,7 @@ def test_the_audit_trail_of_one_account_with_its_token_events(browser, live_serv
     assert "status: active → suspended" in suspended.inner_text()
     with page.expect_navigation():
         suspended.locator("th a").click()
-    shot(page, "audit-detail")
+    shoot(page, "audit-detail")
     detail = page.locator("#content-main").inner_text()
     assert "card ending 4242; see ticket 1187" in detail  # the reason in full, cut on the list
     assert "suspended at" in detail and "active" in detail
@@ -125,7 +100,7 @@ def test_csv_export_as_auditor(browser, live_server, jane):
     log_in(page, live_server, "auditor1")
     page.goto(f"{live_server.url}/admin/platform_events/auditevent/?account={jane.pk}")
     shown = page.locator("#result_list tbody tr").count()
-    shot(page, "audit-list-auditor-export")
+    shoot(page, "audit-list-auditor-export")
 
     with page.expect_download() as download_info:
         page.click("button:text('Export CSV')")

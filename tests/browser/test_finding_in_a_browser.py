@@ -3,46 +3,23 @@ against a live server): an account search by a domain, exact match first; the to
 column and its date-range filters (issue 11)."""
 
 import datetime
-import os
-from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from lifecycle.factories import AccountFactory
-from tests.browser.conftest import needs_chromium
+from tests.browser.conftest import SCREEN, log_in, navigating, needs_chromium, shoot, staff_user
 from tests.support import tokens_in_every_state
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
-PASSWORD = "a-long-test-password-42"
-# Set SCREENSHOTS=<directory> to keep a 1366×768 picture of the pages (README: the back-office).
-SCREENSHOTS = os.environ.get("SCREENSHOTS")
-
-
-def shoot(page, name: str) -> None:
-    if SCREENSHOTS:
-        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=f"{SCREENSHOTS}/{name}.png", full_page=True)
-
-
-def navigating(page, act):
-    """Do ``act`` and wait for the page it loads."""
-    with page.expect_navigation():
-        act()
 
 
 @pytest.fixture
 def support_page(browser, live_server):
     """A Support staff member's browser tab, logged in."""
-    user = get_user_model().objects.create_user("support1", password=PASSWORD, is_staff=True)
-    user.groups.set([Group.objects.get(name="Support")])
-    page = browser.new_page(viewport={"width": 1366, "height": 768})
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "support1")
-    page.fill("#id_password", PASSWORD)
-    navigating(page, lambda: page.click("input[type=submit]"))
+    staff_user("support1", "Support")
+    page = browser.new_page(viewport=SCREEN)
+    log_in(page, live_server, "support1")
     yield page
     page.close()
 

@@ -3,29 +3,18 @@ staff member mistypes their password until locked out and sees the back-office's
 its end and whom to ask; a superuser unlocks the login from the admin, and it signs in again. Then an
 Auditor opens a page their role does not include and finds the way back.
 
-With SCREENSHOTS_DIR set, each page is also saved there at 1366×768."""
-
-import os
-from pathlib import Path
+With SCREENSHOTS set, each page is also saved there at 1366×768."""
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
-from tests.browser.conftest import needs_chromium
+from tests.browser.conftest import PASSWORD, SCREEN, needs_chromium, shoot, staff_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
-PASSWORD = "a-long-test-password-42"
 
 
 def new_page(browser):
-    return browser.new_page(viewport={"width": 1366, "height": 768})
-
-
-def shoot(page, name: str) -> None:
-    if directory := os.environ.get("SCREENSHOTS_DIR"):
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(directory) / f"{name}.png"), full_page=True)
+    return browser.new_page(viewport=SCREEN)
 
 
 def sign_in(page, live_server, username: str, password: str):
@@ -40,9 +29,7 @@ def sign_in(page, live_server, username: str, password: str):
 
 def test_a_locked_out_staff_member_sees_why_and_is_unlocked_from_the_admin(browser, live_server, settings):
     settings.STAFF_CONTACT = "it-desk@example.com"
-    get_user_model().objects.create_user("support1", password=PASSWORD, is_staff=True).groups.set(
-        [Group.objects.get(name="Support")]
-    )
+    staff_user("support1", "Support")
     get_user_model().objects.create_superuser("admin1", password=PASSWORD)
 
     page = new_page(browser)
@@ -78,9 +65,7 @@ def test_a_locked_out_staff_member_sees_why_and_is_unlocked_from_the_admin(brows
 
 
 def test_an_auditor_refused_a_page_sees_who_they_are_and_goes_back(browser, live_server):
-    get_user_model().objects.create_user("auditor1", password=PASSWORD, is_staff=True).groups.set(
-        [Group.objects.get(name="Auditor")]
-    )
+    staff_user("auditor1", "Auditor")
     page = new_page(browser)
     sign_in(page, live_server, "auditor1", PASSWORD)
     response = page.goto(f"{live_server.url}/admin/accounts/account/")

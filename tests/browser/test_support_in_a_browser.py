@@ -6,34 +6,12 @@ Auditor, whom the accounts are refused."""
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from accounts.models import Account, AccountStatus
 from lifecycle.factories import AccountFactory
-from tests.browser.conftest import needs_chromium, shoot
+from tests.browser.conftest import log_in, navigating, needs_chromium, shoot, staff_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
-PASSWORD = "a-long-test-password-42"
-
-
-def staff_user(username: str, role: str):
-    user = get_user_model().objects.create_user(username, password=PASSWORD, is_staff=True)
-    user.groups.set([Group.objects.get(name=role)])
-    return user
-
-
-def navigating(page, act):
-    """Do ``act`` and wait for the page it loads."""
-    with page.expect_navigation():
-        act()
-
-
-def log_in(page, live_server, username):
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    navigating(page, lambda: page.click("input[type=submit]"))
 
 
 def search(page, term: str):
