@@ -16,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 from django.utils.translation import ngettext
@@ -301,8 +302,8 @@ class AccountAdmin(ReadOnlyModelAdmin):
 
 
 def _when(moment) -> str:
-    """A time as the back-office shows it: in the admin's zone, to the second."""
-    return localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z") if moment else "—"
+    """A time as the back-office shows it: in the admin's zone, as its DATETIME_FORMAT says (to the second)."""
+    return date_format(localtime(moment), "DATETIME_FORMAT") if moment else "—"
 
 
 def search_term(request) -> str:
