@@ -1,9 +1,13 @@
-"""Audit events, mapped onto the partitioned table of platform_events/sql/0001_audit.sql.
+"""The platform tables: audit events (platform_events/sql/0001_audit.sql, partitioned by month),
+rate limits, and the outbox with its webhook endpoints, deliveries and processed events
+(platform_events/sql/0010_outbox.sql).
 
-Written only by database triggers; read-only everywhere (the table refuses UPDATE and DELETE).
+Audit events and outbox events are written only by database triggers and never changed.
 """
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models.functions import Now
 
 
 class ActorType(models.TextChoices):
@@ -41,12 +45,25 @@ class AuditAction(models.TextChoices):
     TOKEN_HISTORY_REWRITTEN = "token.history_rewritten", "token.history_rewritten"
     # The trail's own: an export of it (platform_events/sql/0009_audit_export.sql).
     AUDIT_EXPORTED = "audit.exported", "audit.exported"
+    # Webhook endpoints and deliveries (platform_events/sql/0010_outbox.sql); never a secret.
+    WEBHOOK_CREATED = "webhook.created", "webhook.created"
+    WEBHOOK_CHANGED = "webhook.changed", "webhook.changed"
+    WEBHOOK_SECRET_ROTATED = "webhook.secret_rotated", "webhook.secret_rotated"
+    WEBHOOK_PAUSED = "webhook.paused", "webhook.paused"
+    WEBHOOK_RESUMED = "webhook.resumed", "webhook.resumed"
+    WEBHOOK_DISABLED = "webhook.disabled", "webhook.disabled"
+    WEBHOOK_ENABLED = "webhook.enabled", "webhook.enabled"
+    WEBHOOK_DELETED = "webhook.deleted", "webhook.deleted"
+    WEBHOOK_TEST_SENT = "webhook.test_sent", "webhook.test_sent"
+    WEBHOOK_REDELIVERED = "webhook.redelivered", "webhook.redelivered"
 
 
 class ResourceType(models.TextChoices):
     ACCOUNT = "account", "account"
     TOKEN = "token", "token"
     AUDIT_TRAIL = "audit_trail", "audit trail"  # an export of the trail; its id is the file's name
+    WEBHOOK_ENDPOINT = "webhook_endpoint", "webhook endpoint"
+    WEBHOOK_DELIVERY = "webhook_delivery", "webhook delivery"
 
 
 class AuditEvent(models.Model):
@@ -99,3 +116,135 @@ class RateLimit(models.Model):
 
     def __str__(self):
         return f"{self.bucket} from {self.window_start:%Y-%m-%d %H:%M:%S}: {self.hits}"
+
+
+class EventType(models.TextChoices):
+    """What the outbox triggers publish (accounts/sql/0013_outbox.sql); a test holds the SQL to these names.
+    An endpoint subscribes to some of them."""
+
+    ACCOUNT_CREATED = "account.created", "account.created"
+    ACCOUNT_ACTIVATED = "account.activated", "account.activated"
+    ACCOUNT_SUSPENDED = "account.suspended", "account.suspended"
+    ACCOUNT_UNSUSPENDED = "account.unsuspended", "account.unsuspended"
+    ACCOUNT_DELETED = "account.deleted", "account.deleted"
+    ACCOUNT_EMAIL_CHANGED = "account.email_changed", "account.email_changed"
+    ACCOUNT_PASSWORD_CHANGED = "account.password_changed", "account.password_changed"
+
+
+# Sent to one endpoint when staff ask for a test (webhook_send_test()); nobody subscribes to it.
+TEST_EVENT_TYPE = "webhook.test"
+
+
+class OutboxEvent(models.Model):
+    """One published fact (platform_events/sql/0010_outbox.sql): written only by triggers, never changed."""
+
+    id = models.UUIDField(primary_key=True)
+    seq = models.BigIntegerField(unique=True)
+    aggregate_type = models.CharField(max_length=64)
+    aggregate_id = models.CharField(max_length=64)
+    event_type = models.CharField(max_length=128)
+    payload = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        managed = False
+        db_table = "outbox_events"
+        ordering = ["-seq"]
+        verbose_name = "event"
+
+    def __str__(self):
+        return f"{self.event_type} {self.aggregate_type} {self.aggregate_id}"
+
+
+class EndpointStatus(models.TextChoices):
+    ACTIVE = "ACTIVE", "active"
+    PAUSED = "PAUSED", "paused"
+    DISABLED_DEAD = "DISABLED_DEAD", "disabled"
+
+
+class WebhookSubscription(models.Model):
+    """A partner's endpoint. Its signing secret is stored encrypted only (platform_events/webhooks/secrets.py);
+    change it through platform_events/webhooks/endpoints.py."""
+
+    id = models.UUIDField(primary_key=True)
+    owner_id = models.CharField("owner", max_length=64)
+    description = models.TextField(blank=True, db_default="")
+    url = models.CharField("URL", max_length=2048)
+    events = ArrayField(models.TextField(choices=EventType))
+    secret_encrypted = models.BinaryField(editable=False)
+    secret_key_id = models.CharField(max_length=64, editable=False)
+    previous_secret_encrypted = models.BinaryField(null=True, editable=False)
+    previous_secret_key_id = models.CharField(max_length=64, null=True, editable=False)
+    previous_secret_until = models.DateTimeField(null=True, editable=False)
+    status = models.CharField(max_length=32, choices=EndpointStatus, db_default=EndpointStatus.ACTIVE)
+    disabled_reason = models.TextField(null=True, blank=True)
+    failure_count = models.IntegerField(db_default=0)
+    failing_since = models.DateTimeField(null=True)
+    last_success_at = models.DateTimeField(null=True)
+    last_failure_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        managed = False
+        db_table = "webhook_subscriptions"
+        ordering = ["-created_at"]
+        verbose_name = "webhook endpoint"
+
+    def __str__(self):
+        return self.url
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "PENDING", "pending"
+    DELIVERED = "DELIVERED", "delivered"
+    FAILED = "FAILED", "retrying"
+    PERMANENTLY_FAILED = "PERMANENTLY_FAILED", "failed"
+
+
+class WebhookDelivery(models.Model):
+    """One event due to one endpoint, and its last attempt. Queued by the outbox triggers."""
+
+    id = models.UUIDField(primary_key=True)
+    subscription = models.ForeignKey(WebhookSubscription, on_delete=models.DO_NOTHING, related_name="deliveries")
+    event = models.ForeignKey(OutboxEvent, on_delete=models.DO_NOTHING, related_name="deliveries")
+    event_seq = models.BigIntegerField()
+    ordering_key = models.CharField(max_length=140)
+    status = models.CharField(max_length=32, choices=DeliveryStatus, db_default=DeliveryStatus.PENDING)
+    attempts = models.IntegerField(db_default=0)
+    next_retry_at = models.DateTimeField(db_default=Now())
+    lease_until = models.DateTimeField(null=True)
+    claim = models.UUIDField(null=True)
+    http_status = models.IntegerField("HTTP status", null=True)
+    http_response_body_excerpt = models.CharField("response", max_length=2048, null=True)
+    latency_ms = models.IntegerField("latency (ms)", null=True)
+    first_attempt_at = models.DateTimeField(null=True)
+    last_attempt_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        managed = False
+        db_table = "webhook_deliveries"
+        ordering = ["-created_at"]
+        verbose_name_plural = "webhook deliveries"
+        permissions = [("redeliver_webhookdelivery", "Can send webhook deliveries again")]
+
+    def __str__(self):
+        return f"{self.event_id} to {self.subscription_id}"
+
+
+class ProcessedEvent(models.Model):
+    """An internal consumer group's record that it handled an event (platform_events/outbox/consumers.py)."""
+
+    # The key is (consumer_group, event_id); Django is given a composite primary key.
+    pk = models.CompositePrimaryKey("consumer_group", "event_id")
+    consumer_group = models.CharField(max_length=64)
+    event_id = models.UUIDField()
+    processed_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        managed = False
+        db_table = "processed_events"
+
+    def __str__(self):
+        return f"{self.consumer_group}: {self.event_id}"

@@ -19,11 +19,12 @@ COMPATIBLE = {
     "TextField": {"text"},
     "DateTimeField": {"timestamp with time zone"},
     "BinaryField": {"bytea"},
-    "ForeignKey": {"bigint"},
+    "ForeignKey": {"bigint", "uuid"},
     "OneToOneField": {"bigint"},
     "UUIDField": {"uuid"},
     "GenericIPAddressField": {"inet"},
     "JSONField": {"jsonb"},
+    "ArrayField": {"ARRAY"},
 }
 # Every model that maps onto a table the SQL files make: none can be left out.
 UNMANAGED_MODELS = [model for model in apps.get_models() if not model._meta.managed]
@@ -63,6 +64,10 @@ def test_every_table_of_ours_is_checked():
         "jobs",
         "audit_events",
         "rate_limits",
+        "outbox_events",
+        "webhook_subscriptions",
+        "webhook_deliveries",
+        "processed_events",
     }
 
 
@@ -79,10 +84,12 @@ def test_the_migrations_reverse_cleanly_and_apply_again():
         assert result.returncode == 0, result.stderr
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events', 'rate_limits')"
+            "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events', 'rate_limits',"
+            " 'outbox_events', 'webhook_subscriptions', 'webhook_deliveries', 'processed_events')"
             " UNION ALL SELECT count(*) FROM pg_type WHERE typname IN ('account_status', 'token_action', 'job_type')"
             " UNION ALL SELECT count(*) FROM pg_proc WHERE proname LIKE 'trg_%' OR proname LIKE 'lifecycle_%'"
             " OR proname LIKE 'accounts_%' OR proname LIKE 'tokens_%' OR proname LIKE 'audit_%'"
+            " OR proname LIKE 'outbox_%' OR proname LIKE 'webhook_%' OR proname = 'account_event_data'"
             " OR proname = 'set_updated_at'"
         )
         assert [n for (n,) in cursor.fetchall()] == [0, 0, 0]

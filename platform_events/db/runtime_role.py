@@ -5,7 +5,8 @@ worker and the commands belong to) reads and writes the product's tables and not
 nothing, so it cannot alter, disable triggers on, truncate, detach or drop a table. The audit trail
 it may only read: its rows are written by trigger functions that run as the owner (SECURITY DEFINER),
 and audit_record()/audit_record_many() are not executable by anyone else. Nor may it read the key that
-lets a transaction rewrite trigger-kept history (platform_events/db/history.py).
+lets a transaction rewrite trigger-kept history (platform_events/db/history.py). The outbox it reads,
+and deletes from what retention allows; its events and their deliveries are queued by the triggers.
 """
 
 from django.conf import settings
@@ -32,6 +33,14 @@ BEGIN
     FOR partition IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'audit_events'::regclass LOOP
         EXECUTE format('REVOKE ALL ON %s FROM {role}', partition);
     END LOOP;
+    -- The outbox is written by triggers that run as the owner: the runtime role reads it and deletes
+    -- what retention allows (its delete trigger keeps every event an endpoint is still due); it may
+    -- queue nothing itself, and what an event says cannot be changed by anyone.
+    IF to_regclass('outbox_events') IS NOT NULL THEN
+        REVOKE INSERT, UPDATE ON outbox_events FROM {role};
+        REVOKE INSERT ON webhook_deliveries FROM {role};
+        REVOKE UPDATE ON processed_events FROM {role};
+    END IF;
 END
 $$;
 """

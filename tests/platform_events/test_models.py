@@ -1,27 +1,35 @@
-"""The audit trail's names: every action and resource type the SQL writes is a member of its enum."""
+"""The names the SQL writes: every audit action and resource type, and every outbox event type, is a
+member of its enum, and every member is written."""
 
 import re
 from pathlib import Path
 
 from django.apps import apps
 
-from platform_events.models import AuditAction, ResourceType
+from platform_events.models import TEST_EVENT_TYPE, AuditAction, EventType, ResourceType
 
 # The SQL files in force (the reverse files only restore earlier definitions).
-SQL = "\n".join(
-    path.read_text()
+FILES = [
+    path
     for app in apps.get_app_configs()
     for path in sorted((Path(app.path) / "sql").glob("*.sql"))
     if not path.name.endswith(".reverse.sql")
-)
+]
+# The account triggers that publish events name event types, not audit actions.
+SQL = "\n".join(path.read_text() for path in FILES if path.name != "0013_outbox.sql")
+OUTBOX_SQL = "\n".join(path.read_text() for path in FILES if path.name == "0013_outbox.sql")
 
 
 def test_every_action_the_sql_writes_is_an_audit_action_and_every_audit_action_is_written():
-    written = set(re.findall(r"'((?:account|token|audit)\.[a-z_]+)'", SQL))
+    written = set(re.findall(r"'((?:account|token|audit|webhook)\.[a-z_]+)'", SQL)) - {TEST_EVENT_TYPE}
     assert written == set(AuditAction.values)
 
 
 def test_every_resource_type_the_sql_writes_is_a_resource_type():
     # audit_record*(action, resource_type, ...): the literal after the action.
-    written = set(re.findall(r"'(?:account|token|audit)\.[a-z_]+',\s*'([a-z_]+)'", SQL))
+    written = set(re.findall(r"'(?:account|token|audit|webhook)\.(?!test')[a-z_]+',\s*'([a-z_]+)'", SQL))
     assert written == set(ResourceType.values)
+
+
+def test_every_event_type_the_outbox_triggers_publish_is_an_event_type():
+    assert set(re.findall(r"'(account\.[a-z_]+)'", OUTBOX_SQL)) == set(EventType.values)

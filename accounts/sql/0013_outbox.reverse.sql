@@ -1,0 +1,10 @@
+DROP TRIGGER after_password_update_outbox ON account_passwords;
+DROP TRIGGER after_password_insert_outbox ON account_passwords;
+DROP TRIGGER after_account_delete_outbox ON accounts;
+DROP TRIGGER after_account_update_outbox ON accounts;
+DROP TRIGGER after_account_insert_outbox ON accounts;
+DROP FUNCTION trg_after_password_outbox();
+DROP FUNCTION trg_after_account_delete_outbox();
+DROP FUNCTION trg_after_account_update_outbox();
+DROP FUNCTION trg_after_account_insert_outbox();
+DROP FUNCTION account_event_data(accounts);

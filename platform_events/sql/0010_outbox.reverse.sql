@@ -1,0 +1,11 @@
+DROP FUNCTION webhook_send_test(uuid);
+DROP TABLE processed_events;
+DROP TABLE webhook_deliveries;
+DROP TABLE webhook_subscriptions;
+DROP TABLE outbox_events;
+DROP FUNCTION outbox_append_many(text, text[], text, jsonb[]);
+DROP FUNCTION trg_before_outbox_event_delete();
+DROP FUNCTION trg_before_outbox_event_update();
+DROP FUNCTION trg_before_webhook_sub_update();
+DROP FUNCTION trg_after_webhook_sub_audit();
+DROP FUNCTION trg_after_webhook_redelivery();
