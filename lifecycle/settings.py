@@ -184,6 +184,7 @@ RETENTION_TOKEN_DAYS = read_int("RETENTION_TOKEN_DAYS", default=90, minimum=1, m
 RETENTION_MAIL_RUN_DAYS = read_int("RETENTION_MAIL_RUN_DAYS", default=30, minimum=1, maximum=36_500)
 RETENTION_ACCESS_LOG_DAYS = read_int("RETENTION_ACCESS_LOG_DAYS", default=90, minimum=1, maximum=36_500)
 RETENTION_TASK_DAYS = read_int("RETENTION_TASK_DAYS", default=30, minimum=1, maximum=36_500)
+RETENTION_EVENT_DAYS = read_int("RETENTION_EVENT_DAYS", default=30, minimum=1, maximum=36_500)
 
 # Argon2id first: new passwords (staff's and accounts') are hashed with it; older hashes still check,
 # and a staff password is rehashed at its next log-in.

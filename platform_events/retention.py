@@ -10,12 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from platform_events.audit import audit_context
-from platform_events.models import RateLimit
+from platform_events.models import DeliveryStatus, OutboxEvent, ProcessedEvent, RateLimit
 
 # Long enough for the admin or an operator to look at yesterday's hits; the limits need only the current window.
 RATE_LIMITS_KEPT = timedelta(days=1)
@@ -46,4 +47,27 @@ def old_rate_limits() -> RetentionRule:
         "limits",
         "rate-limit counts: 1 day after their window ended",
         RateLimit.objects.filter(window_end__lt=timezone.now() - RATE_LIMITS_KEPT),
+    )
+
+
+def old_events() -> RetentionRule:
+    """Outbox events this old, with their deliveries, once no endpoint is still due them (the table's
+    delete trigger refuses the others; seed 004 keeps published events 30 days)."""
+    days = settings.RETENTION_EVENT_DAYS
+    return queryset_rule(
+        "events",
+        f"outbox events and their webhook deliveries: {days} days, once every endpoint had them",
+        OutboxEvent.objects.filter(created_at__lt=timezone.now() - timedelta(days=days)).exclude(
+            deliveries__status__in=[DeliveryStatus.PENDING, DeliveryStatus.FAILED]
+        ),
+    )
+
+
+def old_processed_events() -> RetentionRule:
+    """The consumers' records, as long as the events they record (a record older than its event guards nothing)."""
+    days = settings.RETENTION_EVENT_DAYS
+    return queryset_rule(
+        "processed-events",
+        f"internal consumers' processed events: {days} days",
+        ProcessedEvent.objects.filter(processed_at__lt=timezone.now() - timedelta(days=days)),
     )

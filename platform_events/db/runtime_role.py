@@ -35,11 +35,11 @@ BEGIN
     END LOOP;
     -- The outbox is written by triggers that run as the owner: the runtime role reads it and deletes
     -- what retention allows (its delete trigger keeps every event an endpoint is still due); it may
-    -- queue nothing itself, and what an event says cannot be changed by anyone.
+    -- queue nothing itself. UPDATE stays for retention's SELECT ... FOR UPDATE: the table's update
+    -- trigger refuses every change, to every role.
     IF to_regclass('outbox_events') IS NOT NULL THEN
-        REVOKE INSERT, UPDATE ON outbox_events FROM {role};
+        REVOKE INSERT ON outbox_events FROM {role};
         REVOKE INSERT ON webhook_deliveries FROM {role};
-        REVOKE UPDATE ON processed_events FROM {role};
     END IF;
 END
 $$;

@@ -23,7 +23,7 @@ from tokens.services import token_resend_activation
 
 pytestmark = pytest.mark.django_db
 
-RULES = ["sign-ups", "tokens", "mail-runs", "limits", "sessions", "access-log", "tasks"]
+RULES = ["sign-ups", "tokens", "mail-runs", "limits", "events", "processed-events", "sessions", "access-log", "tasks"]
 
 
 def age(account, days, sql):
@@ -215,3 +215,40 @@ def test_the_worker_runs_it_daily(sql):
     account = AccountFactory()
     age(account, 8, sql)
     assert tasks.cleanup().startswith("Deleted: sign-ups 1, tokens 0,")
+
+
+# Outbox events, their deliveries, and the consumers' records (seed 004: 30 days)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_stays():
+    from tests.support import connect, connect_as_owner
+
+    with connect_as_owner(autocommit=True) as owner:
+        (endpoint,) = owner.execute(
+            "INSERT INTO webhook_subscriptions (owner_id, url, events, secret_encrypted, secret_key_id)"
+            " VALUES ('partner', 'https://hooks.example.com/', '{account.created}', '\\x00', 'k1') RETURNING id"
+        ).fetchone()
+        events = {}
+        for name, days, status in [("old-done", 31, "DELIVERED"), ("old-due", 31, "FAILED"), ("young", 29, "DELIVERED")]:
+            (events[name],) = owner.execute(
+                "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, created_at)"
+                " VALUES ('account', %s, 'account.created', '{\"type\": 1, \"timestamp\": 1, \"data\": {}}',"
+                " now() - make_interval(days => %s)) RETURNING id",
+                [name, days],
+            ).fetchone()
+            owner.execute(
+                "INSERT INTO webhook_deliveries (subscription_id, event_id, event_seq, ordering_key, status)"
+                " SELECT %s, id, seq, 'account:' || aggregate_id, %s FROM outbox_events WHERE id = %s",
+                [endpoint, status, events[name]],
+            )
+        owner.execute(
+            "INSERT INTO processed_events (consumer_group, event_id, processed_at) VALUES"
+            " ('g', gen_random_uuid(), now() - interval '31 days'), ('g', gen_random_uuid(), now() - interval '29 days')"
+        )
+    assert "events 1, processed-events 1" in cleanup("--only", "events", "--only", "processed-events", "--batch-size", "1")
+    with connect(autocommit=True) as conn:
+        kept = {row[0] for row in conn.execute("SELECT id FROM outbox_events")}
+        assert kept == {events["old-due"], events["young"]}
+        assert conn.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM processed_events").fetchone() == (1,)

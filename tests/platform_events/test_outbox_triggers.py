@@ -145,7 +145,6 @@ def test_the_runtime_role_cannot_write_change_or_forge_events():
         refused = {
             "insert": "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload)"
             " VALUES ('account', '1', 'account.deleted', '{\"type\": 1, \"timestamp\": 1, \"data\": 1}')",
-            "update": f"UPDATE outbox_events SET payload = payload || '{{\"x\": 1}}' WHERE id = '{event_id}'",
             "call the writer": "SELECT outbox_append_many('account', ARRAY['1'], 'account.deleted', ARRAY['{}'::jsonb])",
             "queue a delivery": f"INSERT INTO webhook_deliveries (subscription_id, event_id, event_seq, ordering_key)"
             f" VALUES ('{sub_id}', '{event_id}', 1, 'account:{account_id}')",
@@ -154,6 +153,8 @@ def test_the_runtime_role_cannot_write_change_or_forge_events():
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql)
             print("refused:", what)
+        with pytest.raises(psycopg.DatabaseError, match="cannot be changed"):
+            conn.execute(f"UPDATE outbox_events SET payload = payload || '{{\"x\": 1}}' WHERE id = '{event_id}'")
 
 
 def test_an_event_an_endpoint_is_still_due_cannot_be_deleted_and_nobody_can_change_one():

@@ -1,0 +1,275 @@
+"""The webhook dispatcher: claim due deliveries, sign and POST each, record the attempt.
+
+Any number of dispatchers may run at once (the cron command, the django-q2 schedule, the listener):
+
+* A claim leases due rows with FOR UPDATE SKIP LOCKED, so no two runs hold one delivery, and nothing
+  reads by a cursor, so a delivery whose transaction committed late is claimed when it is visible.
+* An account's events reach one endpoint in order: a delivery is not due while an earlier event of the
+  same account (its ordering key) to the same endpoint is still pending or retrying, whoever holds it.
+  Head-of-line blocking is the price: an account's later events wait out its earlier one's retries,
+  until that one is delivered or given up (PERMANENTLY_FAILED).
+* Only the run holding a delivery's claim may record its attempt; a run renews its lease while it
+  still has deliveries to send, so a slow endpoint never lets two runs hold one delivery. A run killed
+  mid-way leaves its claims to lapse: those deliveries are sent again (at least once, never lost).
+"""
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection
+
+from platform_events.models import DeliveryStatus, EndpointStatus, WebhookSubscription
+from platform_events.webhooks import http
+from platform_events.webhooks.endpoints import endpoint_secrets
+from platform_events.webhooks.signing import signature_headers
+
+logger = logging.getLogger(__name__)
+
+CLAIM = """
+WITH due AS (
+    SELECT d.id
+    FROM webhook_deliveries d
+    JOIN webhook_subscriptions s ON s.id = d.subscription_id AND s.status = 'ACTIVE'
+    WHERE d.status IN ('PENDING', 'FAILED') AND d.next_retry_at <= now()
+      AND (d.lease_until IS NULL OR d.lease_until < now())
+      AND NOT EXISTS (
+          SELECT FROM webhook_deliveries earlier
+          WHERE earlier.subscription_id = d.subscription_id AND earlier.ordering_key = d.ordering_key
+            AND earlier.event_seq < d.event_seq AND earlier.status IN ('PENDING', 'FAILED'))
+    ORDER BY d.next_retry_at, d.event_seq
+    LIMIT %(size)s
+    FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE webhook_deliveries d SET claim = %(claim)s, lease_until = now() + %(lease)s
+FROM due, outbox_events e
+WHERE d.id = due.id AND e.id = d.event_id
+RETURNING d.id, d.subscription_id, d.event_id, d.attempts, e.payload::text
+"""
+
+
+@dataclass
+class Delivery:
+    id: uuid.UUID
+    subscription_id: uuid.UUID
+    event_id: uuid.UUID
+    attempts: int  # made before this one
+    body: str  # the event's payload: {"type", "timestamp", "data"}
+
+
+@dataclass
+class Claim:
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+    # time.monotonic() by which the lease ends at the latest: read before the database starts it.
+    lease_ends: float = 0.0
+
+    def running_out(self) -> bool:
+        """Whether one more attempt could outlast the lease."""
+        return time.monotonic() + _attempt_seconds() >= self.lease_ends
+
+
+@dataclass
+class RunResult:
+    claimed: int = 0
+    delivered: int = 0
+    retrying: int = 0
+    failed: int = 0
+    lost_claims: int = 0  # deliveries another run took over after this run's lease ran out
+    disabled: list[str] = field(default_factory=list)  # endpoints disabled by this run
+
+    def summary(self) -> str:
+        parts = [
+            f"{self.claimed} claimed",
+            f"{self.delivered} delivered",
+            f"{self.retrying} to retry",
+            f"{self.failed} failed for good",
+        ]
+        if self.lost_claims:
+            parts.append(f"{self.lost_claims} taken over by another run")
+        if self.disabled:
+            parts.append(f"endpoints disabled: {', '.join(self.disabled)}")
+        return "; ".join(parts)
+
+
+def _attempt_seconds() -> float:
+    return settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + 3 * settings.WEBHOOKS_TIMEOUT_SECONDS
+
+
+def claim_batch(size: int) -> tuple[Claim, list[Delivery]]:
+    """Lease up to ``size`` due deliveries to this run; rows another run is claiming are skipped."""
+    claim = Claim(lease_ends=time.monotonic() + settings.WEBHOOKS_LEASE_SECONDS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            CLAIM, {"size": size, "claim": claim.id, "lease": timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)}
+        )
+        rows = cursor.fetchall()
+    # At most one delivery per (endpoint, account) is due at a time, so the batch's own order is free.
+    return claim, [Delivery(*row) for row in rows]
+
+
+def renew_lease(claim: Claim, deliveries: list[Delivery]) -> set[uuid.UUID]:
+    """Lease ``deliveries`` for another WEBHOOKS_LEASE_SECONDS, those this run still holds; returns their ids."""
+    lease_ends = time.monotonic() + settings.WEBHOOKS_LEASE_SECONDS
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE webhook_deliveries SET lease_until = now() + %s WHERE id = ANY(%s) AND claim = %s RETURNING id",
+            [timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS), [d.id for d in deliveries], claim.id],
+        )
+        held = {row[0] for row in cursor.fetchall()}
+    claim.lease_ends = lease_ends
+    return held
+
+
+def release(claim: Claim, deliveries: list[Delivery]) -> None:
+    """Give deliveries back unattempted (their endpoint was disabled by this run)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE webhook_deliveries SET lease_until = NULL, claim = NULL WHERE id = ANY(%s) AND claim = %s",
+            [[d.id for d in deliveries], claim.id],
+        )
+
+
+def record_attempt(
+    delivery: Delivery, attempt: http.Attempt, *, claim: Claim, status: DeliveryStatus, retry_in: float | None
+) -> bool:
+    """Record an attempt and the delivery's new state; False when this run no longer holds its claim."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE webhook_deliveries SET status = %(status)s, attempts = attempts + 1,"
+            " next_retry_at = CASE WHEN %(retry_in)s::float8 IS NULL THEN next_retry_at"
+            "   ELSE now() + make_interval(secs => %(retry_in)s::float8) END,"
+            " http_status = %(http_status)s, http_response_body_excerpt = %(excerpt)s, latency_ms = %(latency)s,"
+            " first_attempt_at = coalesce(first_attempt_at, now()), last_attempt_at = now(),"
+            " lease_until = NULL, claim = NULL"
+            " WHERE id = %(id)s AND claim = %(claim)s",
+            {
+                "status": status,
+                "retry_in": retry_in,
+                "http_status": attempt.status,
+                "excerpt": attempt.excerpt[:2048],
+                "latency": attempt.latency_ms,
+                "id": delivery.id,
+                "claim": claim.id,
+            },
+        )
+        return cursor.rowcount == 1
+
+
+def _endpoint_succeeded(endpoint_id: uuid.UUID) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE webhook_subscriptions SET last_success_at = now(), failure_count = 0, failing_since = NULL"
+            " WHERE id = %s AND (failure_count <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL"
+            "   OR last_success_at < now() - interval '1 minute')",
+            [endpoint_id],
+        )
+
+
+def _endpoint_failed(endpoint_id: uuid.UUID, *, gone: bool) -> str | None:
+    """Count a failure; disable the endpoint on 410 Gone or when it has failed for WEBHOOKS_DISABLE_AFTER_DAYS.
+    Returns the reason when this call disabled it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE webhook_subscriptions SET failure_count = failure_count + 1, last_failure_at = now(),"
+            " failing_since = coalesce(failing_since, now()),"
+            " status = CASE WHEN %(gone)s OR coalesce(failing_since, now()) < now() - %(after)s"
+            "   THEN 'DISABLED_DEAD' ELSE status END,"
+            " disabled_reason = CASE"
+            "   WHEN %(gone)s THEN 'the endpoint answered 410 Gone on ' || to_char(now(), 'YYYY-MM-DD HH24:MI:SS TZ')"
+            "   WHEN coalesce(failing_since, now()) < now() - %(after)s"
+            "     THEN 'every attempt failed since ' || to_char(failing_since, 'YYYY-MM-DD HH24:MI:SS TZ')"
+            "   ELSE disabled_reason END"
+            " WHERE id = %(id)s RETURNING status, disabled_reason",
+            {"gone": gone, "after": timedelta(days=settings.WEBHOOKS_DISABLE_AFTER_DAYS), "id": endpoint_id},
+        )
+        row = cursor.fetchone()
+    return row[1] if row and row[0] == EndpointStatus.DISABLED_DEAD else None
+
+
+def deliver_batch(client, size: int) -> RunResult:
+    """Claim one batch and attempt each delivery once; what fails is scheduled again or given up."""
+    result = RunResult()
+    claim, deliveries = claim_batch(size)
+    result.claimed = len(deliveries)
+    if not deliveries:
+        return result
+    endpoints = {e.id: e for e in WebhookSubscription.objects.filter(id__in={d.subscription_id for d in deliveries})}
+    secrets = {endpoint_id: endpoint_secrets(endpoint) for endpoint_id, endpoint in endpoints.items()}
+    disabled: set[uuid.UUID] = set()
+    succeeded: set[uuid.UUID] = set()
+    for index, delivery in enumerate(deliveries):
+        if delivery.subscription_id in disabled:
+            continue
+        if claim.running_out():
+            held = renew_lease(claim, deliveries[index:])
+            if delivery.id not in held:
+                result.lost_claims += 1
+                continue
+        endpoint = endpoints[delivery.subscription_id]
+        attempt = _attempt(client, endpoint, delivery, secrets[endpoint.id])
+        status, retry_in = _next_state(delivery, attempt)
+        if not record_attempt(delivery, attempt, claim=claim, status=status, retry_in=retry_in):
+            result.lost_claims += 1
+            continue
+        if status == DeliveryStatus.DELIVERED:
+            result.delivered += 1
+            succeeded.add(endpoint.id)
+            continue
+        if status == DeliveryStatus.FAILED:
+            result.retrying += 1
+        else:
+            result.failed += 1
+        reason = _endpoint_failed(endpoint.id, gone=attempt.outcome == "gone")
+        if reason:
+            disabled.add(endpoint.id)
+            result.disabled.append(endpoint.url)
+            logger.warning("webhook endpoint %s disabled: %s", endpoint.id, reason)
+    for endpoint_id in succeeded - disabled:
+        _endpoint_succeeded(endpoint_id)
+    release(claim, [d for d in deliveries if d.subscription_id in disabled])
+    return result
+
+
+def _attempt(client, endpoint: WebhookSubscription, delivery: Delivery, secrets: list[str]) -> http.Attempt:
+    body = delivery.body.encode()
+    headers = signature_headers(msg_id=str(delivery.event_id), timestamp=datetime.now(UTC), body=body, secrets=secrets)
+    headers["content-type"] = "application/json"
+    return http.post(client, endpoint.url, body=body, headers=headers)
+
+
+def _next_state(delivery: Delivery, attempt: http.Attempt) -> tuple[DeliveryStatus, float | None]:
+    if attempt.outcome == "delivered":
+        return DeliveryStatus.DELIVERED, None
+    if attempt.outcome == "gone":
+        return DeliveryStatus.PERMANENTLY_FAILED, None
+    delay = http.next_attempt_delay(delivery.attempts + 1, attempt.retry_after)
+    if delay is None:
+        return DeliveryStatus.PERMANENTLY_FAILED, None
+    return DeliveryStatus.FAILED, delay
+
+
+def deliver(
+    *, batch_size: int | None = None, max_batches: int | None = None, on_batch: Callable[[RunResult], None] | None = None
+) -> RunResult:
+    """Deliver until nothing is due (or ``max_batches``): one pass of the cron command, the schedule or
+    the listener. ``on_batch`` hears each batch's result (the command's progress lines)."""
+    size = batch_size or settings.WEBHOOKS_BATCH_SIZE
+    total = RunResult()
+    with http.new_client() as client:
+        batches = 0
+        while max_batches is None or batches < max_batches:
+            result = deliver_batch(client, size)
+            batches += 1
+            if on_batch and result.claimed:
+                on_batch(result)
+            for name in ("claimed", "delivered", "retrying", "failed", "lost_claims"):
+                setattr(total, name, getattr(total, name) + getattr(result, name))
+            total.disabled += result.disabled
+            # Not "fewer than a batch": delivering an account's event makes its next one due.
+            if result.claimed == 0:
+                break
+    return total
