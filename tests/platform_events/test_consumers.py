@@ -19,7 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def effects():
     """A table of the consumer's own, written in the handler's transaction: one row per effect."""
     with connect_as_owner(autocommit=True) as owner:
-        owner.execute("CREATE TABLE consumer_effects (grp text, event_id uuid, account text, event_type text, at serial)")
+        owner.execute(
+            "CREATE TABLE consumer_effects (grp text, event_id uuid, account text, event_type text, at serial)"
+        )
         owner.execute(f"GRANT ALL ON consumer_effects, consumer_effects_at_seq TO {settings.DATABASE_RUNTIME_ROLE}")
     yield
     with connect_as_owner(autocommit=True) as owner:
@@ -90,7 +92,10 @@ def test_a_failing_handler_rolls_its_event_back_holds_its_accounts_later_events_
         (first_account,) = conn.execute("SELECT min(id)::text FROM accounts").fetchone()
         conn.execute("UPDATE accounts SET status = 'suspended'")
         consumer = recording(
-            "billing", fail_on=lambda event: broken["on"] and event.aggregate_id == first_account and event.type == "account.created"
+            "billing",
+            fail_on=lambda event: (
+                broken["on"] and event.aggregate_id == first_account and event.type == "account.created"
+            ),
         )
         result = consume(consumer)
         assert (result.handled, result.failed, result.waiting) == (2, 1, 1)

@@ -24,7 +24,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--poll-seconds", type=float, help="deliver at least this often (default WEBHOOKS_POLL_SECONDS)")
+        parser.add_argument(
+            "--poll-seconds", type=float, help="deliver at least this often (default WEBHOOKS_POLL_SECONDS)"
+        )
 
     def handle(self, *args, poll_seconds, **options):
         poll_seconds = poll_seconds if poll_seconds is not None else settings.WEBHOOKS_POLL_SECONDS
@@ -35,6 +37,10 @@ class Command(BaseCommand):
             signal.signal(signum, lambda *_: stop.append(True))
         self.stdout.write(f"Webhook listener started; polling every {poll_seconds:g}s as a fallback.")
         listen_and_run(
-            "webhook_delivery", _deliver_logged, poll_seconds=poll_seconds, stopping=lambda: bool(stop), what="webhook run"
+            "webhook_delivery",
+            _deliver_logged,
+            poll_seconds=poll_seconds,
+            stopping=lambda: bool(stop),
+            what="webhook run",
         )
         self.stdout.write("Webhook listener stopped.")

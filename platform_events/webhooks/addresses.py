@@ -1,0 +1,111 @@
+"""The SSRF guard: an endpoint's URL is https to a public address, checked when staff add it and on
+the address actually connected to at every delivery (README, "Platform events").
+
+Checking the URL's host name when it is saved is not enough: its DNS may later point at
+127.0.0.1 or at a cloud's metadata service (169.254.169.254), or answer differently between a check
+and the connection (DNS rebinding). ``GuardedBackend`` resolves the name itself when the dispatcher
+connects, refuses a forbidden address and connects to the very address it checked; TLS still
+verifies the certificate against the URL's host name. ``WEBHOOKS_ALLOW_PRIVATE_URLS`` lifts all this
+(and allows plain http) for development and tests.
+"""
+
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+import httpcore
+from django.conf import settings
+
+MAX_URL_LENGTH = 2048
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def check_url(url: str) -> str | None:
+    """None when ``url`` may be an endpoint's, else why not, in one sentence."""
+    if len(url) > MAX_URL_LENGTH:
+        return f"The URL is longer than {MAX_URL_LENGTH} characters."
+    if any(ch.isspace() or ord(ch) < 32 for ch in url):
+        return "The URL holds a space or a control character."
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "The URL is not valid (its port must be a number from 1 to 65535)."
+    allowed = {"https", "http"} if settings.WEBHOOKS_ALLOW_PRIVATE_URLS else {"https"}
+    if parts.scheme.lower() not in allowed:
+        return "The URL must start with https://."
+    if not parts.hostname:
+        return "The URL names no host."
+    if parts.username is not None or parts.password is not None:
+        return "The URL must not hold a user name or password; the signature authenticates each delivery."
+    if parts.fragment:
+        return "The URL must not have a #fragment."
+    if port == 0:
+        return "The URL's port must be from 1 to 65535."
+    try:
+        literal = ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        literal = None
+    if literal is not None and (problem := forbidden_address(literal)):
+        return f"The URL names {problem}."
+    if literal is None and parts.hostname.rstrip(".").lower() in {"localhost", "localhost.localdomain"}:
+        if not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
+            return "The URL names this machine (localhost)."
+    return None
+
+
+def forbidden_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | str) -> str | None:
+    """What kind of address ``ip`` is when a webhook may not be sent to it ("127.0.0.1, a loopback
+    address"), None when it is public (or WEBHOOKS_ALLOW_PRIVATE_URLS)."""
+    if settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
+        return None
+    ip = ipaddress.ip_address(ip)
+    shown = str(ip)
+    if isinstance(ip, ipaddress.IPv6Address):
+        # An IPv4 address inside an IPv6 one reaches that IPv4 address.
+        embedded = (
+            ip.ipv4_mapped or ip.sixtofour or (ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in NAT64 else None)
+        )
+        if embedded is None and ip.teredo:
+            embedded = ip.teredo[1]
+        if embedded is not None:
+            if problem := forbidden_address(embedded):
+                return f"{shown} ({problem})"
+            return None
+    for kind, test in (
+        ("a loopback", ip.is_loopback),
+        ("an unspecified", ip.is_unspecified),
+        ("a link-local (or cloud metadata)", ip.is_link_local),
+        ("a multicast", ip.is_multicast),
+        ("a private", ip.is_private),
+        ("a reserved", ip.is_reserved),
+        ("a non-public", not ip.is_global),
+    ):
+        if test:
+            return f"{shown}, {kind} address"
+    return None
+
+
+class GuardedBackend(httpcore.SyncBackend):
+    """Connects only to public addresses: resolves the host, checks each address, connects to the first
+    allowed one (by address, so that a second lookup cannot answer differently)."""
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError) as error:
+            raise httpcore.ConnectError(f"{host} does not resolve ({error})") from None
+        refused = None
+        last_error = None
+        for _family, _, _, _, sockaddr in infos:
+            address = sockaddr[0]
+            if problem := forbidden_address(address.split("%")[0]):
+                refused = refused or f"refused: {host} resolves to {problem}"
+                continue
+            try:
+                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                last_error = error
+        if last_error is not None:
+            raise last_error
+        raise httpcore.ConnectError(refused or f"{host} has no address")

@@ -1,0 +1,136 @@
+"""One delivery attempt over HTTP (httpx), and when to try again.
+
+No redirect is followed (a 3xx is a failed attempt, its Location in the excerpt), no proxy is taken
+from the environment, every connection goes through the SSRF guard (addresses.py), and at most
+``EXCERPT_CHARS`` of an answer are read and kept: a receiver that answers a gigabyte, or trickles,
+costs one excerpt and ``WEBHOOKS_TIMEOUT_SECONDS``.
+"""
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+import httpcore
+import httpx
+from django.conf import settings
+
+from platform_events.webhooks.addresses import GuardedBackend
+
+EXCERPT_CHARS = 2048
+RETRY_AFTER_CAP_SECONDS = 24 * 3600
+USER_AGENT = "Lifecycle-Webhooks/1"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    outcome: str  # "delivered" (2xx), "gone" (410: disable the endpoint), "retry" (anything else)
+    status: int | None  # None when no HTTP answer came
+    excerpt: str  # the answer's first characters, or what went wrong in one sentence
+    latency_ms: int
+    retry_after: float | None = None  # seconds the receiver asked for (Retry-After), capped
+
+
+class GuardedTransport(httpx.HTTPTransport):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        limits = kwargs.get("limits", httpx.Limits())
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=GuardedBackend(),
+        )
+
+
+def new_client() -> httpx.Client:
+    timeout = httpx.Timeout(settings.WEBHOOKS_TIMEOUT_SECONDS, connect=settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS)
+    limits = httpx.Limits(max_connections=20, max_keepalive_connections=20, keepalive_expiry=30)
+    return httpx.Client(
+        transport=GuardedTransport(limits=limits),
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+        headers={"user-agent": USER_AGENT},
+    )
+
+
+def post(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, str]) -> Attempt:
+    """POST ``body``; never raises for what the network or the receiver does."""
+    started = time.perf_counter()
+    deadline = started + settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS
+
+    def took() -> int:
+        return round((time.perf_counter() - started) * 1000)
+
+    try:
+        with client.stream("POST", url, content=body, headers=headers) as response:
+            excerpt = _read_excerpt(response, deadline)
+            status = response.status_code
+            retry_after = _retry_after(response.headers.get("retry-after"))
+            location = response.headers.get("location")
+    except httpx.TimeoutException:
+        return Attempt(
+            "retry", None, f"timed out (WEBHOOKS_TIMEOUT_SECONDS {settings.WEBHOOKS_TIMEOUT_SECONDS})", took()
+        )
+    except httpx.HTTPError as error:
+        return Attempt("retry", None, _describe(error), took())
+    if 300 <= status < 400:
+        excerpt = f"redirect to {location or '(no Location)'} not followed; " + excerpt
+    if 200 <= status < 300:
+        outcome = "delivered"
+    elif status == 410:
+        outcome = "gone"
+    else:
+        outcome = "retry"
+    return Attempt(outcome, status, excerpt[:EXCERPT_CHARS], took(), retry_after)
+
+
+def _read_excerpt(response: httpx.Response, deadline: float) -> str:
+    read = bytearray()
+    for chunk in response.iter_raw(EXCERPT_CHARS):
+        read += chunk
+        if len(read) >= 4 * EXCERPT_CHARS or time.perf_counter() > deadline:
+            break
+    return bytes(read).decode("utf-8", errors="replace")[:EXCERPT_CHARS]
+
+
+def _describe(error: httpx.HTTPError) -> str:
+    text = str(error).strip() or type(error).__name__
+    if "refused:" in text:
+        return text[text.index("refused:") :]
+    if isinstance(error, httpx.ConnectError):
+        return f"could not connect: {text}"
+    return f"{type(error).__name__}: {text}"[:EXCERPT_CHARS]
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if seconds < 0:
+        return None
+    return min(seconds, RETRY_AFTER_CAP_SECONDS)
+
+
+def next_attempt_delay(attempts_made: int, retry_after: float | None) -> float | None:
+    """Seconds until the next attempt after ``attempts_made`` failed ones (WEBHOOKS_RETRY_SCHEDULE), at
+    least what the receiver asked for; None when the schedule is over (permanently failed)."""
+    schedule = settings.WEBHOOKS_RETRY_SCHEDULE
+    if attempts_made > len(schedule):
+        return None
+    delay = float(schedule[attempts_made - 1])
+    return max(delay, retry_after) if retry_after is not None else delay

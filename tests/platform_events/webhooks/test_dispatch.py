@@ -1,0 +1,282 @@
+"""The webhook dispatcher against a real HTTP receiver on loopback (tests/webhook_receiver.py): signed
+per Standard Webhooks (checked by the standardwebhooks library's own verifier), retried on its
+schedule, 410 disables, per-account order, late commits, several dispatchers at once, one killed."""
+
+import base64
+import json
+import os
+import signal
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.db.models.functions import Now
+from standardwebhooks.webhooks import Webhook
+
+from platform_events.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
+from platform_events.webhooks.dispatch import deliver
+from platform_events.webhooks.secrets import encrypt_secret, new_signing_secret
+from tests.support import connect, database_url_for_tests, start_manage, wait_for
+from tests.webhook_receiver import WebhookReceiver
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+KEY = os.urandom(32)
+
+
+@pytest.fixture(autouse=True)
+def webhook_settings(settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    settings.WEBHOOK_SECRET_KEYS = {"t1": KEY}
+    settings.WEBHOOKS_RETRY_SCHEDULE = [60, 60, 60]  # tests that retry at once set their own
+    settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS = 2
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 3
+    return settings
+
+
+@pytest.fixture
+def receiver():
+    with WebhookReceiver() as receiver:
+        yield receiver
+
+
+def dispatcher_env(**extra):
+    return {
+        "DATABASE_URL": database_url_for_tests(),
+        "WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
+        "WEBHOOK_SECRET_KEYS": "t1:" + base64.b64encode(KEY).decode(),
+        **extra,
+    }
+
+
+def make_endpoint(url, events=("account.created", "account.suspended", "account.activated"), *, secret=None):
+    endpoint_id = uuid.uuid4()
+    secret = secret or new_signing_secret()
+    blob, key_id = encrypt_secret(secret, aad=endpoint_id.bytes)
+    WebhookSubscription.objects.create(
+        id=endpoint_id, owner_id="partner", url=url, events=list(events), secret_encrypted=blob, secret_key_id=key_id
+    )
+    return WebhookSubscription.objects.get(pk=endpoint_id), secret
+
+
+def provision(conn, count, prefix="user"):
+    conn.execute(
+        "INSERT INTO accounts (email, login) SELECT %s || n || '@example.com', %s || n FROM generate_series(1, %s) n",
+        [prefix, prefix, count],
+    )
+
+
+def statuses():
+    return {status: WebhookDelivery.objects.filter(status=status).count() for status in DeliveryStatus.values}
+
+
+def test_a_delivery_is_signed_per_standard_webhooks_and_verifies(receiver):
+    endpoint, secret = make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    result = deliver()
+    assert (result.claimed, result.delivered) == (1, 1)
+    [request] = receiver.received
+    payload = Webhook(secret).verify(request.body, request.headers)  # raises on a bad signature
+    assert payload["type"] == "account.created" and payload["data"]["login"] == "user1"
+    delivery = WebhookDelivery.objects.get()
+    assert request.headers["webhook-id"] == str(delivery.event_id)
+    assert request.headers["content-type"] == "application/json"
+    assert delivery.status == DeliveryStatus.DELIVERED and delivery.http_status == 200
+    assert delivery.attempts == 1 and delivery.latency_ms is not None and delivery.claim is None
+    endpoint.refresh_from_db()
+    assert endpoint.last_success_at is not None
+
+
+def test_during_a_rotation_both_secrets_sign(receiver, webhook_settings):
+    endpoint, old_secret = make_endpoint(receiver.url)
+    new_secret = new_signing_secret()
+    blob, key_id = encrypt_secret(new_secret, aad=endpoint.pk.bytes)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE webhook_subscriptions SET previous_secret_encrypted = secret_encrypted,"
+            " previous_secret_key_id = secret_key_id, previous_secret_until = now() + interval '1 hour',"
+            " secret_encrypted = %s, secret_key_id = %s",
+            [blob, key_id],
+        )
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    deliver()
+    [request] = receiver.received
+    assert len(request.headers["webhook-signature"].split(" ")) == 2
+    for secret in (old_secret, new_secret):
+        Webhook(secret).verify(request.body, request.headers)
+
+
+def test_a_failed_attempt_is_retried_on_its_schedule_and_given_up_after_it(receiver, webhook_settings):
+    make_endpoint(receiver.url)
+    webhook_settings.WEBHOOKS_RETRY_SCHEDULE = [60, 0, 0]
+    receiver.statuses = [503]
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    first = deliver()
+    assert (first.retrying, first.delivered) == (1, 0)
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.status, delivery.http_status, delivery.attempts) == (DeliveryStatus.FAILED, 503, 1)
+    assert delivery.next_retry_at - delivery.last_attempt_at >= timedelta(seconds=59)
+    assert deliver().claimed == 0  # not due for a minute
+    WebhookDelivery.objects.update(next_retry_at=Now())
+    assert deliver().delivered == 1
+    assert WebhookDelivery.objects.get().attempts == 2
+
+    webhook_settings.WEBHOOKS_RETRY_SCHEDULE = [0, 0, 0]
+    receiver.status = 500
+    with connect(autocommit=True) as conn:
+        provision(conn, 1, prefix="other")
+    result = deliver()  # the first attempt and its three retries, each due at once
+    assert (result.claimed, result.retrying, result.failed) == (4, 3, 1)
+    failed = WebhookDelivery.objects.get(status=DeliveryStatus.PERMANENTLY_FAILED)
+    assert failed.attempts == 4
+    assert deliver().claimed == 0
+
+
+def test_retry_after_is_honoured(receiver, webhook_settings):
+    make_endpoint(receiver.url)
+    webhook_settings.WEBHOOKS_RETRY_SCHEDULE = [1, 0, 0]
+    receiver.statuses = [429]
+    receiver.headers = {"Retry-After": "120"}
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    deliver()
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.status == DeliveryStatus.FAILED
+    assert delivery.next_retry_at - delivery.last_attempt_at >= timedelta(seconds=119)
+    assert deliver().claimed == 0  # not due yet
+
+
+def test_410_gone_disables_the_endpoint_at_once_and_is_audited(receiver):
+    endpoint, _ = make_endpoint(receiver.url)
+    receiver.status = 410
+    with connect(autocommit=True) as conn:
+        provision(conn, 3)
+    result = deliver()
+    assert result.claimed == 3 and result.failed == 1 and result.disabled == [receiver.url]
+    assert len(receiver.received) == 1
+    endpoint.refresh_from_db()
+    assert endpoint.status == EndpointStatus.DISABLED_DEAD and "410 Gone" in endpoint.disabled_reason
+    # The other two wait, unclaimed, for staff to enable the endpoint again.
+    assert WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, claim__isnull=True).count() == 2
+    assert deliver().claimed == 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM audit_events WHERE action = 'webhook.disabled'")
+        assert cursor.fetchone() == (1,)
+
+
+def test_an_endpoint_failing_for_days_is_disabled(receiver, webhook_settings):
+    endpoint, _ = make_endpoint(receiver.url)
+    WebhookSubscription.objects.filter(pk=endpoint.pk).update(failing_since=endpoint.created_at - timedelta(days=6))
+    receiver.status = 502
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    deliver()
+    endpoint.refresh_from_db()
+    assert endpoint.status == EndpointStatus.DISABLED_DEAD and "every attempt failed since" in endpoint.disabled_reason
+
+
+def test_an_accounts_events_reach_an_endpoint_in_order_even_through_retries(receiver, webhook_settings):
+    make_endpoint(receiver.url)
+    webhook_settings.WEBHOOKS_RETRY_SCHEDULE = [0, 0, 0]
+    receiver.statuses = [503, 503]
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+        conn.execute("UPDATE tokens SET consumed_at = now()")  # activates it
+        conn.execute("UPDATE accounts SET status = 'suspended'")
+    while deliver().claimed:
+        pass
+    types = [json.loads(r.body)["type"] for r in receiver.received]
+    assert types == ["account.created", "account.created", "account.created", "account.activated", "account.suspended"]
+
+
+def test_a_delivery_committed_late_is_not_skipped(receiver):
+    make_endpoint(receiver.url)
+    with connect() as late, connect(autocommit=True) as conn:
+        provision(late, 1, prefix="late")
+        provision(conn, 1, prefix="early")
+        assert deliver().delivered == 1
+        late.commit()
+    assert deliver().delivered == 1
+    assert len(receiver.received) == 2
+
+
+def test_a_receiver_down_then_back_gets_everything():
+    with WebhookReceiver() as probe:
+        url = probe.url  # a port nobody listens on once this closes
+    make_endpoint(url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 5)
+    result = deliver()
+    assert result.retrying == 5
+    assert "could not connect" in WebhookDelivery.objects.first().http_response_body_excerpt
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    WebhookDelivery.objects.update(next_retry_at=Now())
+    with WebhookReceiver(port=port) as receiver:
+        while deliver().claimed:
+            pass
+        assert len(receiver.received) == 5
+    assert statuses()[DeliveryStatus.DELIVERED] == 5
+
+
+def test_a_redirect_is_not_followed(receiver):
+    make_endpoint(receiver.url)
+    receiver.statuses = [302]
+    receiver.headers = {"Location": "http://169.254.169.254/latest/meta-data/"}
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    deliver()
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.status == DeliveryStatus.FAILED and delivery.http_status == 302
+    assert "not followed" in delivery.http_response_body_excerpt
+    assert len(receiver.received) == 1
+
+
+def test_the_ssrf_guard_refuses_loopback_at_delivery(receiver, webhook_settings):
+    make_endpoint(receiver.url.replace("127.0.0.1", "localhost"))
+    webhook_settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    deliver()
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.status == DeliveryStatus.FAILED
+    assert "refused" in delivery.http_response_body_excerpt and "loopback" in delivery.http_response_body_excerpt
+    assert receiver.received == []
+
+
+def test_four_dispatchers_at_once_deliver_every_event_once_and_a_killed_one_loses_nothing(receiver):
+    """4 concurrent deliver_webhooks processes over 2,000 events to two endpoints; one is killed with
+    SIGKILL mid-way: every (endpoint, event) arrives, and only what the killed one held may arrive twice."""
+    endpoints = [make_endpoint(receiver.url + "/a")[0], make_endpoint(receiver.url + "/b")[0]]
+    receiver.delay = 0.002
+    with connect(autocommit=True) as conn:
+        provision(conn, 1000)
+    env = dispatcher_env(
+        WEBHOOKS_LEASE_SECONDS="20", WEBHOOKS_CONNECT_TIMEOUT_SECONDS="2", WEBHOOKS_TIMEOUT_SECONDS="5"
+    )
+    workers = [start_manage("deliver_webhooks", "--batch-size", "25", **env) for _ in range(4)]
+    wait_for(lambda: len(receiver.received) >= 200, timeout=60)
+    workers[0].send_signal(signal.SIGKILL)
+    for worker in workers[1:]:
+        output, _ = worker.communicate(timeout=300)
+        assert worker.returncode == 0, output
+    workers[0].communicate()
+    # What the killed one held comes due when its lease ends.
+    wait_for(
+        lambda: deliver().claimed == 0 and not WebhookDelivery.objects.exclude(status="DELIVERED").exists(),
+        timeout=60,
+        interval=1,
+    )
+    arrived = [(r.path, r.headers["webhook-id"]) for r in receiver.received]
+    expected = {
+        (f"/hook/{name}", str(event_id))
+        for name in "ab"
+        for event_id in WebhookDelivery.objects.filter(subscription=endpoints["ab".index(name)]).values_list(
+            "event_id", flat=True
+        )
+    }
+    assert set(arrived) == expected and len(expected) == 2000
+    assert len(arrived) - len(set(arrived)) <= 1  # at most the one the killed run sent but had not recorded

@@ -1,0 +1,103 @@
+"""A real HTTP receiver on loopback for the webhook tests and bench/webhooks.py: it records every
+request and answers as told (a status, a sequence of statuses, a delay, Retry-After, a redirect).
+
+    with WebhookReceiver() as receiver:          # http://127.0.0.1:<port>/
+        receiver.statuses = [503, 200]           # then 200 for good
+        ...
+        receiver.received                        # [Received(path, headers, body, at)]
+
+``python -m tests.webhook_receiver --port N`` runs one in its own process that only answers 204 and
+counts (the bench); it prints the count when stopped.
+"""
+
+import argparse
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float  # time.perf_counter() on arrival
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real receiver
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        receiver: WebhookReceiver = self.server.receiver
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        if receiver.record:
+            with receiver.lock:
+                receiver.received.append(
+                    Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.perf_counter())
+                )
+        else:
+            with receiver.lock:
+                receiver.count += 1
+        status, extra = receiver.next_answer()
+        if receiver.delay:
+            time.sleep(receiver.delay)
+        answer = b'{"ok": true}' if status < 300 else b"no"
+        self.send_response(status)
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+
+class WebhookReceiver:
+    def __init__(self, *, port: int = 0, record: bool = True):
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self.server.daemon_threads = True
+        self.server.receiver = self
+        self.lock = threading.Lock()
+        self.received: list[Received] = []
+        self.count = 0
+        self.record = record
+        self.status = 200  # the answer once ``statuses`` is used up
+        self.statuses: list[int] = []
+        self.headers: dict[str, str] = {}  # sent with every non-2xx answer (Retry-After, Location)
+        self.delay = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def next_answer(self) -> tuple[int, dict[str, str]]:
+        with self.lock:
+            status = self.statuses.pop(0) if self.statuses else self.status
+        return status, (self.headers if status >= 300 else {})
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Answer 204 to every POST and count them.")
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    receiver = WebhookReceiver(port=args.port, record=False)
+    receiver.status = 204
+    try:
+        receiver.server.serve_forever()
+    except KeyboardInterrupt:
+        print(receiver.count)
+
+
+if __name__ == "__main__":
+    main()
