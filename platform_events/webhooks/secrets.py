@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
+from django.core import checks
 
 DERIVED_KEY_ID = "derived"
 NONCE_BYTES = 12
@@ -67,3 +68,17 @@ def decrypt_secret(blob: bytes, key_id: str, *, aad: bytes) -> str:
         raise SecretKeyError(
             f"The secret does not decrypt under key {key_id!r}: it was changed, or belongs to another endpoint."
         ) from None
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_secret_keys(app_configs, **kwargs):
+    if settings.WEBHOOK_SECRET_KEYS:
+        return []
+    return [
+        checks.Warning(
+            "WEBHOOK_SECRET_KEYS is not set: the webhook endpoints' secrets are encrypted under a key derived from"
+            " SECRET_KEY, so rotating SECRET_KEY would make every one unreadable.",
+            hint="Set WEBHOOK_SECRET_KEYS=k1:<base64 of 32 random bytes>, then run manage.py reencrypt_webhook_secrets.",
+            id="platform_events.W001",
+        )
+    ]

@@ -15,6 +15,7 @@ PRODUCTION = {
     "SECRET_KEY": "k3y-" + "x1y2z3" * 10,
     "ALLOWED_HOSTS": "lifecycle.example.com",
     "PUBLIC_BASE_URL": "https://lifecycle.example.com",
+    "WEBHOOK_SECRET_KEYS": "k1:" + "A" * 43 + "=",
 }
 
 
@@ -185,3 +186,8 @@ def test_a_query_that_fails_once_connected_keeps_its_traceback():
     assert "Traceback" in result.stderr
     assert "canceling statement due to statement timeout" in result.stderr
     assert "Database unreachable" not in result.stderr
+
+
+def test_check_deploy_warns_when_webhook_secrets_hang_on_secret_key():
+    result = manage("check", "--deploy", "--fail-level", "WARNING", **{**PRODUCTION, "WEBHOOK_SECRET_KEYS": ""})
+    assert result.returncode != 0 and "platform_events.W001" in result.stderr + result.stdout

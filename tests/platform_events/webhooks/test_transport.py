@@ -1,0 +1,140 @@
+"""The webhook transport's pieces: the secrets' encryption, the signatures (the specification's own test
+vector), the SSRF guard, and the settings that configure them."""
+
+import base64
+import ipaddress
+import os
+import socket
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from standardwebhooks.webhooks import Webhook
+
+from lifecycle.configuration import read_key_ring, read_seconds_list
+from platform_events.webhooks import http
+from platform_events.webhooks.addresses import check_url, forbidden_address
+from platform_events.webhooks.secrets import SecretKeyError, decrypt_secret, encrypt_secret, new_signing_secret
+from platform_events.webhooks.signing import signature_headers
+from tests.webhook_receiver import WebhookReceiver
+
+
+def test_the_specifications_test_vector():
+    # standard-webhooks/standard-webhooks, spec/standard-webhooks.md and its libraries' tests.
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    headers = signature_headers(
+        msg_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
+        timestamp=datetime.fromtimestamp(1614265330, UTC),
+        body='{"test": 2432232314}',
+        secrets=[secret],
+    )
+    assert headers == {
+        "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        "webhook-timestamp": "1614265330",
+        "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+    }
+
+
+def test_a_secret_decrypts_only_on_its_own_row_and_under_a_key_still_held(settings):
+    settings.WEBHOOK_SECRET_KEYS = {"new": os.urandom(32), "old": os.urandom(32)}
+    secret = new_signing_secret()
+    assert secret.startswith("whsec_") and len(base64.b64decode(secret.removeprefix("whsec_"))) == 32
+    row, other = uuid.uuid4().bytes, uuid.uuid4().bytes
+    blob, key_id = encrypt_secret(secret, aad=row)
+    assert key_id == "new" and secret.encode() not in blob and secret.removeprefix("whsec_").encode() not in blob
+    assert decrypt_secret(blob, key_id, aad=row) == secret
+    with pytest.raises(SecretKeyError, match="belongs to another endpoint"):
+        decrypt_secret(blob, key_id, aad=other)
+    with pytest.raises(SecretKeyError, match="belongs to another endpoint"):
+        decrypt_secret(blob[:-1] + bytes([blob[-1] ^ 1]), key_id, aad=row)
+    settings.WEBHOOK_SECRET_KEYS = {"newer": os.urandom(32)}
+    with pytest.raises(SecretKeyError, match="no longer holds") as refused:
+        decrypt_secret(blob, key_id, aad=row)
+    assert secret not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("k1", "must be KEY_ID:BASE64_KEY"),
+        ("k1:%%%", "not valid base64"),
+        ("k1:" + base64.b64encode(b"short").decode(), "must be 32 bytes"),
+        ("k1:{k},k1:{k}", "appears twice"),
+    ],
+)
+def test_a_bad_key_ring_is_one_sentence(monkeypatch, value, message):
+    monkeypatch.setenv("WEBHOOK_SECRET_KEYS", value.format(k=base64.b64encode(os.urandom(32)).decode()))
+    with pytest.raises(ImproperlyConfigured, match=message):
+        read_key_ring("WEBHOOK_SECRET_KEYS")
+
+
+def test_the_retry_schedule_setting(monkeypatch):
+    monkeypatch.setenv("WEBHOOKS_RETRY_SCHEDULE", "0,5,300")
+    assert read_seconds_list("WEBHOOKS_RETRY_SCHEDULE", []) == [0, 5, 300]
+    monkeypatch.setenv("WEBHOOKS_RETRY_SCHEDULE", "5,soon")
+    with pytest.raises(ImproperlyConfigured, match="whole seconds"):
+        read_seconds_list("WEBHOOKS_RETRY_SCHEDULE", [])
+
+
+def test_the_schedule_and_retry_after(settings):
+    settings.WEBHOOKS_RETRY_SCHEDULE = [5, 300]
+    assert [http.next_attempt_delay(n, None) for n in (1, 2, 3)] == [5, 300, None]
+    assert http.next_attempt_delay(1, 60) == 60 and http.next_attempt_delay(2, 60) == 300
+    assert http._retry_after("120") == 120 and http._retry_after("-1") is None and http._retry_after("soon") is None
+    assert http._retry_after("99999999") == http.RETRY_AFTER_CAP_SECONDS
+
+
+@pytest.mark.parametrize(
+    "url, refused",
+    [
+        ("https://hooks.example.com/in", None),
+        ("http://hooks.example.com/in", "https://"),
+        ("https://user:pw@hooks.example.com/", "user name or password"),
+        ("https://hooks.example.com/#x", "fragment"),
+        ("https://127.0.0.1/", "loopback"),
+        ("https://[::ffff:169.254.169.254]/", "link-local"),
+        ("https://10.1.2.3/", "private"),
+        ("https://100.64.0.1/", "non-public"),
+        ("https://localhost:8443/", "localhost"),
+        ("https://hooks.example.com:99999/", "port"),
+        ("https://" + "a" * 2050 + ".com/", "longer than"),
+        ("https:///nohost", "no host"),
+    ],
+)
+def test_check_url(settings, url, refused):
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    problem = check_url(url)
+    assert (problem is None) if refused is None else (refused in problem)
+
+
+def test_forbidden_addresses_include_ipv4_inside_ipv6(settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    for address in ("127.0.0.1", "::1", "169.254.169.254", "fd00::1", "64:ff9b::7f00:1", "2002:7f00:1::", "0.0.0.0"):
+        assert forbidden_address(address), address
+    assert forbidden_address(ipaddress.ip_address("93.184.215.14")) is None
+
+
+def test_dns_rebinding_cannot_reach_loopback(settings, monkeypatch):
+    """The name resolves to a public address when the URL is checked and to loopback when connecting:
+    the connection is refused, and the receiver on loopback hears nothing."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    with WebhookReceiver() as receiver:
+        port = int(receiver.url.split(":")[2].split("/")[0])
+        assert check_url(f"https://rebind.example.com:{port}/hook") is None
+        monkeypatch.setattr(
+            socket, "getaddrinfo", lambda *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        )
+        settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+        with http.new_client() as client:
+            attempt = http.post(client, f"http://rebind.example.com:{port}/hook", body=b"{}", headers={})
+        assert attempt.outcome == "retry" and attempt.status is None
+        assert "refused: rebind.example.com resolves to 127.0.0.1, a loopback address" in attempt.excerpt
+        assert receiver.received == []
+
+
+def test_the_signature_verifies_with_the_library(settings):
+    secret = new_signing_secret()
+    body = b'{"type": "account.created", "timestamp": "2026-11-23T10:00:00Z", "data": {}}'
+    headers = signature_headers(msg_id="e1", timestamp=datetime.now(UTC), body=body, secrets=[secret])
+    assert Webhook(secret).verify(body, headers)["type"] == "account.created"
