@@ -6,11 +6,13 @@ request and answers as told (a status, a sequence of statuses, a delay, Retry-Af
         ...
         receiver.received                        # [Received(path, headers, body, at)]
 
-``python -m tests.webhook_receiver --port N`` runs one in its own process that only answers 204 and
-counts (the bench); it prints the count when stopped.
+``python -m tests.webhook_receiver --port N [--times FILE]`` runs one in its own process that only
+answers 204 (the bench), appending each request's arrival (``time.time()``) to FILE.
 """
 
 import argparse
+import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -42,6 +44,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             with receiver.lock:
                 receiver.count += 1
+                if receiver.times:
+                    receiver.times.write(f"{time.time()}\n")
+                    receiver.times.flush()
         status, extra = receiver.next_answer()
         if receiver.delay:
             time.sleep(receiver.delay)
@@ -67,6 +72,7 @@ class WebhookReceiver:
         self.statuses: list[int] = []
         self.headers: dict[str, str] = {}  # sent with every non-2xx answer (Retry-After, Location)
         self.delay = 0.0
+        self.times = None  # a file each arrival's time.time() is appended to (record=False)
 
     @property
     def url(self) -> str:
@@ -90,13 +96,14 @@ class WebhookReceiver:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Answer 204 to every POST and count them.")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--times", help="append each arrival's time.time() to this file")
     args = parser.parse_args()
     receiver = WebhookReceiver(port=args.port, record=False)
     receiver.status = 204
-    try:
-        receiver.server.serve_forever()
-    except KeyboardInterrupt:
-        print(receiver.count)
+    if args.times:
+        receiver.times = open(args.times, "a")  # noqa: SIM115 (open for the process's life)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    receiver.server.serve_forever()
 
 
 if __name__ == "__main__":
