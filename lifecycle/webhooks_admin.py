@@ -12,6 +12,7 @@ Every change goes through platform_events/webhooks/endpoints.py, whose triggers 
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import admin, messages
@@ -22,7 +23,9 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.decorators import method_decorator
+from django.utils.formats import date_format
 from django.utils.html import format_html
+from django.utils.timezone import localtime
 from django.utils.translation import ngettext
 from django.views.decorators.debug import sensitive_post_parameters
 
@@ -226,6 +229,7 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
         "waiting",
     ]
     list_filter = ["status"]
+    show_facets = admin.ShowFacets.NEVER
     search_fields = ["url", "owner_id"]
     search_help_text = "Part of the URL or of the owner's name."
     form = EndpointChangeForm
@@ -460,18 +464,9 @@ class EventFilter(admin.SimpleListFilter):
 
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
-    list_display = [
-        "created_at",
-        "event_type",
-        "about",
-        "endpoint",
-        "status_badge",
-        "attempts",
-        "http_status",
-        "latency_ms",
-        "next_retry_at",
-        "last_attempt_at",
-    ]
+    # Nine columns fit 1366 px beside the filters, with short headings; when it was queued is on its page.
+    list_display = ["event_type", "about", "endpoint", "status_badge", "tries", "http", "ms", "next_try", "last_try"]
+    list_display_links = ["event_type"]
     list_filter = [EventFilter, "status", "subscription"]
     list_select_related = ["event", "subscription"]
     actions = ["redeliver"]
@@ -515,14 +510,38 @@ class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
     def about(self, delivery):
         return aggregate(delivery.event, delivery.links_accounts)
 
-    @admin.display(description="endpoint", ordering="subscription__url")
+    @admin.display(description="endpoint", ordering="subscription__owner_id")
     def endpoint(self, delivery):
-        url = reverse("admin:platform_events_webhooksubscription_change", args=[delivery.subscription_id])
-        return format_html('<a href="{}">{}</a>', url, delivery.subscription.url)
+        """Its owner and host, linked to the endpoint's page; the whole URL on hover."""
+        endpoint = delivery.subscription
+        url = reverse("admin:platform_events_webhooksubscription_change", args=[endpoint.pk])
+        host = urlsplit(endpoint.url).netloc
+        return format_html('<a href="{}" title="{}">{}</a><br>{}', url, endpoint.url, endpoint.owner_id, host)
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, delivery):
         return badge(delivery.status, DeliveryStatus(delivery.status).label)
+
+    @admin.display(description="tries", ordering="attempts")
+    def tries(self, delivery):
+        return delivery.attempts
+
+    @admin.display(description="HTTP", ordering="http_status")
+    def http(self, delivery):
+        return delivery.http_status or "—"
+
+    @admin.display(description="ms", ordering="latency_ms")
+    def ms(self, delivery):
+        return "—" if delivery.latency_ms is None else delivery.latency_ms
+
+    @admin.display(description="next try", ordering="next_retry_at")
+    def next_try(self, delivery):
+        # Only a delivery still to send has a next try; a delivered one's column is history.
+        return _when(delivery.next_retry_at) if delivery.status in WAITING else "—"
+
+    @admin.display(description="last try", ordering="last_attempt_at")
+    def last_try(self, delivery):
+        return _when(delivery.last_attempt_at)
 
     @admin.display(description="response")
     def response(self, delivery):
@@ -680,8 +699,13 @@ def aggregate(event: OutboxEvent, links_accounts: bool) -> str:
     text = f"{event.aggregate_type.replace('_', ' ')} {event.aggregate_id}"
     if event.aggregate_type == "account" and links_accounts and event.aggregate_id.isdigit():
         url = reverse("admin:accounts_account_change", args=[event.aggregate_id])
-        return format_html('<a href="{}">{}</a>', url, text)
-    return text
+        return format_html('<a href="{}" style="white-space: nowrap;">{}</a>', url, text)
+    return format_html('<span style="white-space: nowrap;">{}</span>', text)
+
+
+def _when(moment) -> str:
+    """To the second, in the admin's zone (DATETIME_FORMAT), or a dash."""
+    return date_format(localtime(moment), "DATETIME_FORMAT") if moment else "—"
 
 
 def with_account_links(queryset, request):
