@@ -144,7 +144,11 @@ class AccountAdmin(ReadOnlyModelAdmin):
             for name, action in STAFF_ACTIONS.items()
             if name in allowed and action.applies_to(account)
         ]
-        context = {"action_buttons": buttons, "trail_url": self._trail_url(request, account)}
+        context = {
+            "action_buttons": buttons,
+            "trail_url": self._trail_url(request, account),
+            "events_url": self._events_url(request, account),
+        }
         if context["trail_url"]:
             context["recent_trail"] = account_trail_latest(account.pk, RECENT_TRAIL_ROWS)
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
@@ -174,6 +178,12 @@ class AccountAdmin(ReadOnlyModelAdmin):
         if not request.user.has_perm("platform_events.view_auditevent"):
             return None
         return f"{reverse('admin:platform_events_auditevent_changelist')}?account={account.pk}"
+
+    def _events_url(self, request, account) -> str | None:
+        """The account's published events (platform_events' outbox), for those who may read them."""
+        if not request.user.has_perm("platform_events.view_outboxevent"):
+            return None
+        return f"{reverse('admin:platform_events_outboxevent_changelist')}?aggregate_id={account.pk}"
 
     def get_search_results(self, request, queryset, search_term):
         if not search_term.strip():

@@ -9,8 +9,9 @@ Read-only like every audit admin; Auditors (and superusers) may also export the 
 (lifecycle/audit_trail/export.py), each export itself audited.
 
 The locked-out staff logins and their Unlock action are in lifecycle/lockout_admin.py, django-q2's
-task pages without their arguments in lifecycle/task_admin.py, both registered by importing them
-here (Django discovers only this module).
+task pages without their arguments in lifecycle/task_admin.py, the webhook endpoints, deliveries and
+events in lifecycle/webhooks_admin.py, each registered by importing it here (Django discovers only
+this module).
 """
 
 import uuid
@@ -33,7 +34,7 @@ from django.utils.safestring import mark_safe
 from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
 from accounts.selectors import account_trail
-from lifecycle import lockout_admin, task_admin  # noqa: F401 (they register the lock-out and task admins)
+from lifecycle import lockout_admin, task_admin, webhooks_admin  # noqa: F401 (they register their admins)
 from lifecycle.audit_trail import export as audit_export
 from lifecycle.audit_trail.diffs import diff_lines, local_time
 from lifecycle.audit_trail.export import ExportTooLarge, audit_trail_export

@@ -1,8 +1,8 @@
 """The staff roles, kept in step after every migrate (and by manage.py ensure_roles).
 
-Superusers can do everything; these groups get what their job needs and no more. Neither can
+Superusers can do everything; these groups get what their job needs and no more. None can
 add, change or delete accounts, tokens or audit rows: state changes go through the actions. Only
-Auditors may export the audit trail (CSV).
+Auditors may export the audit trail (CSV); only Integrators (and superusers) see webhooks.
 """
 
 from django.apps import apps
@@ -24,6 +24,17 @@ ROLES = {
     # Support reads the trail in the admin, one account at a time; only Auditors take it away in bulk
     # (every login, address, IP and user agent in it is personal data), each export audited.
     "Auditor": ["platform_events.view_auditevent", "platform_events.export_auditevent"],
+    # Those who connect partners' systems: webhook endpoints (add, change, rotate, pause...), their
+    # deliveries (send again) and the events. Support has none of it: an endpoint's URL decides where
+    # every account's changes go.
+    "Integrators": [
+        "platform_events.view_webhooksubscription",
+        "platform_events.add_webhooksubscription",
+        "platform_events.change_webhooksubscription",
+        "platform_events.view_webhookdelivery",
+        "platform_events.redeliver_webhookdelivery",
+        "platform_events.view_outboxevent",
+    ],
 }
 
 

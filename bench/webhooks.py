@@ -1,0 +1,197 @@
+"""Webhook delivery throughput and latency against an HTTP receiver on loopback (in a process of its own).
+
+    .venv/bin/python bench/webhooks.py [--events 2000] [--latency-samples 50]
+
+Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in one run:
+- dispatch throughput (deliveries/s: claim, sign, POST, record) against plain httpx posting the
+  same pre-signed bodies over one keep-alive connection (the ratio; the aim is at least 0.7);
+- claim-and-record throughput with sending stubbed out;
+- latency from the commit of a new account to the receiver getting its webhook (p50, p99), with
+  listen_webhooks running.
+"""
+
+import argparse
+import base64
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
+os.environ.setdefault("DEBUG", "true")
+os.environ["WEBHOOKS_ALLOW_PRIVATE_URLS"] = "true"  # the receiver is on loopback
+# One key for this process and the listener it starts (unset, each would derive its own from SECRET_KEY).
+os.environ["WEBHOOK_SECRET_KEYS"] = "bench:" + base64.b64encode(os.urandom(32)).decode()
+
+import django  # noqa: E402
+
+django.setup()
+
+import httpx  # noqa: E402
+import scratch  # noqa: E402
+from django.db import connection, connections  # noqa: E402
+
+from accounts.services import account_provision  # noqa: E402
+from platform_events.models import EventType, OutboxEvent  # noqa: E402
+from platform_events.webhooks import dispatch, http  # noqa: E402
+from platform_events.webhooks.endpoints import endpoint_create  # noqa: E402
+from platform_events.webhooks.signing import signature_headers  # noqa: E402
+from tests.smtp import free_port  # noqa: E402
+from tests.support import database_url_for_tests, start_manage, wait_for  # noqa: E402
+
+
+class Receiver:
+    """tests/webhook_receiver.py in a process of its own, appending each arrival's time to a file."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.times = Path(tempfile.mkstemp(prefix="webhook-times-")[1])
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.webhook_receiver", "--port", str(self.port), "--times", str(self.times)],
+            cwd=ROOT,
+        )
+        wait_for(self._up, timeout=30, message="the receiver")
+
+    def _up(self) -> bool:
+        try:
+            httpx.post(self.url, content=b"{}")
+            return True
+        except httpx.HTTPError:
+            return False
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def arrivals(self) -> list[float]:
+        return [float(line) for line in self.times.read_text().split()]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.times.unlink()
+
+
+def queue(count: int) -> None:
+    """``count`` account.created events, each queued for the one endpoint."""
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("TRUNCATE accounts, tokens, outbox_events, webhook_deliveries RESTART IDENTITY CASCADE")
+        cursor.execute(
+            "INSERT INTO accounts (email, login) SELECT 'user' || g || '@example.com', 'user' || g"
+            " FROM generate_series(1, %s) g",
+            [count],
+        )
+
+
+def dispatch_rate(count: int) -> float:
+    started = time.perf_counter()
+    result = dispatch.deliver()
+    elapsed = time.perf_counter() - started
+    assert result.delivered == count, result
+    return count / elapsed
+
+
+def httpx_rate(url: str, secret: str) -> float:
+    """The same bodies, signed beforehand, posted one after the other over one connection."""
+    bodies = [(str(event.id), event_body(event)) for event in OutboxEvent.objects.order_by("seq")]
+    requests = [
+        (
+            body,
+            {
+                **signature_headers(msg_id=msg_id, timestamp=datetime.now(UTC), body=body, secrets=[secret]),
+                "content-type": "application/json",
+            },
+        )
+        for msg_id, body in bodies
+    ]
+    started = time.perf_counter()
+    with httpx.Client() as client:
+        for body, headers in requests:
+            client.post(url, content=body, headers=headers).raise_for_status()
+    return len(requests) / (time.perf_counter() - started)
+
+
+def event_body(event: OutboxEvent) -> bytes:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT payload::text FROM outbox_events WHERE id = %s", [event.id])
+        return cursor.fetchone()[0].encode()
+
+
+def latencies(receiver: Receiver, samples: int, prefix: str) -> list[float]:
+    found = []
+    for n in range(samples):
+        seen = len(receiver.arrivals())
+        account_provision(email=f"{prefix}{n}@example.com", login=f"{prefix}{n}", actor=None)
+        committed = time.time()
+        wait_for(lambda seen=seen: len(receiver.arrivals()) > seen, timeout=30, interval=0.0005, message="the webhook")
+        found.append(receiver.arrivals()[seen] - committed)
+        time.sleep(0.02)
+    return found
+
+
+def percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return f"p50 {statistics.median(ordered) * 1000:8.1f} ms   p99 {p99 * 1000:8.1f} ms   (n={len(ordered)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--latency-samples", type=int, default=50)
+    args = parser.parse_args()
+
+    bench_name = scratch.create()
+    receiver = Receiver()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT version()")
+            print(cursor.fetchone()[0].split(" on ")[0], f"- {args.events} events, batches of 50")
+        endpoint, secret = endpoint_create(
+            url=receiver.url, events=[EventType.ACCOUNT_CREATED], owner="bench", description="", actor=None
+        )
+
+        queue(args.events)
+        baseline = httpx_rate(receiver.url, secret)
+        ours = dispatch_rate(args.events)
+        print(f"dispatch over HTTP                 {ours:9,.0f} deliveries/s")
+        print(
+            f"plain httpx, pre-signed            {baseline:9,.0f} posts/s        dispatch / httpx = {ours / baseline:.2f}x"
+        )
+
+        queue(args.events)
+        real_post = http.post
+        http.post = lambda client, url, body, headers: http.Attempt("delivered", 204, "", 0)
+        try:
+            stubbed = dispatch_rate(args.events)
+        finally:
+            http.post = real_post
+        print(f"claim + sign + record, no sending  {stubbed:9,.0f} deliveries/s")
+
+        queue(0)
+        env = {
+            "DATABASE_URL": database_url_for_tests(),
+            "WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
+            "WEBHOOK_SECRET_KEYS": os.environ["WEBHOOK_SECRET_KEYS"],
+        }
+        listener = start_manage("listen_webhooks", "--poll-seconds", "300", **env)
+        try:
+            latencies(receiver, 3, prefix="warm")
+            samples = latencies(receiver, args.latency_samples, prefix="listen")
+            print(f"commit -> received, listen_webhooks        {percentiles(samples)}")
+        finally:
+            listener.terminate()
+            listener.wait(timeout=30)
+    finally:
+        receiver.stop()
+        scratch.destroy(bench_name)
+
+
+if __name__ == "__main__":
+    main()
