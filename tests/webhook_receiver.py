@@ -50,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
         status, extra = receiver.next_answer()
         if receiver.delay:
             time.sleep(receiver.delay)
-        answer = b'{"ok": true}' if status < 300 else b"no"
+        answer = b"" if status == 204 else b'{"ok": true}' if status < 300 else b"no"
         self.send_response(status)
         for name, value in extra.items():
             self.send_header(name, value)

@@ -17,6 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -29,6 +30,11 @@ from platform_events.webhooks.endpoints import endpoint_secrets
 from platform_events.webhooks.signing import signature_headers
 
 logger = logging.getLogger(__name__)
+
+# Successful attempts are recorded this many at a time: one statement instead of ten halves the cost of
+# a delivery. A run killed between a POST and its record sends those again (the same webhook-id, so
+# a receiver that keeps ids sees each once): at most this many, and only after a kill.
+RECORD_EVERY = 10
 
 CLAIM = """
 WITH due AS (
@@ -159,6 +165,29 @@ def record_attempt(
         return cursor.rowcount == 1
 
 
+def record_delivered_many(delivered: list[tuple["Delivery", http.Attempt]], *, claim: Claim) -> int:
+    """Record successful attempts in one statement; returns how many this run still held."""
+    if not delivered:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE webhook_deliveries d SET status = 'DELIVERED', attempts = d.attempts + 1,"
+            " http_status = a.http_status, http_response_body_excerpt = a.excerpt, latency_ms = a.latency,"
+            " first_attempt_at = coalesce(d.first_attempt_at, now()), last_attempt_at = now(),"
+            " lease_until = NULL, claim = NULL"
+            " FROM unnest(%s::uuid[], %s::int[], %s::text[], %s::int[]) AS a(id, http_status, excerpt, latency)"
+            " WHERE d.id = a.id AND d.claim = %s",
+            [
+                [d.id for d, _ in delivered],
+                [a.status for _, a in delivered],
+                [a.excerpt[:2048] for _, a in delivered],
+                [a.latency_ms for _, a in delivered],
+                claim.id,
+            ],
+        )
+        return cursor.rowcount
+
+
 def _endpoint_succeeded(endpoint_id: uuid.UUID) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -201,10 +230,19 @@ def deliver_batch(client, size: int) -> RunResult:
     secrets = {endpoint_id: endpoint_secrets(endpoint) for endpoint_id, endpoint in endpoints.items()}
     disabled: set[uuid.UUID] = set()
     succeeded: set[uuid.UUID] = set()
+    delivered: list[tuple[Delivery, http.Attempt]] = []  # recorded RECORD_EVERY at a time
+
+    def record_delivered():
+        recorded = record_delivered_many(delivered, claim=claim)
+        result.delivered += recorded
+        result.lost_claims += len(delivered) - recorded
+        delivered.clear()
+
     for index, delivery in enumerate(deliveries):
         if delivery.subscription_id in disabled:
             continue
         if claim.running_out():
+            record_delivered()
             held = renew_lease(claim, deliveries[index:])
             if delivery.id not in held:
                 result.lost_claims += 1
@@ -212,12 +250,14 @@ def deliver_batch(client, size: int) -> RunResult:
         endpoint = endpoints[delivery.subscription_id]
         attempt = _attempt(client, endpoint, delivery, secrets[endpoint.id])
         status, retry_in = _next_state(delivery, attempt)
+        if status == DeliveryStatus.DELIVERED:
+            succeeded.add(endpoint.id)
+            delivered.append((delivery, attempt))
+            if len(delivered) >= RECORD_EVERY:
+                record_delivered()
+            continue
         if not record_attempt(delivery, attempt, claim=claim, status=status, retry_in=retry_in):
             result.lost_claims += 1
-            continue
-        if status == DeliveryStatus.DELIVERED:
-            result.delivered += 1
-            succeeded.add(endpoint.id)
             continue
         if status == DeliveryStatus.FAILED:
             result.retrying += 1
@@ -228,10 +268,30 @@ def deliver_batch(client, size: int) -> RunResult:
             disabled.add(endpoint.id)
             result.disabled.append(endpoint.url)
             logger.warning("webhook endpoint %s disabled: %s", endpoint.id, reason)
+    record_delivered()
     for endpoint_id in succeeded - disabled:
         _endpoint_succeeded(endpoint_id)
     release(claim, [d for d in deliveries if d.subscription_id in disabled])
     return result
+
+
+@contextmanager
+def _commits_not_flushed():
+    """The run's commits do not wait for the WAL to reach disk (synchronous_commit off, this session only).
+
+    A record lost to a crash of PostgreSQL itself (not of this process: a commit it saw stays) only
+    sends that delivery again, with the same webhook-id, which is at least once as promised; waiting
+    for the flush made the records cost 0.8 ms each, most of a delivery."""
+    if connection.in_atomic_block:  # a caller's transaction: its own rules
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit TO off")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")
 
 
 def _attempt(client, endpoint: WebhookSubscription, delivery: Delivery, secrets: list[str]) -> http.Attempt:
@@ -262,7 +322,7 @@ def deliver(
     the listener. ``on_batch`` hears each batch's result (the command's progress lines)."""
     size = batch_size or settings.WEBHOOKS_BATCH_SIZE
     total = RunResult()
-    with http.new_client() as client:
+    with http.new_client() as client, _commits_not_flushed():
         batches = 0
         while max_batches is None or batches < max_batches:
             result = deliver_batch(client, size)

@@ -6,6 +6,7 @@ from the environment, every connection goes through the SSRF guard (addresses.py
 costs one excerpt and ``WEBHOOKS_TIMEOUT_SECONDS``.
 """
 
+import functools
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,12 +32,18 @@ class Attempt:
     retry_after: float | None = None  # seconds the receiver asked for (Retry-After), capped
 
 
+@functools.cache
+def _ssl_context():
+    # Loading the CA bundle takes about 30 ms: once per process, not per run (the listener runs often).
+    return httpx.create_ssl_context()
+
+
 class GuardedTransport(httpx.HTTPTransport):
     def __init__(self, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(verify=_ssl_context(), **kwargs)
         limits = kwargs.get("limits", httpx.Limits())
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=_ssl_context(),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
