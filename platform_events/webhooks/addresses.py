@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 import httpcore
 from django.conf import settings
 
+from platform_events.webhooks.deadline import DeadlineStream, bounded
+
 MAX_URL_LENGTH = 2048
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -103,7 +105,11 @@ class GuardedBackend(httpcore.SyncBackend):
                 refused = refused or f"refused: {host} resolves to {problem}"
                 continue
             try:
-                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+                return DeadlineStream(
+                    super().connect_tcp(
+                        address, port, bounded(timeout, httpcore.ConnectTimeout), local_address, socket_options
+                    )
+                )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
                 last_error = error
         if last_error is not None:

@@ -3,7 +3,8 @@
 No redirect is followed (a 3xx is a failed attempt, its Location in the excerpt), no proxy is taken
 from the environment, every connection goes through the SSRF guard (addresses.py), and at most
 ``EXCERPT_CHARS`` of an answer are read and kept: a receiver that answers a gigabyte, or trickles,
-costs one excerpt and ``WEBHOOKS_TIMEOUT_SECONDS``.
+costs one excerpt and at most ``WEBHOOKS_CONNECT_TIMEOUT_SECONDS`` + ``WEBHOOKS_TIMEOUT_SECONDS``: one
+deadline bounds the whole attempt (deadline.py), where httpx's timeouts bound each read alone.
 """
 
 import functools
@@ -17,6 +18,7 @@ import httpx
 from django.conf import settings
 
 from platform_events.webhooks.addresses import GuardedBackend
+from platform_events.webhooks.deadline import attempt_deadline
 
 EXCERPT_CHARS = 2048
 RETRY_AFTER_CAP_SECONDS = 24 * 3600
@@ -72,7 +74,10 @@ def post(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, str]
         return round((time.perf_counter() - started) * 1000)
 
     try:
-        with client.stream("POST", url, content=body, headers=headers) as response:
+        with (
+            attempt_deadline(settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS),
+            client.stream("POST", url, content=body, headers=headers) as response,
+        ):
             excerpt = _read_excerpt(response, deadline)
             status = response.status_code
             retry_after = _retry_after(response.headers.get("retry-after"))

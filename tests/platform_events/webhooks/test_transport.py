@@ -5,6 +5,8 @@ import base64
 import ipaddress
 import os
 import socket
+import threading
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -138,3 +140,35 @@ def test_the_signature_verifies_with_the_library(settings):
     body = b'{"type": "account.created", "timestamp": "2026-11-23T10:00:00Z", "data": {}}'
     headers = signature_headers(msg_id="e1", timestamp=datetime.now(UTC), body=body, secrets=[secret])
     assert Webhook(secret).verify(body, headers)["type"] == "account.created"
+
+
+def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_attempts_deadline(settings):
+    """httpx's timeouts bound each read: a byte of headers every 0.5 s would never trip a 3 s read
+    timeout. One deadline bounds the whole attempt (platform_events/webhooks/deadline.py)."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS, settings.WEBHOOKS_TIMEOUT_SECONDS = 1, 2
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+    drip = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100
+    sent = []
+
+    def trickle():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        for byte in drip:
+            if stop.is_set():
+                break
+            conn.sendall(bytes([byte]))
+            sent.append(byte)
+            time.sleep(0.5)
+        conn.close()
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    with http.new_client() as client:
+        attempt = http.post(client, f"http://127.0.0.1:{port}/", body=b"{}", headers={})
+    stop.set()
+    listener.close()
+    assert attempt.outcome == "retry" and "timed out" in attempt.excerpt
+    assert len(sent) < len(drip)  # cut off by the deadline, not by the end of the drip
