@@ -50,7 +50,15 @@ class _Handler(BaseHTTPRequestHandler):
         status, extra = receiver.next_answer()
         if receiver.delay:
             time.sleep(receiver.delay)
-        answer = b"" if status == 204 else b'{"ok": true}' if status < 300 else b"no"
+        answer = (
+            b""
+            if status == 204
+            else receiver.body
+            if receiver.body is not None
+            else b'{"ok": true}'
+            if status < 300
+            else b"no"
+        )
         self.send_response(status)
         for name, value in extra.items():
             self.send_header(name, value)
@@ -72,6 +80,7 @@ class WebhookReceiver:
         self.statuses: list[int] = []
         self.headers: dict[str, str] = {}  # sent with every non-2xx answer (Retry-After, Location)
         self.delay = 0.0
+        self.body: bytes | None = None  # the answer's body (unless 204); None: a default per status
         self.times = None  # a file each arrival's time.time() is appended to (record=False)
 
     @property

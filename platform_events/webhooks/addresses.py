@@ -14,6 +14,7 @@ import socket
 from urllib.parse import urlsplit
 
 import httpcore
+import httpx
 from django.conf import settings
 
 from platform_events.webhooks.deadline import DeadlineStream, bounded
@@ -38,22 +39,36 @@ def check_url(url: str) -> str | None:
         return "The URL must start with https://."
     if not parts.hostname:
         return "The URL names no host."
+    try:
+        httpx.Request("POST", url)  # what the dispatcher will request: parseable, its host IDNA-encodable
+    except (httpx.InvalidURL, UnicodeError, ValueError):
+        return "The URL cannot be requested (its host is not a valid name or address)."
     if parts.username is not None or parts.password is not None:
         return "The URL must not hold a user name or password; the signature authenticates each delivery."
     if parts.fragment:
         return "The URL must not have a #fragment."
     if port == 0:
         return "The URL's port must be from 1 to 65535."
-    try:
-        literal = ipaddress.ip_address(parts.hostname)
-    except ValueError:
-        literal = None
+    literal = _literal_address(parts.hostname)
     if literal is not None and (problem := forbidden_address(literal)):
         return f"The URL names {problem}."
     if literal is None and parts.hostname.rstrip(".").lower() in {"localhost", "localhost.localdomain"}:
         if not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
             return "The URL names this machine (localhost)."
     return None
+
+
+def _literal_address(host: str):
+    """The address a host written as one means, also in the forms the C resolver reads (127.1,
+    2130706433, 0x7f000001, 0177.0.0.1: all 127.0.0.1); None for a name."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except (OSError, UnicodeError, ValueError):
+        return None
 
 
 def forbidden_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | str) -> str | None:
@@ -81,6 +96,7 @@ def forbidden_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | str) -
         ("a multicast", ip.is_multicast),
         ("a private", ip.is_private),
         ("a reserved", ip.is_reserved),
+        ("a site-local", isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local),
         ("a non-public", not ip.is_global),
     ):
         if test:

@@ -27,6 +27,7 @@ from django.db import connection
 from platform_events.models import DeliveryStatus, EndpointStatus, WebhookSubscription
 from platform_events.webhooks import http
 from platform_events.webhooks.endpoints import endpoint_secrets
+from platform_events.webhooks.secrets import SecretKeyError
 from platform_events.webhooks.signing import signature_headers
 
 logger = logging.getLogger(__name__)
@@ -227,7 +228,7 @@ def deliver_batch(client, size: int) -> RunResult:
     if not deliveries:
         return result
     endpoints = {e.id: e for e in WebhookSubscription.objects.filter(id__in={d.subscription_id for d in deliveries})}
-    secrets = {endpoint_id: endpoint_secrets(endpoint) for endpoint_id, endpoint in endpoints.items()}
+    secrets = {endpoint_id: _secrets_or_none(endpoint) for endpoint_id, endpoint in endpoints.items()}
     disabled: set[uuid.UUID] = set()
     succeeded: set[uuid.UUID] = set()
     delivered: list[tuple[Delivery, http.Attempt]] = []  # recorded RECORD_EVERY at a time
@@ -248,7 +249,10 @@ def deliver_batch(client, size: int) -> RunResult:
                 result.lost_claims += 1
                 continue
         endpoint = endpoints[delivery.subscription_id]
-        attempt = _attempt(client, endpoint, delivery, secrets[endpoint.id])
+        if secrets[endpoint.id] is None:  # nothing to sign with: a failed attempt, of this endpoint's only
+            attempt = http.Attempt("retry", None, UNREADABLE_SECRET, 0)
+        else:
+            attempt = _attempt(client, endpoint, delivery, secrets[endpoint.id])
         status, retry_in = _next_state(delivery, attempt)
         if status == DeliveryStatus.DELIVERED:
             succeeded.add(endpoint.id)
@@ -273,6 +277,20 @@ def deliver_batch(client, size: int) -> RunResult:
         _endpoint_succeeded(endpoint_id)
     release(claim, [d for d in deliveries if d.subscription_id in disabled])
     return result
+
+
+UNREADABLE_SECRET = (
+    "not sent: the endpoint's signing secret cannot be decrypted with WEBHOOK_SECRET_KEYS (a key removed before"
+    " reencrypt_webhook_secrets ran, or the column changed); rotate the secret or restore the key"
+)
+
+
+def _secrets_or_none(endpoint: WebhookSubscription) -> list[str] | None:
+    try:
+        return endpoint_secrets(endpoint)
+    except SecretKeyError as error:
+        logger.error("webhook endpoint %s: %s", endpoint.id, error)
+        return None
 
 
 @contextmanager

@@ -88,6 +88,10 @@ def post(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, str]
         )
     except httpx.HTTPError as error:
         return Attempt("retry", None, _describe(error), took())
+    except (httpx.InvalidURL, UnicodeError, ValueError) as error:
+        # A URL saved before a check refused it, or that httpx cannot encode (an IDNA label): this
+        # endpoint's attempt fails, never the run.
+        return Attempt("retry", None, _clean(f"the URL cannot be requested: {error}"), took())
     if 300 <= status < 400:
         excerpt = f"redirect to {location or '(no Location)'} not followed; " + excerpt
     if 200 <= status < 300:
@@ -105,23 +109,29 @@ def _read_excerpt(response: httpx.Response, deadline: float) -> str:
         read += chunk
         if len(read) >= 4 * EXCERPT_CHARS or time.perf_counter() > deadline:
             break
-    return bytes(read).decode("utf-8", errors="replace")[:EXCERPT_CHARS]
+    return _clean(bytes(read).decode("utf-8", errors="replace"))
+
+
+def _clean(text: str) -> str:
+    """Text PostgreSQL can store: an answer's NUL bytes become U+FFFD (a NUL in the excerpt made the
+    record fail, and with it every run that claimed this delivery)."""
+    return text.replace("\x00", "\ufffd")[:EXCERPT_CHARS]
 
 
 def _describe(error: httpx.HTTPError) -> str:
     text = str(error).strip() or type(error).__name__
     if "refused:" in text:
-        return text[text.index("refused:") :]
+        return _clean(text[text.index("refused:") :])
     if isinstance(error, httpx.ConnectError):
-        return f"could not connect: {text}"
-    return f"{type(error).__name__}: {text}"[:EXCERPT_CHARS]
+        return _clean(f"could not connect: {text}")
+    return _clean(f"{type(error).__name__}: {text}")
 
 
 def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # str.isdigit() takes "²", which float() refuses
         seconds = float(value)
     else:
         try:

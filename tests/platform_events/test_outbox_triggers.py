@@ -231,3 +231,20 @@ def test_a_test_event_goes_to_its_one_endpoint():
             "SELECT subscription_id FROM webhook_deliveries WHERE event_id = %s", [event_id]
         ).fetchall()
     assert queued == [(target,)]
+
+
+def test_the_runtime_role_cannot_redirect_or_drop_a_due_delivery():
+    """Found by an attack: a delivery pointed at another endpoint, or deleted while due, unaudited."""
+    with connect(autocommit=True) as conn:
+        endpoint(conn, "account.created")
+        other = endpoint(conn, "account.suspended")
+        provision(conn, "jane")
+        with pytest.raises(psycopg.DatabaseError, match="cannot be changed"):
+            conn.execute("UPDATE webhook_deliveries SET subscription_id = %s", [other])
+        with pytest.raises(psycopg.DatabaseError, match="still due"):
+            conn.execute("DELETE FROM webhook_deliveries")
+        conn.execute("UPDATE webhook_deliveries SET status = 'PERMANENTLY_FAILED'")
+        conn.execute("DELETE FROM webhook_deliveries")  # over: retention may
+        provision(conn, "john")
+        conn.execute("DELETE FROM webhook_subscriptions")  # its due deliveries go with it, audited
+        assert conn.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (0,)

@@ -302,3 +302,42 @@ def test_a_claim_skips_deliveries_another_session_holds_instead_of_waiting(recei
         assert (result.claimed, result.delivered) == (2, 2)
         holder.rollback()
     assert WebhookDelivery.objects.get(pk=held).status == DeliveryStatus.PENDING
+
+
+# Found by an attack on the dispatcher (each stopped every run that claimed the delivery, for every endpoint)
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_nul_byte_in_an_answer_is_recorded_not_a_crash(receiver, status):
+    make_endpoint(receiver.url)
+    receiver.status = status
+    receiver.body = b"ok\x00bye"
+    with connect(autocommit=True) as conn:
+        provision(conn, 2)
+    result = deliver()
+    assert result.claimed == 2
+    assert all("\ufffd" in d.http_response_body_excerpt for d in WebhookDelivery.objects.all())
+
+
+def test_a_url_httpx_cannot_request_fails_its_own_deliveries_only(receiver):
+    make_endpoint(receiver.url)
+    bad, _ = make_endpoint(receiver.url)
+    WebhookSubscription.objects.filter(pk=bad.pk).update(url="https://xn--localhost-/")  # saved before the check
+    with connect(autocommit=True) as conn:
+        provision(conn, 2)
+    result = deliver()
+    assert (result.delivered, result.retrying) == (2, 2)
+    assert "cannot be requested" in WebhookDelivery.objects.filter(subscription=bad).first().http_response_body_excerpt
+
+
+def test_an_endpoint_whose_secret_does_not_decrypt_fails_alone(receiver, webhook_settings):
+    make_endpoint(receiver.url)
+    stranded, _ = make_endpoint(receiver.url)
+    WebhookSubscription.objects.filter(pk=stranded.pk).update(secret_key_id="gone")
+    with connect(autocommit=True) as conn:
+        provision(conn, 2)
+    result = deliver()
+    assert (result.delivered, result.retrying) == (2, 2)
+    failed = WebhookDelivery.objects.filter(subscription=stranded).first()
+    assert "cannot be decrypted" in failed.http_response_body_excerpt and failed.status == DeliveryStatus.FAILED
+    assert len(receiver.received) == 2

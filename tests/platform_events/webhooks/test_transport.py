@@ -83,6 +83,7 @@ def test_the_schedule_and_retry_after(settings):
     settings.WEBHOOKS_RETRY_SCHEDULE = [5, 300]
     assert [http.next_attempt_delay(n, None) for n in (1, 2, 3)] == [5, 300, None]
     assert http.next_attempt_delay(1, 60) == 60 and http.next_attempt_delay(2, 60) == 300
+    assert http._retry_after("\u00b2") is None  # a digit to str.isdigit(), not to float()
     assert http._retry_after("120") == 120 and http._retry_after("-1") is None and http._retry_after("soon") is None
     assert http._retry_after("99999999") == http.RETRY_AFTER_CAP_SECONDS
 
@@ -102,6 +103,11 @@ def test_the_schedule_and_retry_after(settings):
         ("https://hooks.example.com:99999/", "port"),
         ("https://" + "a" * 2050 + ".com/", "longer than"),
         ("https:///nohost", "no host"),
+        ("https://2130706433/", "loopback"),
+        ("https://127.1/", "loopback"),
+        ("https://0x7f000001/", "loopback"),
+        ("https://[fec0::1]/", "site-local"),
+        ("https://xn--localhost-/", "cannot be requested"),
     ],
 )
 def test_check_url(settings, url, refused):

@@ -1,0 +1,2 @@
+DROP TRIGGER before_webhook_delivery_change ON webhook_deliveries;
+DROP FUNCTION trg_before_webhook_delivery_change();
