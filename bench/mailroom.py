@@ -14,7 +14,6 @@ Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in o
 import argparse
 import os
 import smtplib
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ from django.conf import settings  # noqa: E402
 from django.db import connection, connections  # noqa: E402
 from django.test.utils import override_settings  # noqa: E402
 from django.utils import timezone  # noqa: E402
+from figures import percentiles  # noqa: E402
 
 from accounts.services import account_provision  # noqa: E402
 from tests.smtp import SMTPServerProcess  # noqa: E402
@@ -89,12 +89,6 @@ def latencies(server: SMTPServerProcess, samples: int, *, wait: float, prefix: s
         found.append(server.accepted[seen][0] - committed)
         time.sleep(0.02)
     return found
-
-
-def percentiles(values: list[float]) -> str:
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return f"p50 {statistics.median(ordered) * 1000:8.1f} ms   p99 {p99 * 1000:8.1f} ms   (n={len(ordered)})"
 
 
 def main() -> None:

@@ -13,7 +13,6 @@ Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in o
 import argparse
 import base64
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ django.setup()
 import httpx  # noqa: E402
 import scratch  # noqa: E402
 from django.db import connection, connections  # noqa: E402
+from figures import percentiles  # noqa: E402
 
 from accounts.services import account_provision  # noqa: E402
 from platform_events.models import EventType, OutboxEvent  # noqa: E402
@@ -134,12 +134,6 @@ def latencies(receiver: Receiver, samples: int, prefix: str) -> list[float]:
         found.append(receiver.arrivals()[seen] - committed)
         time.sleep(0.02)
     return found
-
-
-def percentiles(values: list[float]) -> str:
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-    return f"p50 {statistics.median(ordered) * 1000:8.1f} ms   p99 {p99 * 1000:8.1f} ms   (n={len(ordered)})"
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ Needs a direct connection to PostgreSQL: PgBouncer in transaction mode drops LIS
 """
 
 import logging
+import signal
 import time
 from collections.abc import Callable
 
@@ -15,6 +16,23 @@ from django.db import DatabaseError, close_old_connections
 from platform_events.db.direct_connection import direct_connection
 
 logger = logging.getLogger(__name__)
+
+MAX_POLL_SECONDS = 86_400
+
+
+def poll_seconds_problem(seconds: float) -> str | None:
+    """Why ``--poll-seconds`` is no interval, or None. nan made a busy loop (383 runs in 5 s); inf, no poll."""
+    if not 0 < seconds <= MAX_POLL_SECONDS:
+        return f"--poll-seconds must be more than 0 and at most {MAX_POLL_SECONDS} (a day)."
+    return None
+
+
+def listen_until_signalled(channel: str, run_pass: Callable[[], None], *, poll_seconds: float, what: str) -> None:
+    """``listen_and_run`` until SIGTERM or SIGINT (a listener command's whole life)."""
+    stop = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.append(True))
+    listen_and_run(channel, run_pass, poll_seconds=poll_seconds, stopping=lambda: bool(stop), what=what)
 
 
 def listen_and_run(
