@@ -32,6 +32,7 @@ SECRET_PREFIX = "whsec_"
 # A given secret's key, decoded: 24 bytes (192 bits) at least, as Svix accepts; 64 (the HMAC-SHA256 block) at most.
 SECRET_BYTES_MIN, SECRET_BYTES_MAX = 24, 64
 URL_MAX_LENGTH = 2048  # the column's
+MAX_OVERLAP_HOURS = 24 * 30
 OWNER_MAX_LENGTH = 64  # the column's
 DESCRIPTION_MAX_LENGTH = 2000
 # reencrypt_secrets() re-encrypts this many endpoints per transaction.
@@ -52,6 +53,9 @@ class EndpointError(ValueError):
 def endpoint_fields_checked(*, url: str, events: Iterable[str], owner: str, description: str = "") -> dict:
     """The endpoint's columns from what staff or a command gave, or an EndpointError naming the first
     field refused. The admin's forms call it too, so that a refusal shows beside its field."""
+    for field, text in (("url", url), ("owner", owner), ("description", description)):
+        if not _is_text(text):  # a command line's undecodable bytes (surrogates) failed at the database
+            raise EndpointError(f"The {field} is not valid text (UTF-8).", field=field)
     if "\x00" in url or url != url.strip() or not url:
         raise EndpointError("The URL must not be empty or hold spaces or control characters.", field="url")
     if len(url) > URL_MAX_LENGTH:
@@ -77,6 +81,14 @@ def endpoint_fields_checked(*, url: str, events: Iterable[str], owner: str, desc
             f"The description must be at most {DESCRIPTION_MAX_LENGTH} characters, without NUL.", field="description"
         )
     return {"url": url, "events": events, "owner_id": owner, "description": description}
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @sensitive_variables("secret")
@@ -133,8 +145,8 @@ def endpoint_rotate_secret(endpoint: WebhookSubscription, *, actor, overlap_hour
     that window drops the older previous secret. Refused if the secret changed since ``endpoint``
     was read (someone rotated it at the same moment: the secret they were shown must stay)."""
     hours = settings.WEBHOOKS_SECRET_OVERLAP_HOURS if overlap_hours is None else overlap_hours
-    if hours < 0:
-        raise EndpointError("The overlap must be zero hours or more.")
+    if not 0 <= hours <= MAX_OVERLAP_HOURS:  # 2**31 hours was a database error, not a sentence
+        raise EndpointError(f"The overlap must be from 0 to {MAX_OVERLAP_HOURS} hours (30 days).")
     secret = new_signing_secret()
     blob, key_id = encrypt_secret(secret, aad=endpoint.pk.bytes)
     with transaction.atomic(), audit_context(actor=actor), connection.cursor() as cursor:

@@ -63,3 +63,11 @@ def test_rotate_webhook_secret_prints_the_new_secret_and_the_old_one_still_signs
 def test_rotate_webhook_secret_of_no_endpoint_is_refused(endpoint_id):
     with pytest.raises(CommandError, match="No webhook endpoint has the id"):
         call_command("rotate_webhook_secret", endpoint_id, stdout=io.StringIO())
+
+
+def test_a_huge_overlap_or_undecodable_text_is_one_sentence():
+    """Found by an attack: tracebacks from the database."""
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="not valid text"):
+        call_command("add_webhook", "https://hooks.example.com/\udcff", "--events", "account.created")

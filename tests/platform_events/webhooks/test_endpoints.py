@@ -314,3 +314,11 @@ def test_reencrypting_without_the_old_key_is_refused_in_one_sentence(make_endpoi
     settings.WEBHOOK_SECRET_KEYS = {"new": os.urandom(32)}
     with pytest.raises(CommandError, match="key '?old"):
         call_command("reencrypt_webhook_secrets", stdout=io.StringIO())
+
+
+@pytest.mark.parametrize("hours", [-1, 24 * 30 + 1, 2**31])
+def test_an_overlap_out_of_range_is_refused_in_a_sentence(make_endpoint, staff, hours):
+    endpoint, secret = make_endpoint()
+    with pytest.raises(EndpointError, match="The overlap must be from 0 to 720 hours"):
+        endpoint_rotate_secret(endpoint, actor=staff, overlap_hours=hours)
+    assert endpoint_secrets(WebhookSubscription.objects.get(pk=endpoint.pk)) == [secret]
