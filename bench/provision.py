@@ -1,12 +1,15 @@
 """Accounts provisioned per second with the lifecycle triggers, against a bare table of the same shape.
 
-    .venv/bin/python bench/provision.py [--single 2000] [--bulk 50000] [--repeat 3]
+    .venv/bin/python bench/provision.py [--single 2000] [--bulk 50000] [--repeat 3] [--index-costs]
 
 Runs on a scratch database (``<name>_bench``, created and dropped) of the configured server: the
 embedded one unless DATABASE_URL is set. Prints rows/s for single-row transactions (one INSERT,
 one commit each) and for one bulk INSERT ... SELECT, and the ratio to a bare table of the seed's
 shape measured in the same run; then the seed's own schema and triggers (bench/seed_schema.sql),
-and ours with the triggers added one at a time, to show what costs what.
+and ours with the triggers added one at a time, to show what costs what. Then the whole trigger chain
+against the same rows written by plain set-based SQL (checked to be the same rows), the chain with 1
+and 5 webhook endpoints, and with ``--index-costs`` the chain with each index of the audit trail and
+the outbox dropped in turn.
 """
 
 import argparse
@@ -81,7 +84,44 @@ SELECT 'account', id::text, 'account.created',
                           'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                           'data', jsonb_build_object('id', id, 'login', login, 'email', email, 'status', status))
 FROM a
+ORDER BY a.id  -- seq in id order, as outbox_append_many() takes it (plain "id" is the text output column)
 """
+
+# What a run wrote, table by table: counts, and a digest of every column that is not random or the
+# clock (a token's secret and code, ids of events and deliveries, times; an expiry is checked against
+# its token instead), so the chain and PLAIN_SQL can be shown to write the same rows.
+WRITTEN = """
+SELECT (SELECT count(*) FROM accounts),
+       (SELECT md5(string_agg(row(id, email, login, status, status_changed_at = created_at, activated_at,
+                                  suspended_at, unsuspended_at)::text, ',' ORDER BY id)) FROM accounts),
+       (SELECT count(*) FROM tokens),
+       (SELECT md5(string_agg(row(id, account, action, expires_at - created_at, consumed_at, failed_attempts,
+                                  superseded_at, mail_state, mail_attempts, mail_next_attempt_at = created_at,
+                                  mailed_at, consumed_with, length(secret), code ~ '^[0-9]{5}$')::text,
+                              ',' ORDER BY id)) FROM tokens),
+       (SELECT count(*) FROM audit_events WHERE action = 'account.created'),
+       (SELECT count(*) FROM audit_events WHERE action = 'token.issued'),
+       (SELECT md5(string_agg(row(actor_type, actor_id, actor_display, actor_ip, actor_user_agent, action,
+                                  resource_type, resource_id, result, reason, correlation_id, request_id, method,
+                                  path, status_code, db_user, diff_before, diff_after - 'expires_at')::text,
+                              ',' ORDER BY action, resource_id)) FROM audit_events),
+       (SELECT count(*) FROM audit_events e JOIN tokens t ON e.resource_id = t.id::text
+        WHERE e.action = 'token.issued' AND e.diff_after -> 'expires_at' = to_jsonb(t.expires_at)),
+       (SELECT count(*) FROM outbox_events),
+       (SELECT md5(string_agg(row(seq, aggregate_type, aggregate_id, event_type, payload - 'timestamp',
+                                  payload ->> 'timestamp' ~ '^[-0-9]{10}T[:.0-9]{15}Z$')::text, ',' ORDER BY seq))
+        FROM outbox_events),
+       (SELECT count(*) FROM webhook_deliveries)
+"""
+WRITTEN_COUNTS = {
+    "accounts": 0,
+    "tokens": 2,
+    "account.created": 4,
+    "token.issued": 5,
+    "expiries as the token's": 7,
+    "outbox_events": 8,
+    "webhook_deliveries": 10,
+}
 
 
 def prepare(cursor, table: str, triggers: list[tuple[str, str]]) -> None:
@@ -106,33 +146,53 @@ def single_rows(cursor, table: str, rows: int) -> float:
     return rows / (time.perf_counter() - started)
 
 
-def bulk(cursor, table: str, rows: int) -> float:
+def on_cpu(cursor) -> float | None:
+    """Seconds this connection's server process has run on a CPU (Linux's /proc/<pid>/schedstat; None
+    when the server is on another machine): unlike the wall clock, not stretched by other work sharing
+    the cores."""
+    cursor.execute("SELECT pg_backend_pid()")
+    try:
+        return int(Path(f"/proc/{cursor.fetchone()[0]}/schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def timed(cursor, sql: str, params, rows: int) -> tuple[float, float | None]:
+    """rows/s by the wall clock, and the server's CPU µs a row (None if unknown)."""
+    cpu_before = on_cpu(cursor)
     started = time.perf_counter()
-    cursor.execute(
-        f"INSERT INTO {table} (email, login) SELECT 'user' || g || '@example.com', 'user' || g FROM generate_series(1, %s) g",
-        [rows],
-    )
-    return rows / (time.perf_counter() - started)
+    cursor.execute(sql, params)
+    rate = rows / (time.perf_counter() - started)
+    cpu_after = on_cpu(cursor)
+    return rate, None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) * 1e6 / rows
 
 
-def plain_sql(cursor, rows: int) -> float:
-    """PLAIN_SQL's rate, triggers off; checks it wrote what the chain writes (one token, two audit rows
-    and one event per account)."""
+def bulk_timed(cursor, table: str, rows: int) -> tuple[float, float | None]:
+    insert = f"INSERT INTO {table} (email, login) SELECT 'user' || g || '@example.com', 'user' || g FROM generate_series(1, %s) g"
+    return timed(cursor, insert, [rows], rows)
+
+
+def bulk(cursor, table: str, rows: int) -> float:
+    return bulk_timed(cursor, table, rows)[0]
+
+
+def written(cursor) -> tuple:
+    cursor.execute(WRITTEN)
+    return cursor.fetchone()
+
+
+def plain_sql(cursor, rows: int) -> tuple[float, float | None, tuple]:
+    """PLAIN_SQL's rate and CPU µs a row (``timed``), every trigger of accounts and tokens off, and what
+    it wrote (``written``)."""
     prepare(cursor, "accounts", [])
     cursor.execute("ALTER TABLE accounts DISABLE TRIGGER USER")
     cursor.execute("ALTER TABLE tokens DISABLE TRIGGER USER")
     try:
-        started = time.perf_counter()
-        cursor.execute(PLAIN_SQL, {"rows": rows})
-        rate = rows / (time.perf_counter() - started)
-        cursor.execute(
-            "SELECT (SELECT count(*) FROM tokens), (SELECT count(*) FROM audit_events), (SELECT count(*) FROM outbox_events)"
-        )
-        assert cursor.fetchone() == (rows, 2 * rows, rows)
+        rate, cpu = timed(cursor, PLAIN_SQL, {"rows": rows}, rows)
     finally:
         cursor.execute("ALTER TABLE accounts ENABLE TRIGGER USER")
         cursor.execute("ALTER TABLE tokens ENABLE TRIGGER USER")
-    return rate
+    return rate, cpu, written(cursor)
 
 
 def endpoints(cursor, count: int) -> None:
@@ -143,6 +203,43 @@ def endpoints(cursor, count: int) -> None:
         " SELECT 'bench', 'https://hooks.example.com/' || g, '{account.created}', '\\x00', 'k' FROM generate_series(1, %s) g",
         [count],
     )
+
+
+def index_costs(cursor, rows: int, repeat: int) -> None:
+    """The whole chain's bulk rate with each secondary index of audit_events and outbox_events dropped
+    in turn (and put back), interleaved with the chain with all of them, ``repeat`` rounds."""
+    cursor.execute(
+        "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid IN ('audit_events'::regclass, 'outbox_events'::regclass) AND NOT i.indisprimary"
+        " ORDER BY i.indrelid, c.relname"
+    )
+    # An index of the partitioned table reads "ON ONLY audit_events": made so, it would not reach the partitions.
+    definitions = {name: definition.replace(" ON ONLY ", " ON ") for name, definition in cursor.fetchall()}
+    rates = {name: [] for name in [None, *definitions]}
+    cpus = {name: [] for name in rates}
+    for _ in range(repeat):
+        for name in rates:
+            prepare(cursor, "accounts", TRIGGERS)
+            if name:
+                cursor.execute(f"DROP INDEX {name}")
+            rate, cpu = bulk_timed(cursor, "accounts", rows)
+            rates[name].append(rate)
+            cpus[name].append(cpu or 0.0)
+            if name:
+                prepare(cursor, "accounts", TRIGGERS)  # empty again: the index comes back at once
+                cursor.execute(definitions[name])
+    every, every_cpu = statistics.median(rates[None]), statistics.median(cpus[None])
+    print(
+        f"the whole chain with one index dropped ({repeat} rounds, medians; what the index costs an account,"
+        " by the wall clock and by the server's CPU time):"
+    )
+    print(f"  {'all indexes':40} {every:10,.0f} rows/s {'':16} {every_cpu:6.1f} µs CPU")
+    for name in definitions:
+        rate, cpu = statistics.median(rates[name]), statistics.median(cpus[name])
+        print(
+            f"  {'without ' + name:40} {rate:10,.0f} rows/s {rate / every:5.2f}x {1e6 / every - 1e6 / rate:5.1f} µs"
+            f" {cpu:6.1f} µs CPU {every_cpu - cpu:5.1f} µs   (CPU each: {', '.join(f'{c:.0f}' for c in cpus[name])})"
+        )
 
 
 def measure(cursor, table, triggers, single, rows, repeat) -> tuple[float, float]:
@@ -160,6 +257,9 @@ def main() -> None:
     parser.add_argument("--single", type=int, default=2000, help="single-row transactions per measurement")
     parser.add_argument("--bulk", type=int, default=50000, help="rows in the bulk INSERT")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per step (the median is shown)")
+    parser.add_argument(
+        "--index-costs", action="store_true", help="also the chain with each audit and outbox index dropped in turn"
+    )
     args = parser.parse_args()
 
     bench_name = scratch.create()
@@ -182,16 +282,35 @@ def main() -> None:
             ours, seed = rates[STEPS[-1][0]], rates[STEPS[2][0]]
             print(f"ours / the seed's triggers: single-row {ours[0] / seed[0]:.2f}x, bulk {ours[1] / seed[1]:.2f}x")
 
-            chain, plain = [], []
+            chain, plain, chain_cpu, plain_cpu = [], [], [], []
             for _ in range(args.repeat):
                 prepare(cursor, "accounts", TRIGGERS)
-                chain.append(bulk(cursor, "accounts", args.bulk))
-                plain.append(plain_sql(cursor, args.bulk))
+                rate, cpu = bulk_timed(cursor, "accounts", args.bulk)
+                chain.append(rate)
+                chain_cpu.append(cpu)
+                by_chain = written(cursor)
+                rate, cpu, by_plain = plain_sql(cursor, args.bulk)
+                plain.append(rate)
+                plain_cpu.append(cpu)
+                assert by_chain == by_plain, f"the chain wrote {by_chain}, plain SQL {by_plain}"
+            print(
+                "rows written by each, the same (counts, and digests of accounts, tokens, audit rows and events): "
+                + ", ".join(f"{name} {by_chain[i]:,}" for name, i in WRITTEN_COUNTS.items())
+            )
             chain_rate, plain_rate = statistics.median(chain), statistics.median(plain)
             print(
                 f"the whole chain (account, token, 2 audit rows, event) {chain_rate:12,.0f} rows/s in bulk; the same rows"
                 f" by plain set-based SQL {plain_rate:,.0f}: chain / plain = {chain_rate / plain_rate:.2f}x (aim >= 0.7x)"
             )
+            print(
+                "  each pair, chain / plain: " + ", ".join(f"{c / p:.2f}x" for c, p in zip(chain, plain, strict=True))
+            )
+            if None not in chain_cpu + plain_cpu:
+                print(
+                    f"  server CPU an account: chain {statistics.median(chain_cpu):.0f} µs, plain SQL"
+                    f" {statistics.median(plain_cpu):.0f} µs; plain / chain (as a rate ratio) "
+                    + ", ".join(f"{p / c:.2f}x" for c, p in zip(chain_cpu, plain_cpu, strict=True))
+                )
             for count in (1, 5):
                 endpoints(cursor, count)
                 rates_with = []
@@ -203,6 +322,8 @@ def main() -> None:
                     f" {statistics.median(rates_with):12,.0f} rows/s ({statistics.median(rates_with) / chain_rate:.2f}x)"
                 )
             endpoints(cursor, 0)
+            if args.index_costs:
+                index_costs(cursor, args.bulk, args.repeat)
     finally:
         scratch.destroy(bench_name)
 
