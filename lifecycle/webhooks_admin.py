@@ -233,25 +233,7 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
     search_fields = ["url", "owner_id"]
     search_help_text = "Part of the URL or of the owner's name."
     form = EndpointChangeForm
-    fieldsets = [
-        (None, {"fields": ["url", "events", "owner_id", "description"]}),
-        (
-            "State",
-            {
-                "fields": [
-                    "status_and_reason",
-                    "failure_count",
-                    "failing_since",
-                    "last_success_at",
-                    "last_failure_at",
-                    "secret_state",
-                    "created_at",
-                    "updated_at",
-                    "id",
-                ]
-            },
-        ),
-    ]
+    # What the dispatcher and the services keep: shown, never edited here.
     readonly_fields = [
         "status_and_reason",
         "failure_count",
@@ -262,6 +244,10 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
         "created_at",
         "updated_at",
         "id",
+    ]
+    fieldsets = [
+        (None, {"fields": ["url", "events", "owner_id", "description"]}),
+        ("State", {"fields": readonly_fields}),
     ]
 
     def get_queryset(self, request):

@@ -76,7 +76,7 @@ class Claim:
 
     def running_out(self) -> bool:
         """Whether one more attempt could outlast the lease."""
-        return time.monotonic() + _attempt_seconds() >= self.lease_ends
+        return time.monotonic() + http.attempt_seconds() >= self.lease_ends
 
 
 @dataclass
@@ -100,10 +100,6 @@ class RunResult:
         if self.disabled:
             parts.append(f"endpoints disabled: {', '.join(self.disabled)}")
         return "; ".join(parts)
-
-
-def _attempt_seconds() -> float:
-    return settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS
 
 
 def claim_batch(size: int) -> tuple[Claim, list[Delivery]]:

@@ -53,6 +53,11 @@ class GuardedTransport(httpx.HTTPTransport):
         )
 
 
+def attempt_seconds() -> float:
+    """The most one attempt may take: connecting, then WEBHOOKS_TIMEOUT_SECONDS for the rest."""
+    return settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS
+
+
 def new_client() -> httpx.Client:
     timeout = httpx.Timeout(settings.WEBHOOKS_TIMEOUT_SECONDS, connect=settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS)
     limits = httpx.Limits(max_connections=20, max_keepalive_connections=20, keepalive_expiry=30)
@@ -68,14 +73,14 @@ def new_client() -> httpx.Client:
 def post(client: httpx.Client, url: str, *, body: bytes, headers: dict[str, str]) -> Attempt:
     """POST ``body``; never raises for what the network or the receiver does."""
     started = time.perf_counter()
-    deadline = started + settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS
+    deadline = started + attempt_seconds()
 
     def took() -> int:
         return round((time.perf_counter() - started) * 1000)
 
     try:
         with (
-            attempt_deadline(settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS),
+            attempt_deadline(attempt_seconds()),
             client.stream("POST", url, content=body, headers=headers) as response,
         ):
             excerpt = _read_excerpt(response, deadline)
