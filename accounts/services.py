@@ -10,9 +10,10 @@ itself, or None: the system, audited as the database role), and opens the audit 
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import make_password
+from django.contrib.auth.hashers import check_password, make_password
 from django.contrib.auth.password_validation import validate_password
 from django.db import connection, transaction
+from django.db.models import F
 
 from accounts.errors import (
     AccountGone,
@@ -22,14 +23,15 @@ from accounts.errors import (
     InvalidLogin,
     NotSuspended,
 )
-from accounts.models import Account, AccountStatus
-from accounts.selectors import ABANDONED, ABANDONED_SIGN_UPS, email_is_claimed
+from accounts.models import Account, AccountPassword, AccountStatus
+from accounts.selectors import ABANDONED, ABANDONED_SIGN_UPS, accounts_by_identifier, email_is_claimed
 from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
 
 
-def account_provision(*, email: str, login: str, actor) -> Account:
-    """Create a provisioned account; the database issues its activation token.
+def account_provision(*, email: str, login: str, actor, password_hash: str | None = None) -> Account:
+    """Create a provisioned account, with the password ``password_hash`` (from account_password_hash)
+    when given; the database issues its activation token.
 
     Leading and trailing whitespace is stripped from both (the one normalisation we make); the
     database refuses anything else that is not a plain ASCII address or login. An address that an
@@ -47,6 +49,10 @@ def account_provision(*, email: str, login: str, actor) -> Account:
         with connection.cursor() as cursor:
             cursor.execute("INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login])
             (account_id,) = cursor.fetchone()
+            if password_hash:
+                cursor.execute(
+                    "INSERT INTO account_passwords (account, password) VALUES (%s, %s)", [account_id, password_hash]
+                )
     return Account.objects.get(pk=account_id)
 
 
@@ -85,6 +91,19 @@ def account_password_check(password: str, *, login: str, email: str) -> None:
 def account_password_hash(password: str) -> str:
     """The Django hash (Argon2id) of a password account_password_check accepted."""
     return make_password(password)
+
+
+def account_password_verify(*, identifier: str, password: str) -> tuple[Account | None, bool]:
+    """The account a login or e-mail names (for an address several sign-ups share, the activated one,
+    else the newest), and whether ``password`` is its password. For a name nobody has, or an account
+    without a password, (account or None, False) after the same work: a password is hashed either
+    way, so the time taken does not say whether the account exists."""
+    account = accounts_by_identifier(identifier).order_by(F("activated_at").asc(nulls_last=True), "-id").first()
+    stored = AccountPassword.objects.filter(account=account).values_list("password", flat=True).first()
+    if stored is None:
+        make_password(password)  # the work check_password would have done
+        return account, False
+    return account, check_password(password, stored)
 
 
 def account_set_password(*, account: Account, password_hash: str, actor) -> None:

@@ -78,6 +78,8 @@ INSTALLED_APPS = [
     "django_q",
     "axes",
     "rangefilter",
+    # The client API's docs page (Swagger UI) from its own static files, not a CDN.
+    "ninja",
     "platform_events",
     "accounts",
     "tokens",
@@ -252,6 +254,16 @@ PUBLIC_LIMITS_PER_HOUR = {
     "code-per-identifier": read_int("LIMIT_CODE_PER_IDENTIFIER", default=10, minimum=1),
     "code-per-client": read_int("LIMIT_CODE_PER_CLIENT", default=60, minimum=1),
 }
+
+# The client API (README, "Client API"): each client's requests per minute, the largest body it
+# may send, how long an Idempotency-Key is kept and how long a running request holds its key.
+API_REQUESTS_PER_MINUTE = read_int("API_REQUESTS_PER_MINUTE", default=600, minimum=1)
+API_MAX_BODY_BYTES = read_int("API_MAX_BODY_BYTES", default=16_384, minimum=1024)
+API_IDEMPOTENCY_HOURS = read_int("API_IDEMPOTENCY_HOURS", default=24, minimum=1)
+API_IDEMPOTENCY_LEASE_SECONDS = read_int("API_IDEMPOTENCY_LEASE_SECONDS", default=60, minimum=1)
+# Failed password checks (POST /api/v1/sessions) per hour: per account (or identifier typed) and per client.
+API_SESSION_FAILURES_PER_ACCOUNT = read_int("API_SESSION_FAILURES_PER_ACCOUNT", default=10, minimum=1)
+API_SESSION_FAILURES_PER_CLIENT = read_int("API_SESSION_FAILURES_PER_CLIENT", default=1000, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -112,3 +112,32 @@ def limits_hit(hits: Iterable[tuple[Limit, str]]) -> None:
     over = [(limit, counted[bucket][1]) for bucket, limit in limits.items() if counted[bucket][0] > limit.max_hits]
     if over:
         raise LimitExceeded(limit=over[0][0], retry_after=max(retry_after for _, retry_after in over))
+
+
+# The hits counted so far in each bucket's current window (the window COUNT_HITS would count in).
+READ_HITS = """
+SELECT r.bucket, r.hits, greatest(1, ceil(extract(epoch FROM r.window_end - now())))::integer
+FROM unnest(%s::text[], %s::bigint[]) AS hit (bucket, seconds)
+JOIN rate_limits r ON r.bucket = hit.bucket
+ AND r.window_start = to_timestamp(floor(extract(epoch FROM now()) / hit.seconds) * hit.seconds)
+"""
+
+
+def limits_reached(hits: Iterable[tuple[Limit, str]]) -> None:
+    """Raise ``LimitExceeded`` when any (limit, key) pair has used up its ``max_hits`` in its current
+    window; count nothing. For limits on failures: ask before the attempt, ``limits_hit`` after a
+    failed one, so that successes cost nothing and a spent limit refuses even a right answer."""
+    limits = {bucket_for(limit=limit, key=key): limit for limit, key in hits}
+    if not limits:
+        return
+    buckets = sorted(limits)
+    with connection.cursor() as cursor:
+        cursor.execute(READ_HITS, [buckets, [limits[bucket].seconds for bucket in buckets]])
+        counted = {bucket: (count, retry_after) for bucket, count, retry_after in cursor.fetchall()}
+    spent = [
+        (limit, counted[bucket][1])
+        for bucket, limit in limits.items()
+        if bucket in counted and counted[bucket][0] >= limit.max_hits
+    ]
+    if spent:
+        raise LimitExceeded(limit=spent[0][0], retry_after=max(retry_after for _, retry_after in spent))

@@ -1,0 +1,59 @@
+"""Who calls the client API: an API client's bearer key, checked for the operation's scope, the
+client's rate and the body's size before anything else runs."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from ninja.security.http import HttpAuthBase
+
+from platform_events.api.clients import api_client_by_key
+from platform_events.api.problems import Problem
+from platform_events.limits import Limit, LimitExceeded, limits_hit
+from platform_events.models import ApiClient, ApiScope
+
+
+def per_client_limit() -> Limit:
+    return Limit(name="api-per-client", max_hits=settings.API_REQUESTS_PER_MINUTE, window=timedelta(minutes=1))
+
+
+class ClientKey(HttpAuthBase):
+    """``Authorization: Bearer <key>`` of an unrevoked API client that holds ``scope``.
+
+    Written out rather than ninja's HttpBearer, which in DEBUG logs an Authorization header that is
+    not a bearer one, credentials and all."""
+
+    openapi_scheme = "bearer"
+
+    def __init__(self, scope: ApiScope):
+        self.scope = scope
+        super().__init__()
+
+    def __call__(self, request) -> ApiClient | None:
+        scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        client = api_client_by_key(key.strip())
+        if client is None:
+            return None
+        try:
+            limits_hit([(per_client_limit(), f"api-client:{client.pk}")])
+        except LimitExceeded as refusal:
+            raise Problem(
+                "rate-limited",
+                f"this client may make {settings.API_REQUESTS_PER_MINUTE} requests a minute",
+                headers={"Retry-After": str(refusal.retry_after)},
+            ) from None
+        if self.scope not in client.scopes:
+            raise Problem(
+                "insufficient-scope", f"this needs the scope {self.scope}; this client has {', '.join(client.scopes)}"
+            )
+        if _content_length(request) > settings.API_MAX_BODY_BYTES:
+            raise Problem("request-too-large", f"a request body may be at most {settings.API_MAX_BODY_BYTES} bytes")
+        return client
+
+
+def _content_length(request) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0

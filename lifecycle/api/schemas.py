@@ -1,0 +1,105 @@
+"""The client API's request and response bodies (pydantic, through django-ninja): what the OpenAPI
+schema at /api/v1/openapi.json says, and what every request is checked against before a service runs."""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from ninja import Schema
+from pydantic import AfterValidator, ConfigDict, Field
+
+# Logins and addresses are at most 254 characters (accounts/sql/0007_address_rules.sql).
+LONGEST_NAME = 254
+# The largest id PostgreSQL's bigint holds: a larger one names nobody, and must not reach SQL.
+LARGEST_ID = 2**63 - 1
+
+
+def _storable(text: str) -> str:
+    """Text PostgreSQL can hold: UTF-8 (JSON may carry a lone surrogate, \\ud800) and no NUL."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    if "\x00" in text:
+        raise ValueError("must not hold a NUL character")
+    return text
+
+
+Text = Annotated[str, AfterValidator(_storable)]
+# accounts.models.AccountStatus (a test holds the two together).
+Status = Literal["provisioned", "active", "suspended"]
+
+
+class Body(Schema):
+    # A misspelt field is refused, not ignored.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProvisionIn(Body):
+    email: Text = Field(min_length=1, max_length=LONGEST_NAME, examples=["ada@example.com"])
+    login: Text = Field(min_length=1, max_length=LONGEST_NAME, examples=["ada"])
+    password: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="Optional: the account's password (Django's validators apply). Without one, the"
+        " person chooses it when they activate.",
+    )
+
+
+class ReasonIn(Body):
+    reason: Text = Field(
+        min_length=1,
+        max_length=1000,
+        pattern=r"\S",
+        description="Why: kept in the audit trail.",
+        examples=["chargeback"],
+    )
+
+
+class SessionIn(Body):
+    identifier: Text = Field(min_length=1, max_length=LONGEST_NAME, description="The login or the e-mail address.")
+    password: Text = Field(min_length=1, max_length=4096)
+
+
+class AccountOut(Schema):
+    id: int
+    email: str
+    login: str
+    status: Status
+    created_at: datetime
+    status_changed_at: datetime | None
+    activated_at: datetime | None
+    suspended_at: datetime | None
+    unsuspended_at: datetime | None
+
+
+class AccountListOut(Schema):
+    items: list[AccountOut]
+
+
+class MailOut(Schema):
+    """An e-mail queued for the account: the mailroom sends it. Its link and code are never shown here."""
+
+    account_id: int
+    action: Literal["activation", "password_recovery"]
+    expires_at: datetime
+
+
+class SessionOut(Schema):
+    account_id: int
+    status: Status
+
+
+class ProblemOut(Schema):
+    """RFC 9457 problem details; ``type`` is stable, one per kind of refusal (GET it for its title)."""
+
+    type: str = Field(examples=["/api/v1/problems/login-taken"])
+    title: str
+    status: int
+    detail: str
+
+
+class ProblemTypeOut(Schema):
+    type: str
+    status: int
+    title: str

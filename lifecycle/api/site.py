@@ -1,0 +1,111 @@
+"""The client API (README, "Client API"): django-ninja, so that the OpenAPI 3.1 schema at
+/api/v1/openapi.json is generated from the same pydantic schemas that check every request, and its
+docs page at /api/v1/docs. Every refusal is an RFC 9457 problem (platform_events/api/problems.py),
+never Django's HTML error pages or ninja's {"detail": ...}, and never a traceback."""
+
+import logging
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from ninja import NinjaAPI, Router
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from lifecycle.api.schemas import ProblemOut, ProblemTypeOut
+from lifecycle.api.views import router as accounts_router
+from platform_events.api.problems import BY_STATUS, CATALOGUE, MEDIA_TYPE, Problem
+
+logger = logging.getLogger("lifecycle.api")
+
+DESCRIPTION = """Provision and manage Lifecycle accounts from other services.
+
+Authenticate with `Authorization: Bearer <key>` (an API client's key, made by staff; each client has
+scopes). Every POST that changes state needs an `Idempotency-Key`; errors are RFC 9457 problem
+details whose `type` names the kind of refusal (GET it for its title)."""
+
+
+class LifecycleApi(NinjaAPI):
+    def get_openapi_schema(self, *args, **kwargs):
+        """ninja's schema, with each refusal's body declared as application/problem+json (ninja
+        knows one media type per operation)."""
+        schema = super().get_openapi_schema(*args, **kwargs)
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                for status, response in operation.get("responses", {}).items():
+                    if int(status) >= 400 and "application/json" in response.get("content", {}):
+                        response["content"] = {MEDIA_TYPE: response["content"].pop("application/json")}
+        return schema
+
+
+api = LifecycleApi(
+    title="Lifecycle client API",
+    version="1",
+    description=DESCRIPTION,
+    urls_namespace="api",
+)
+api.add_router("/", accounts_router)
+
+problem_types = Router(tags=["problems"])
+
+
+@problem_types.get("/problems/{slug}", response={200: ProblemTypeOut, 404: ProblemOut}, summary="A problem type")
+def problem_type(request, slug: str):
+    """What a problem ``type`` means: its status and title."""
+    problem = CATALOGUE.get(slug)
+    if problem is None:
+        raise Problem("not-found", "there is no such problem type")
+    return {"type": problem.uri, "status": problem.status, "title": problem.title}
+
+
+api.add_router("/", problem_types)
+
+
+@api.exception_handler(Problem)
+def _problem(request, problem: Problem):
+    return problem.response()
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request, error):
+    problem = Problem(
+        "unauthenticated",
+        "send an API client's key: Authorization: Bearer <key>",
+        headers={"WWW-Authenticate": 'Bearer realm="lifecycle"'},
+    )
+    return problem.response()
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request, error: ValidationError):
+    # Where and what, never the input itself (pydantic's "input" may be a password).
+    errors = [
+        {
+            "loc": [str(part) for part in item.get("loc", [])],
+            "msg": str(item.get("msg", "")),
+            "type": str(item.get("type", "")),
+        }
+        for item in error.errors
+    ]
+    detail = "; ".join(f"{'.'.join(e['loc'][1:] or e['loc'])}: {e['msg']}" for e in errors[:5])
+    return Problem("validation-failed", detail or "the request is not valid", errors=errors).response()
+
+
+@api.exception_handler(HttpError)
+def _http_error(request, error: HttpError):
+    slug = BY_STATUS.get(error.status_code, "malformed-request")
+    return Problem(slug, str(error)).response()
+
+
+@api.exception_handler(Http404)
+def _not_found(request, error):
+    return Problem("not-found", "there is no such resource").response()
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_large(request, error):
+    return Problem("request-too-large", "the request body is too large").response()
+
+
+@api.exception_handler(Exception)
+def _server_error(request, error: Exception):
+    logger.exception("api: %s %s failed", request.method, request.path)
+    return Problem("server-error", "the server failed; nothing was changed, and the request may be retried").response()

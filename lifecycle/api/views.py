@@ -1,0 +1,261 @@
+"""The client API's operations (/api/v1/): each checks its input, then calls the services that the
+admin calls too; the database's rules decide, and their refusals become problem responses.
+
+Every POST that changes state runs once per Idempotency-Key (platform_events/api/idempotency.py);
+the password check (POST /sessions) takes none, so that its body is never stored.
+"""
+
+from datetime import timedelta
+from typing import Annotated
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Value
+from django.db.models.functions import Lower
+from ninja import Path, Query, Router
+
+from accounts.models import Account
+from accounts.selectors import accounts_by_identifier, sign_up_problems
+from accounts.services import (
+    account_password_check,
+    account_password_hash,
+    account_password_verify,
+    account_provision,
+    account_suspend,
+    account_unsuspend,
+)
+from lifecycle.api.auth import ClientKey
+from lifecycle.api.refusals import as_problem
+from lifecycle.api.schemas import (
+    LARGEST_ID,
+    LONGEST_NAME,
+    AccountListOut,
+    AccountOut,
+    MailOut,
+    ProblemOut,
+    ProvisionIn,
+    ReasonIn,
+    SessionIn,
+    SessionOut,
+    Text,
+)
+from platform_events.api.idempotency import Outcome, idempotency_key, request_fingerprint, run_once
+from platform_events.api.problems import Problem
+from platform_events.audit import audit_context
+from platform_events.limits import Limit, LimitExceeded, limits_hit, limits_reached
+from platform_events.models import ApiScope
+from tokens.services import token_resend_activation, token_send_password_recovery
+
+router = Router(tags=["accounts"])
+
+READ = ClientKey(ApiScope.ACCOUNTS_READ)
+WRITE = ClientKey(ApiScope.ACCOUNTS_WRITE)
+SESSIONS = ClientKey(ApiScope.SESSIONS)
+
+AccountId = Annotated[int, Path(ge=1, le=LARGEST_ID, description="The account's id.")]
+
+IDEMPOTENT = {
+    "parameters": [
+        {
+            "in": "header",
+            "name": "Idempotency-Key",
+            "required": True,
+            "description": "32-128 of A-Z a-z 0-9 _ -, bare or as a quoted string. A retry with the same key"
+            " and body gets the first response again (with Idempotent-Replayed: true).",
+            "schema": {"type": "string", "pattern": '^"?[A-Za-z0-9_-]{32,128}"?$'},
+        }
+    ]
+}
+
+
+def problems(*statuses: int) -> dict[int, type[ProblemOut]]:
+    """The problem responses an operation documents: its own and every operation's (401, 403, 413,
+    422, 429)."""
+    return dict.fromkeys(sorted({401, 403, 413, 422, 429, *statuses}), ProblemOut)
+
+
+def _account(account_id: int) -> Account:
+    account = Account.objects.filter(pk=account_id).first()
+    if account is None:
+        raise Problem("not-found", f"there is no account {account_id}")
+    return account
+
+
+def _account_out(account: Account) -> dict:
+    return AccountOut.from_orm(account).model_dump(mode="json")
+
+
+def _once(request, work) -> Outcome:
+    """Run ``work`` once per the request's Idempotency-Key, as the client, with the audit trail told
+    who and from where."""
+    key = idempotency_key(request.headers.get("Idempotency-Key"))
+    fingerprint = request_fingerprint(method=request.method, path=request.path, body=request.body)
+
+    def as_the_client() -> Outcome:
+        with audit_context(actor=request.auth, request=request), as_problem():
+            return work()
+
+    return run_once(
+        client_id=request.auth.pk,
+        key=key,
+        fingerprint=fingerprint,
+        work=as_the_client,
+        lease=timedelta(seconds=settings.API_IDEMPOTENCY_LEASE_SECONDS),
+        ttl=timedelta(hours=settings.API_IDEMPOTENCY_HOURS),
+    )
+
+
+@router.post(
+    "/accounts",
+    auth=WRITE,
+    response={201: AccountOut, **problems(400, 409)},
+    openapi_extra=IDEMPOTENT,
+    summary="Provision an account",
+)
+def provision_account(request, body: ProvisionIn):
+    """A provisioned account; the database issues its activation token and the mailroom sends the
+    e-mail. With a password, the account has it at once (the person still activates)."""
+    email, login = body.email.strip(), body.login.strip()
+    # What the rules refuse whatever the state (the address's or the login's form, a weak password)
+    # is refused before the key is taken: such an answer is not stored, and a corrected retry may
+    # use the same key.
+    form_problems = {
+        field: problem
+        for field, problem in sign_up_problems(email=email, login=login).items()
+        if problem != "login is taken"
+    }
+    if form_problems:
+        field, problem = next(iter(form_problems.items()))
+        raise Problem(f"invalid-{field}", problem, field=field)
+    password_hash = None
+    if body.password is not None:
+        try:
+            account_password_check(body.password, login=login, email=email)
+        except DjangoValidationError as refusal:
+            raise Problem("password-rejected", " ".join(refusal.messages), field="password") from None
+        password_hash = account_password_hash(body.password)
+
+    def provision() -> Outcome:
+        account = account_provision(email=email, login=login, actor=request.auth, password_hash=password_hash)
+        return Outcome(201, _account_out(account))
+
+    return _once(request, provision)
+
+
+@router.get("/accounts/{account_id}", auth=READ, response={200: AccountOut, **problems(404)}, summary="Read an account")
+def read_account(request, account_id: AccountId):
+    return _account(account_id)
+
+
+@router.get("/accounts", auth=READ, response={200: AccountListOut, **problems()}, summary="Look up accounts")
+def look_up_accounts(
+    request,
+    email: Annotated[Text | None, Query(max_length=LONGEST_NAME, description="An e-mail address, any case.")] = None,
+    login: Annotated[Text | None, Query(max_length=LONGEST_NAME, description="A login, any case.")] = None,
+):
+    """The accounts with this e-mail address or login (give one of the two), ignoring case, newest
+    first. Several unactivated sign-ups may share an address; only one account can have activated it."""
+    if (email is None) == (login is None):
+        raise Problem("validation-failed", "give one of email and login", errors=[])
+    if email is not None:
+        accounts = accounts_by_identifier(email) if "@" in email else Account.objects.none()
+    else:
+        accounts = Account.objects.alias(login_lower=Lower("login")).filter(login_lower=Lower(Value(login.strip())))
+    return {"items": list(accounts.order_by("-id")[:100])}
+
+
+def _status_change(request, account_id: int, reason: str, change) -> Outcome:
+    def work() -> Outcome:
+        with audit_context(reason=reason.strip()):
+            return Outcome(200, _account_out(change(account=_account(account_id), actor=request.auth)))
+
+    return _once(request, work)
+
+
+@router.post(
+    "/accounts/{account_id}/suspend",
+    auth=WRITE,
+    response={200: AccountOut, **problems(400, 404, 409)},
+    openapi_extra=IDEMPOTENT,
+    summary="Suspend an account",
+)
+def suspend_account(request, account_id: AccountId, body: ReasonIn):
+    return _status_change(request, account_id, body.reason, account_suspend)
+
+
+@router.post(
+    "/accounts/{account_id}/unsuspend",
+    auth=WRITE,
+    response={200: AccountOut, **problems(400, 404, 409)},
+    openapi_extra=IDEMPOTENT,
+    summary="Lift an account's suspension",
+)
+def unsuspend_account(request, account_id: AccountId, body: ReasonIn):
+    """Back to active, or to provisioned if it never activated."""
+    return _status_change(request, account_id, body.reason, account_unsuspend)
+
+
+def _mail(request, account_id: int, issue) -> Outcome:
+    def work() -> Outcome:
+        token = issue(account=_account(account_id), actor=request.auth)
+        body = {"account_id": token.account_id, "action": token.action, "expires_at": token.expires_at}
+        return Outcome(202, MailOut(**body).model_dump(mode="json"))
+
+    return _once(request, work)
+
+
+@router.post(
+    "/accounts/{account_id}/activation-email",
+    auth=WRITE,
+    response={202: MailOut, **problems(400, 404, 409)},
+    openapi_extra=IDEMPOTENT,
+    summary="Send a new activation e-mail",
+)
+def resend_activation(request, account_id: AccountId):
+    """A fresh activation link and code for a provisioned account; the older ones stop working."""
+    return _mail(request, account_id, token_resend_activation)
+
+
+@router.post(
+    "/accounts/{account_id}/recovery-email",
+    auth=WRITE,
+    response={202: MailOut, **problems(400, 404, 409)},
+    openapi_extra=IDEMPOTENT,
+    summary="Send a password-recovery e-mail",
+)
+def send_recovery(request, account_id: AccountId):
+    """A password-recovery link and code for an active account."""
+    return _mail(request, account_id, token_send_password_recovery)
+
+
+def _failure_limits(client_id: int, account: Account | None, identifier: str) -> list[tuple[Limit, str]]:
+    hour = timedelta(hours=1)
+    per_account = Limit(name="api-session-per-account", max_hits=settings.API_SESSION_FAILURES_PER_ACCOUNT, window=hour)
+    per_client = Limit(name="api-session-per-client", max_hits=settings.API_SESSION_FAILURES_PER_CLIENT, window=hour)
+    # A login and its address are one account; a name nobody has is counted as typed.
+    account_key = f"account:{account.pk}" if account is not None else f"identifier:{identifier.strip()}"
+    return [(per_account, account_key), (per_client, f"api-client:{client_id}")]
+
+
+@router.post(
+    "/sessions", auth=SESSIONS, response={200: SessionOut, **problems()}, tags=["sessions"], summary="Check a password"
+)
+def check_password(request, body: SessionIn):
+    """The account a login or e-mail and password sign in to: its id and status (the caller decides
+    what a suspended account may do). A wrong password and a name nobody has get the same answer,
+    after the same work. Failures are limited per account and per client (429 with Retry-After)."""
+    account, right = account_password_verify(identifier=body.identifier, password=body.password)
+    limits = _failure_limits(request.auth.pk, account, body.identifier)
+    try:
+        limits_reached(limits)
+        if not right:
+            limits_hit(limits)
+    except LimitExceeded as refusal:
+        raise Problem(
+            "rate-limited",
+            "too many failed password checks; retry later",
+            headers={"Retry-After": str(refusal.retry_after)},
+        ) from None
+    if not right:
+        raise Problem("invalid-credentials", "wrong login, e-mail or password")
+    return {"account_id": account.pk, "status": account.status}

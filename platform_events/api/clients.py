@@ -1,0 +1,97 @@
+"""API clients: their keys, made once and stored as a digest only (platform_events/sql/0013_api.sql).
+
+A key is ``lc_`` and 43 URL-safe characters (256 random bits). Only its SHA-256 is kept; the
+first 11 characters (``key_prefix``) are kept too, so that staff can tell which key a client holds
+without being able to use it. The key is shown once, to whoever made the client.
+"""
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from platform_events.audit import audit_context
+from platform_events.models import ApiClient, ApiScope
+
+KEY_PREFIX = "lc_"
+SHOWN_CHARACTERS = 11  # "lc_" and 8 of the random part: 48 bits, enough to tell keys apart
+# How often a client's last use is written: each call would otherwise update its row.
+LAST_USED_EVERY = timedelta(seconds=60)
+
+
+class ApiClientError(ValueError):
+    """A client that cannot be made or changed as asked; ``str()`` says why, in one sentence."""
+
+
+def key_digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+
+
+def api_client_create(*, name: str, scopes: list[str], actor) -> tuple[ApiClient, str]:
+    """Make a client; returns it and its key, which nothing can show again."""
+    name = name.strip()
+    problem = api_client_name_problem(name) or api_client_scopes_problem(scopes)
+    if problem:
+        raise ApiClientError(problem)
+    if ApiClient.objects.filter(name__iexact=name).exists():
+        raise ApiClientError(f"api: there is already an API client named {name!r}")
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic(), audit_context(actor=actor):
+        client = ApiClient.objects.create(
+            name=name, key_prefix=key[:SHOWN_CHARACTERS], key_hash=key_digest(key), scopes=sorted(set(scopes))
+        )
+    client.refresh_from_db()
+    return client, key
+
+
+def api_client_name_problem(name: str) -> str | None:
+    """What the database would refuse in a client's name (ck_api_clients_name), said before it does."""
+    if not name or len(name) > 100:
+        return "api: a client's name is 1 to 100 characters"
+    if not (name[0].isascii() and name[0].isalnum()) or not all(
+        c.isascii() and (c.isalnum() or c in "._ -") for c in name
+    ):
+        return "api: a client's name starts with a letter or digit and holds only letters, digits, '.', '_', '-' and spaces"
+    return None
+
+
+def api_client_scopes_problem(scopes: list[str]) -> str | None:
+    unknown = sorted(set(scopes) - set(ApiScope.values))
+    if unknown:
+        return f"api: unknown scope(s) {', '.join(unknown)}; the scopes are {', '.join(ApiScope.values)}"
+    if not scopes:
+        return f"api: give a client at least one scope ({', '.join(ApiScope.values)})"
+    return None
+
+
+def api_client_revoke(*, client: ApiClient, reason: str, actor) -> bool:
+    """Revoke the client's key for good, with the reason; False when it was revoked already."""
+    reason = reason.strip()
+    if not reason:
+        raise ApiClientError("api: say why the key is revoked")
+    with transaction.atomic(), audit_context(actor=actor, reason=reason):
+        revoked = ApiClient.objects.filter(pk=client.pk, revoked_at__isnull=True).update(
+            revoked_at=Now(), revoked_reason=reason
+        )
+    client.refresh_from_db()
+    return bool(revoked)
+
+
+def api_client_by_key(key: str) -> ApiClient | None:
+    """The unrevoked client whose key this is, its last use noted (at most once a minute); None for
+    any other text. Called on every API request, outside a transaction."""
+    if not key.startswith(KEY_PREFIX) or len(key) > 200:
+        return None
+    client = ApiClient.objects.filter(key_hash=key_digest(key), revoked_at__isnull=True).first()
+    if client is None:
+        return None
+    # Asked of the row just read (this host's clock), then decided by the database's: one UPDATE a
+    # minute, however many hosts and calls.
+    if client.last_used_at is None or client.last_used_at < timezone.now() - LAST_USED_EVERY:
+        stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=Now() - LAST_USED_EVERY)
+        ApiClient.objects.filter(stale, pk=client.pk).update(last_used_at=Now())
+    return client

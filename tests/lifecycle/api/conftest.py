@@ -1,0 +1,50 @@
+import secrets
+
+import pytest
+
+from platform_events.api.clients import api_client_create
+from platform_events.models import ApiScope
+
+
+def new_key() -> str:
+    """An Idempotency-Key: 43 characters of the allowed alphabet."""
+    return secrets.token_urlsafe(32)
+
+
+class Api:
+    """Django's test client speaking to /api/v1/ as one API client."""
+
+    def __init__(self, client, key: str):
+        self.client = client
+        self.key = key
+
+    def headers(self, idempotency_key: str | None) -> dict:
+        headers = {"Authorization": f"Bearer {self.key}"}
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        return headers
+
+    def get(self, path: str, **params):
+        return self.client.get(f"/api/v1{path}", params, headers=self.headers(None))
+
+    def post(self, path: str, body: dict | None = None, *, key: str | None = "new", raw: bytes | None = None):
+        key = new_key() if key == "new" else key
+        data = raw if raw is not None else ({} if body is None else body)
+        return self.client.post(f"/api/v1{path}", data, content_type="application/json", headers=self.headers(key))
+
+
+@pytest.fixture
+def make_api(db, client):
+    def make(*scopes: str, name: str | None = None) -> Api:
+        made, key = api_client_create(name=name or f"service {secrets.token_hex(3)}", scopes=list(scopes), actor=None)
+        api = Api(client, key)
+        api.api_client = made
+        return api
+
+    return make
+
+
+@pytest.fixture
+def api(make_api):
+    """A client with every scope."""
+    return make_api(*ApiScope.values, name="billing")
