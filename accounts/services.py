@@ -99,7 +99,9 @@ def account_password_verify(*, identifier: str, password: str) -> tuple[Account 
     without a password, (account or None, False) after the same work: a password is hashed either
     way, so the time taken does not say whether the account exists."""
     account = accounts_by_identifier(identifier).order_by(F("activated_at").asc(nulls_last=True), "-id").first()
-    stored = AccountPassword.objects.filter(account=account).values_list("password", flat=True).first()
+    # Account 0 is nobody's: the same statement whether or not the name was found.
+    stored = AccountPassword.objects.filter(account_id=account.pk if account else 0).values_list("password", flat=True)
+    stored = stored.first()
     if stored is None:
         make_password(password)  # the work check_password would have done
         return account, False

@@ -11,7 +11,14 @@ from django.utils import timezone
 from django_q.models import Task
 
 from accounts.retention import abandoned_sign_ups
-from platform_events.retention import RetentionRule, old_events, old_processed_events, old_rate_limits, queryset_rule
+from platform_events.retention import (
+    RetentionRule,
+    expired_idempotency_keys,
+    old_events,
+    old_processed_events,
+    old_rate_limits,
+    queryset_rule,
+)
 from tokens.retention import old_mail_runs, old_tokens
 
 
@@ -25,6 +32,7 @@ def retention_rules() -> list[RetentionRule]:
         old_rate_limits(),
         old_events(),
         old_processed_events(),
+        expired_idempotency_keys(),
         queryset_rule("sessions", "staff sessions: until they expire", Session.objects.filter(expire_date__lt=now)),
         queryset_rule(
             "access-log",

@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from platform_events.audit import audit_context
-from platform_events.models import DeliveryStatus, OutboxEvent, ProcessedEvent, RateLimit
+from platform_events.models import DeliveryStatus, IdempotencyKey, OutboxEvent, ProcessedEvent, RateLimit
 
 # Long enough for the admin or an operator to look at yesterday's hits; the limits need only the current window.
 RATE_LIMITS_KEPT = timedelta(days=1)
@@ -70,4 +70,14 @@ def old_processed_events() -> RetentionRule:
         "processed-events",
         f"internal consumers' processed events: {days} days",
         ProcessedEvent.objects.filter(processed_at__lt=timezone.now() - timedelta(days=days)),
+    )
+
+
+def expired_idempotency_keys() -> RetentionRule:
+    """The client API's Idempotency-Keys past their time (seed 004: 24 hours; API_IDEMPOTENCY_HOURS):
+    a retry after that runs as a new request."""
+    return queryset_rule(
+        "idempotency-keys",
+        f"the client API's idempotency keys: {settings.API_IDEMPOTENCY_HOURS} hours",
+        IdempotencyKey.objects.filter(expires_at__lt=timezone.now()),
     )

@@ -68,6 +68,8 @@ def test_every_table_of_ours_is_checked():
         "webhook_subscriptions",
         "webhook_deliveries",
         "processed_events",
+        "api_clients",
+        "idempotency_keys",
     }
 
 
@@ -85,12 +87,13 @@ def test_the_migrations_reverse_cleanly_and_apply_again():
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_class WHERE relname IN ('accounts', 'tokens', 'jobs', 'audit_events', 'rate_limits',"
-            " 'outbox_events', 'webhook_subscriptions', 'webhook_deliveries', 'processed_events')"
+            " 'outbox_events', 'webhook_subscriptions', 'webhook_deliveries', 'processed_events',"
+            " 'api_clients', 'idempotency_keys')"
             " UNION ALL SELECT count(*) FROM pg_type WHERE typname IN ('account_status', 'token_action', 'job_type')"
             " UNION ALL SELECT count(*) FROM pg_proc WHERE proname LIKE 'trg_%' OR proname LIKE 'lifecycle_%'"
             " OR proname LIKE 'accounts_%' OR proname LIKE 'tokens_%' OR proname LIKE 'audit_%'"
             " OR proname LIKE 'outbox_%' OR proname LIKE 'webhook_%' OR proname = 'account_event_data'"
-            " OR proname = 'set_updated_at'"
+            " OR proname = 'set_updated_at' OR proname LIKE 'api_%'"
         )
         assert [n for (n,) in cursor.fetchall()] == [0, 0, 0]
     result = manage("migrate", "--no-input", **roles)

@@ -53,13 +53,13 @@ WHERE client_id = %(client)s AND key = %(key)s
 RETURNING 1
 """
 HOLDER = """
-SELECT request_hash, response_status, response_body,
+SELECT request_hash, response_status, response_body::text,
        greatest(1, ceil(extract(epoch FROM lease_until - now())))::integer
 FROM idempotency_keys WHERE client_id = %(client)s AND key = %(key)s
 """
 LOCK_MINE = "SELECT 1 FROM idempotency_keys WHERE client_id = %(client)s AND key = %(key)s AND lease_claim = %(claim)s FOR UPDATE"
 STORE = """
-UPDATE idempotency_keys SET response_status = %(status)s, response_body = %(body)s, lease_claim = NULL, lease_until = NULL
+UPDATE idempotency_keys SET response_status = %(status)s, response_body = %(body)s::jsonb, lease_claim = NULL, lease_until = NULL
 WHERE client_id = %(client)s AND key = %(key)s AND lease_claim = %(claim)s
 RETURNING response_body::text
 """
@@ -141,7 +141,7 @@ def _answer_held(holder, fingerprint: str) -> HttpResponse:
             "the first request with this Idempotency-Key is still running; retry later",
             headers={"Retry-After": str(lease_left)},
         )
-    response = _response(status, json.dumps(body))
+    response = _response(status, body)  # the stored text, as the first answer sent it
     response[REPLAYED_HEADER] = "true"
     return response
 

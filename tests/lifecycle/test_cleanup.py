@@ -23,7 +23,18 @@ from tokens.services import token_resend_activation
 
 pytestmark = pytest.mark.django_db
 
-RULES = ["sign-ups", "tokens", "mail-runs", "limits", "events", "processed-events", "sessions", "access-log", "tasks"]
+RULES = [
+    "sign-ups",
+    "tokens",
+    "mail-runs",
+    "limits",
+    "events",
+    "processed-events",
+    "idempotency-keys",
+    "sessions",
+    "access-log",
+    "tasks",
+]
 
 
 def age(account, days, sql):
@@ -258,3 +269,17 @@ def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_sta
         assert kept == {events["old-due"], events["young"]}
         assert conn.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (2,)
         assert conn.execute("SELECT count(*) FROM processed_events").fetchone() == (1,)
+
+
+def test_expired_idempotency_keys_are_deleted_and_live_ones_kept(sql):
+    from platform_events.api.clients import api_client_create
+
+    client, _ = api_client_create(name="billing", scopes=["accounts:write"], actor=None)
+    sql(
+        "INSERT INTO idempotency_keys (client_id, key, request_hash, response_status, response_body, expires_at)"
+        " SELECT %s, repeat(k, 32), repeat('a', 64), 201, '{}', now() + make_interval(hours => h)"
+        " FROM (VALUES ('a', -1), ('b', -30), ('c', 1)) AS keys (k, h)",
+        [client.pk],
+    )
+    assert "idempotency-keys 2" in cleanup("--only", "idempotency-keys", "--batch-size", "1")
+    assert sql("SELECT left(key, 1) FROM idempotency_keys") == [("c",)]
