@@ -24,8 +24,9 @@ class ClientKey(HttpAuthBase):
 
     openapi_scheme = "bearer"
 
-    def __init__(self, scope: ApiScope):
+    def __init__(self, scope: ApiScope, *, query: frozenset[str] = frozenset()):
         self.scope = scope
+        self.query = query  # the query parameters the operation takes; any other is refused
         super().__init__()
 
     def __call__(self, request) -> ApiClient | None:
@@ -49,7 +50,19 @@ class ClientKey(HttpAuthBase):
             )
         if _content_length(request) > settings.API_MAX_BODY_BYTES:
             raise Problem("request-too-large", f"a request body may be at most {settings.API_MAX_BODY_BYTES} bytes")
+        _check_query(request, self.query)
         return client
+
+
+def _check_query(request, allowed: frozenset[str]) -> None:
+    """A query parameter the operation does not take, or one given twice, is refused (ninja would
+    ignore the one and take the last of the other)."""
+    unknown = sorted(set(request.GET) - allowed)
+    if unknown:
+        raise Problem("validation-failed", f"unknown query parameter(s): {', '.join(unknown)[:200]}", errors=[])
+    repeated = sorted(name for name in request.GET if len(request.GET.getlist(name)) > 1)
+    if repeated:
+        raise Problem("validation-failed", f"give {repeated[0]} once", errors=[])
 
 
 def _content_length(request) -> int:

@@ -5,6 +5,7 @@ Every POST that changes state runs once per Idempotency-Key (platform_events/api
 the password check (POST /sessions) takes none, so that its body is never stored.
 """
 
+import json
 from datetime import timedelta
 from typing import Annotated
 
@@ -13,6 +14,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Value
 from django.db.models.functions import Lower
 from ninja import Path, Query, Router
+from ninja.responses import NinjaJSONEncoder
 
 from accounts.models import Account
 from accounts.selectors import accounts_by_identifier, sign_up_problems
@@ -49,6 +51,7 @@ from tokens.services import token_resend_activation, token_send_password_recover
 router = Router(tags=["accounts"])
 
 READ = ClientKey(ApiScope.ACCOUNTS_READ)
+LOOK_UP = ClientKey(ApiScope.ACCOUNTS_READ, query=frozenset({"email", "login"}))
 WRITE = ClientKey(ApiScope.ACCOUNTS_WRITE)
 SESSIONS = ClientKey(ApiScope.SESSIONS)
 
@@ -62,16 +65,16 @@ IDEMPOTENT = {
             "required": True,
             "description": "32-128 of A-Z a-z 0-9 _ -, bare or as a quoted string. A retry with the same key"
             " and body gets the first response again (with Idempotent-Replayed: true).",
-            "schema": {"type": "string", "pattern": '^"?[A-Za-z0-9_-]{32,128}"?$'},
+            "schema": {"type": "string", "pattern": '^([A-Za-z0-9_-]{32,128}|"[A-Za-z0-9_-]{32,128}")$'},
         }
     ]
 }
 
 
 def problems(*statuses: int) -> dict[int, type[ProblemOut]]:
-    """The problem responses an operation documents: its own and every operation's (401, 403, 413,
-    422, 429)."""
-    return dict.fromkeys(sorted({401, 403, 413, 422, 429, *statuses}), ProblemOut)
+    """The problem responses an operation documents: its own and every operation's (400: a body that
+    is not JSON; 401, 403, 413, 422, 429)."""
+    return dict.fromkeys(sorted({400, 401, 403, 413, 422, 429, *statuses}), ProblemOut)
 
 
 def _account(account_id: int) -> Account:
@@ -81,8 +84,14 @@ def _account(account_id: int) -> Account:
     return account
 
 
+def _as_json(body) -> dict:
+    """A body as the API's renderer writes it (times to the millisecond, as a GET answers them), for
+    an answer made by hand and stored for replays."""
+    return json.loads(json.dumps(body.model_dump(), cls=NinjaJSONEncoder))
+
+
 def _account_out(account: Account) -> dict:
-    return AccountOut.from_orm(account).model_dump(mode="json")
+    return _as_json(AccountOut.from_orm(account))
 
 
 def _once(request, work) -> Outcome:
@@ -147,7 +156,7 @@ def read_account(request, account_id: AccountId):
     return _account(account_id)
 
 
-@router.get("/accounts", auth=READ, response={200: AccountListOut, **problems()}, summary="Look up accounts")
+@router.get("/accounts", auth=LOOK_UP, response={200: AccountListOut, **problems()}, summary="Look up accounts")
 def look_up_accounts(
     request,
     email: Annotated[Text | None, Query(max_length=LONGEST_NAME, description="An e-mail address, any case.")] = None,
@@ -199,7 +208,7 @@ def _mail(request, account_id: int, issue) -> Outcome:
     def work() -> Outcome:
         token = issue(account=_account(account_id), actor=request.auth)
         body = {"account_id": token.account_id, "action": token.action, "expires_at": token.expires_at}
-        return Outcome(202, MailOut(**body).model_dump(mode="json"))
+        return Outcome(202, _as_json(MailOut(**body)))
 
     return _once(request, work)
 

@@ -184,5 +184,6 @@ def _release(params: dict) -> None:
 
 
 def _response(status: int, body: str) -> HttpResponse:
-    content_type = MEDIA_TYPE if status >= 400 else "application/json"
+    # As django-ninja writes its own answers (a GET's), so that a client sees one media type.
+    content_type = MEDIA_TYPE if status >= 400 else "application/json; charset=utf-8"
     return HttpResponse(body, status=status, content_type=content_type)
