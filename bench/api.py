@@ -10,8 +10,8 @@ and PostgreSQL; the client is httpx, one keep-alive connection per thread. At co
 (threads, ``--requests`` calls shared among them), it prints requests/s and p50/p99 per call of:
 
 - ``account_provision()`` in-process, as the API client (the baseline);
-- POST /api/v1/accounts with a fresh Idempotency-Key each (key, rate limit, key row, provisioning,
-  stored response);
+- POST /api/v1/accounts with a fresh Idempotency-Key each (the bearer key looked up, the client's
+  rate counted, the Idempotency-Key's row, provisioning, the answer stored);
 - the same requests again, same key and body: the stored response (``Idempotent-Replayed: true``);
 - GET /api/v1/accounts/{id}, against ``Account.objects.get()`` in-process, for scale;
 
