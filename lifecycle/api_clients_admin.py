@@ -57,6 +57,8 @@ CURL_EXAMPLES = {
 
 
 class ScopesField(forms.MultipleChoiceField):
+    """The scopes as checkboxes, one a line with what each allows; none is a form error."""
+
     widget = forms.CheckboxSelectMultiple
     default_error_messages = {"required": "Choose at least one scope: each operation needs one."}
 
