@@ -10,8 +10,8 @@ Read-only like every audit admin; Auditors (and superusers) may also export the 
 
 The locked-out staff logins and their Unlock action are in lifecycle/lockout_admin.py, django-q2's
 task pages without their arguments in lifecycle/task_admin.py, the webhook endpoints, deliveries and
-events in lifecycle/webhooks_admin.py, each registered by importing it here (Django discovers only
-this module).
+events in lifecycle/webhooks_admin.py, the API clients in lifecycle/api_clients_admin.py, each
+registered by importing it here (Django discovers only this module).
 """
 
 import uuid
@@ -34,7 +34,7 @@ from django.utils.safestring import mark_safe
 from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
 from accounts.selectors import account_trail
-from lifecycle import lockout_admin, task_admin, webhooks_admin  # noqa: F401 (they register their admins)
+from lifecycle import api_clients_admin, lockout_admin, task_admin, webhooks_admin  # noqa: F401 (they register their admins)
 from lifecycle.audit_trail import export as audit_export
 from lifecycle.audit_trail.diffs import diff_lines, local_time
 from lifecycle.audit_trail.export import ExportTooLarge, audit_trail_export

@@ -2,7 +2,7 @@
 
 Superusers can do everything; these groups get what their job needs and no more. None can
 add, change or delete accounts, tokens or audit rows: state changes go through the actions. Only
-Auditors may export the audit trail (CSV); only Integrators (and superusers) see webhooks.
+Auditors may export the audit trail (CSV); only Integrators (and superusers) see webhooks and API clients.
 """
 
 from django.apps import apps
@@ -25,8 +25,9 @@ ROLES = {
     # (every login, address, IP and user agent in it is personal data), each export audited.
     "Auditor": ["platform_events.view_auditevent", "platform_events.export_auditevent"],
     # Those who connect partners' systems: webhook endpoints (add, change, rotate, pause...), their
-    # deliveries (send again) and the events. Support has none of it: an endpoint's URL decides where
-    # every account's changes go.
+    # deliveries (send again) and the events; API clients (add, change the scopes, revoke). Support
+    # has none of it: an endpoint's URL decides where every account's changes go, and an API key
+    # provisions and suspends accounts without a person.
     "Integrators": [
         "platform_events.view_webhooksubscription",
         "platform_events.add_webhooksubscription",
@@ -34,6 +35,9 @@ ROLES = {
         "platform_events.view_webhookdelivery",
         "platform_events.redeliver_webhookdelivery",
         "platform_events.view_outboxevent",
+        "platform_events.view_apiclient",
+        "platform_events.add_apiclient",
+        "platform_events.change_apiclient",  # the scopes, and revoking
     ],
 }
 

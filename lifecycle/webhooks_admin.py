@@ -23,12 +23,11 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.decorators import method_decorator
-from django.utils.formats import date_format
 from django.utils.html import format_html
-from django.utils.timezone import localtime
 from django.utils.translation import ngettext
 from django.views.decorators.debug import sensitive_post_parameters
 
+from lifecycle.admin_pages import NAMED_ON_CONFIRMATION, confirmation, shown_once, when
 from platform_events.audit import audit_context
 from platform_events.declared_lookups import DeclaredLookupsOnly, value_fits
 from platform_events.models import (
@@ -55,8 +54,6 @@ from platform_events.webhooks.endpoints import (
     secret_checked,
 )
 
-# A confirmation page names this many of the selected rows, then counts the rest.
-NAMED_ON_CONFIRMATION = 10
 # Deliveries still to be sent (first time, or again after a failure).
 WAITING = [DeliveryStatus.PENDING, DeliveryStatus.FAILED]
 STATUS_COLOURS = {
@@ -330,18 +327,15 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
         )
 
     def _secret_page(self, request, endpoint, secret: str, done: str) -> TemplateResponse:
-        # Not cached: admin_view() marks every admin page no-store (never_cache).
-        return TemplateResponse(
+        return shown_once(
             request,
-            "admin/platform_events/webhooksubscription/secret.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "The endpoint's signing secret",
-                "opts": self.opts,
-                "endpoint": endpoint,
-                "secret": secret,
-                "done": done,
-            },
+            self,
+            endpoint,
+            template="admin/platform_events/webhooksubscription/secret.html",
+            title="The endpoint's signing secret",
+            label="Signing secret",
+            secret=secret,
+            done=done,
         )
 
     # Changing: only what the service lets staff change
@@ -523,11 +517,11 @@ class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
     @admin.display(description="next try", ordering="next_retry_at")
     def next_try(self, delivery):
         # Only a delivery still to send has a next try; a delivered one's column is history.
-        return _when(delivery.next_retry_at) if delivery.status in WAITING else "—"
+        return when(delivery.next_retry_at) if delivery.status in WAITING else "—"
 
     @admin.display(description="last try", ordering="last_attempt_at")
     def last_try(self, delivery):
-        return _when(delivery.last_attempt_at)
+        return when(delivery.last_attempt_at)
 
     @admin.display(description="response")
     def response(self, delivery):
@@ -689,11 +683,6 @@ def aggregate(event: OutboxEvent, links_accounts: bool) -> str:
     return format_html('<span style="white-space: nowrap;">{}</span>', text)
 
 
-def _when(moment) -> str:
-    """To the second, in the admin's zone (DATETIME_FORMAT), or a dash."""
-    return date_format(localtime(moment), "DATETIME_FORMAT") if moment else "—"
-
-
 def with_account_links(queryset, request):
     """Rows that know whether this user may open account pages (their "about" links there, or says it)."""
     allowed = request.user.has_perm("accounts.view_account")
@@ -702,28 +691,3 @@ def with_account_links(queryset, request):
 
 def pretty_json(value) -> str:
     return format_html("<pre style='white-space: pre-wrap;'>{}</pre>", json.dumps(value, indent=2, sort_keys=True))
-
-
-def confirmation(
-    request, model_admin, *, title, question, items, button, back, form=None, more=0, selected=(), action=None
-):
-    """A confirmation page (templates/admin/confirmation.html): what is about to change, an optional
-    reason, the button that POSTs it, and a way back."""
-    return TemplateResponse(
-        request,
-        "admin/confirmation.html",
-        {
-            **model_admin.admin_site.each_context(request),
-            "title": title,
-            "opts": model_admin.opts,
-            "question": question,
-            "items": items,
-            "more": more,
-            "selected": selected,
-            "action": action,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "form": form,
-            "button": button,
-            "back": back,
-        },
-    )

@@ -9,10 +9,11 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 
 from platform_events.audit import audit_context
 from platform_events.models import ApiClient, ApiScope
@@ -24,26 +25,40 @@ LAST_USED_EVERY = timedelta(seconds=60)
 
 
 class ApiClientError(ValueError):
-    """A client that cannot be made or changed as asked; ``str()`` says why, in one sentence."""
+    """A client that cannot be made or changed as asked; ``str()`` says why, in one sentence, and
+    ``field`` names the input refused (name, scopes, reason), so that a form shows it beside it."""
+
+    def __init__(self, message: str, *, field: str | None = None):
+        super().__init__(message)
+        self.field = field
 
 
 def key_digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
+@sensitive_variables("key")
 def api_client_create(*, name: str, scopes: list[str], actor) -> tuple[ApiClient, str]:
     """Make a client; returns it and its key, which nothing can show again."""
     name = name.strip()
-    problem = api_client_name_problem(name) or api_client_scopes_problem(scopes)
-    if problem:
-        raise ApiClientError(problem)
+    if problem := api_client_name_problem(name):
+        raise ApiClientError(problem, field="name")
+    if problem := api_client_scopes_problem(scopes):
+        raise ApiClientError(problem, field="scopes")
+    taken = ApiClientError(f"api: there is already an API client named {name!r}", field="name")
     if ApiClient.objects.filter(name__iexact=name).exists():
-        raise ApiClientError(f"api: there is already an API client named {name!r}")
+        raise taken
     key = KEY_PREFIX + secrets.token_urlsafe(32)
-    with transaction.atomic(), audit_context(actor=actor):
-        client = ApiClient.objects.create(
-            name=name, key_prefix=key[:SHOWN_CHARACTERS], key_hash=key_digest(key), scopes=sorted(set(scopes))
-        )
+    try:
+        with transaction.atomic(), audit_context(actor=actor):
+            client = ApiClient.objects.create(
+                name=name, key_prefix=key[:SHOWN_CHARACTERS], key_hash=key_digest(key), scopes=sorted(set(scopes))
+            )
+    except IntegrityError as error:
+        # Two people adding one name at once both pass the check above; the unique index decides.
+        if getattr(error.__cause__.diag, "constraint_name", None) != "api_clients_name_key":
+            raise
+        raise taken from None
     client.refresh_from_db()
     return client, key
 
@@ -68,17 +83,43 @@ def api_client_scopes_problem(scopes: list[str]) -> str | None:
     return None
 
 
+def api_client_change_scopes(*, client: ApiClient, scopes: list[str], actor) -> ApiClient:
+    """Give the client these scopes instead of its own (its key stays); refused once it is revoked."""
+    if problem := api_client_scopes_problem(scopes):
+        raise ApiClientError(problem, field="scopes")
+    wanted = sorted(set(scopes))
+    with transaction.atomic(), audit_context(actor=actor):
+        client.refresh_from_db(from_queryset=ApiClient.objects.select_for_update(no_key=True))
+        if client.revoked_at is not None:
+            raise ApiClientError(f"api: client {client.name!r} is revoked; its scopes cannot change")
+        if client.scopes == wanted:
+            return client
+        client.scopes = wanted
+        client.save(update_fields=["scopes"])
+    return client
+
+
 def api_client_revoke(*, client: ApiClient, reason: str, actor) -> bool:
     """Revoke the client's key for good, with the reason; False when it was revoked already."""
     reason = reason.strip()
     if not reason:
-        raise ApiClientError("api: say why the key is revoked")
+        raise ApiClientError("api: say why the key is revoked", field="reason")
+    if "\x00" in reason or not _encodable(reason):  # a command line's stray bytes: PostgreSQL text cannot hold them
+        raise ApiClientError("api: the reason is not valid text (UTF-8, no NUL)", field="reason")
     with transaction.atomic(), audit_context(actor=actor, reason=reason):
         revoked = ApiClient.objects.filter(pk=client.pk, revoked_at__isnull=True).update(
             revoked_at=Now(), revoked_reason=reason
         )
     client.refresh_from_db()
     return bool(revoked)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def api_client_by_key(key: str) -> ApiClient | None:

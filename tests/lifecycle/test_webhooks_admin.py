@@ -4,6 +4,7 @@ the clear); the buttons change the endpoint once, audited with the staff member;
 again by those allowed; every list filters only by what it declares; Integrators, not Support."""
 
 import base64
+import logging
 import re
 
 import pytest
@@ -98,6 +99,15 @@ def test_the_secret_is_in_no_page_session_or_audit_row_afterwards(integrator, ad
     assert_nowhere(trail, secret)
     stored = WebhookSubscription.objects.get(pk=endpoint.pk)
     assert base64.b64decode(secret.removeprefix("whsec_")) not in bytes(stored.secret_encrypted)
+
+
+def test_the_secret_is_in_no_log_even_at_debug(integrator, caplog):
+    """Found while adding API clients: django.template logs a page's whole context at DEBUG for each
+    variable it cannot find (admin/base.html's subtitle), the secret's page included."""
+    caplog.set_level(logging.DEBUG, logger="django")
+    _, secret, _ = added(integrator)
+    assert "Exception while resolving variable" in caplog.text
+    assert_nowhere(caplog.text, secret)
 
 
 def test_the_endpoint_page_has_no_secret_field(integrator):

@@ -1,0 +1,104 @@
+"""API clients' services (platform_events/api/clients.py), as the admin and the commands call them:
+each refusal names its field; a name two people add at once goes to one; scopes change on a working
+client only, audited; a reason that is not text is refused before the database sees it."""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from platform_events.api.clients import (
+    ApiClientError,
+    api_client_by_key,
+    api_client_change_scopes,
+    api_client_create,
+    api_client_revoke,
+)
+from platform_events.models import ApiClient, AuditEvent
+from tests.support import in_threads, wait_until_blocked
+
+
+@pytest.fixture
+def staff(db):
+    """The staff member the audit rows name."""
+    return get_user_model().objects.create_user("integrator1", password="x", is_staff=True)
+
+
+@pytest.mark.django_db
+class TestRefusals:
+    @pytest.mark.parametrize(
+        ("name", "scopes", "field"),
+        [
+            ("", ["sessions"], "name"),
+            ("bad/name", ["sessions"], "name"),
+            ("billing", [], "scopes"),
+            ("billing", ["sessions", "admin"], "scopes"),
+        ],
+    )
+    def test_a_refused_client_names_the_field_and_nothing_is_written(self, name, scopes, field):
+        with pytest.raises(ApiClientError, match="^api: ") as refusal:
+            api_client_create(name=name, scopes=scopes, actor=None)
+        assert refusal.value.field == field
+        assert not ApiClient.objects.exists()
+
+    def test_a_name_taken_in_another_case_is_refused_on_the_name(self):
+        api_client_create(name="billing", scopes=["sessions"], actor=None)
+        with pytest.raises(ApiClientError, match="already an API client named 'Billing'") as refusal:
+            api_client_create(name="Billing", scopes=["sessions"], actor=None)
+        assert refusal.value.field == "name"
+
+    @pytest.mark.parametrize("reason", ["", "  ", "bad \udcff bytes", "a\x00b"])
+    def test_a_revocation_without_a_reason_in_plain_text_is_refused_and_the_key_works(self, reason):
+        client, key = api_client_create(name="billing", scopes=["sessions"], actor=None)
+        with pytest.raises(ApiClientError, match="^api: ") as refusal:
+            api_client_revoke(client=client, reason=reason, actor=None)
+        assert refusal.value.field == "reason"
+        assert api_client_by_key(key) == client
+
+
+@pytest.mark.django_db
+class TestScopes:
+    def test_new_scopes_keep_the_key_and_are_audited_with_the_staff_member(self, staff):
+        client, key = api_client_create(name="billing", scopes=["sessions"], actor=None)
+        changed = api_client_change_scopes(client=client, scopes=["accounts:write", "accounts:read"], actor=staff)
+        assert changed.scopes == ["accounts:read", "accounts:write"]
+        assert api_client_by_key(key) == client
+        row = AuditEvent.objects.get(action="api_client.changed")
+        assert (row.actor_id, row.diff_before, row.diff_after) == (
+            f"staff:{staff.pk}",
+            {"scopes": ["sessions"]},
+            {"scopes": ["accounts:read", "accounts:write"]},
+        )
+
+    def test_the_same_scopes_in_another_order_change_nothing(self, staff):
+        client, _ = api_client_create(name="billing", scopes=["sessions", "accounts:read"], actor=None)
+        api_client_change_scopes(client=client, scopes=["sessions", "accounts:read", "sessions"], actor=staff)
+        assert not AuditEvent.objects.filter(action="api_client.changed").exists()
+
+    def test_a_revoked_clients_scopes_cannot_change(self, staff):
+        client, _ = api_client_create(name="billing", scopes=["sessions"], actor=None)
+        api_client_revoke(client=client, reason="gone", actor=None)
+        with pytest.raises(ApiClientError, match="api: client 'billing' is revoked; its scopes cannot change"):
+            api_client_change_scopes(client=client, scopes=["accounts:read"], actor=staff)
+        assert ApiClient.objects.get(pk=client.pk).scopes == ["sessions"]
+
+    def test_no_scope_is_refused_on_the_scopes(self, staff):
+        client, _ = api_client_create(name="billing", scopes=["sessions"], actor=None)
+        with pytest.raises(ApiClientError, match="at least one scope") as refusal:
+            api_client_change_scopes(client=client, scopes=[], actor=staff)
+        assert refusal.value.field == "scopes"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_name_added_twice_at_once_is_one_client_and_a_refusal_on_the_name(psql):
+    """Both pass the service's check (neither sees the other's row); the unique index decides."""
+    with psql.transaction():
+        psql.execute(
+            "INSERT INTO api_clients (name, key_prefix, key_hash, scopes)"
+            " VALUES ('Billing', 'lc_racing1', sha256('x'), '{sessions}')"
+        )
+        threads, results = in_threads(lambda: api_client_create(name="billing", scopes=["sessions"], actor=None))
+        wait_until_blocked(psql, 1)
+    threads[0].join()
+    ((ok, error),) = results
+    assert not ok and isinstance(error, ApiClientError) and error.field == "name"
+    assert str(error) == "api: there is already an API client named 'billing'"
+    assert list(ApiClient.objects.values_list("name", flat=True)) == ["Billing"]
