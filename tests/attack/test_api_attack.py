@@ -1,0 +1,352 @@
+"""Attacks on the client API (issue 13: /api/v1/, API clients, Idempotency-Keys, POST /sessions).
+
+Each test in the first part reproduces a finding and fails on the code it was written against; the
+last part keeps attacks that the API withstood, where they add something the API's own tests lack.
+"""
+
+import hashlib
+import json
+import logging
+import secrets
+import threading
+import time
+
+import httpx
+import pytest
+from django.db import DatabaseError, transaction
+
+from lifecycle.factories import AccountFactory
+from platform_events.api.clients import api_client_by_key, api_client_create, api_client_revoke
+from platform_events.models import IdempotencyKey
+from tests.lifecycle.api.conftest import Api, new_key
+from tests.lifecycle.api.test_idempotency_in_a_server import Server
+from tests.support import connect, connect_as_owner, wait_until_blocked
+from tokens.models import Token
+
+PROBLEM = "application/problem+json"
+EVERY_SCOPE = ["accounts:read", "accounts:write", "sessions"]
+
+
+@pytest.fixture
+def api(db, client):
+    made, key = api_client_create(name=f"attacker {secrets.token_hex(3)}", scopes=EVERY_SCOPE, actor=None)
+    api = Api(client, key)
+    api.api_client = made
+    return api
+
+
+def _canonical(body: dict) -> bytes:
+    """A JSON body as request_fingerprint() reads it (documented in its docstring)."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+# Findings ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_provisioned_password_cannot_be_checked_offline_against_the_stored_request_hash(api):
+    """POST /accounts with a password: the request's fingerprint, an unsalted SHA-256 of method, path
+    and the canonical JSON body (password included), is kept in idempotency_keys.request_hash for 24
+    hours (and in every backup). The e-mail and login are in the accounts table next to it, so one
+    SHA-256 per guess confirms the password: an offline dictionary attack at GPU speed, around the
+    Argon2id hash that account_passwords keeps. (POST /sessions takes no key "so that its body is
+    never stored"; POST /accounts stores a fast digest of it.)"""
+    password = "cobol-compiler-1952"
+    response = api.post("/accounts", {"email": "grace@example.com", "login": "grace", "password": password})
+    assert response.status_code == 201
+    stored = IdempotencyKey.objects.get(client_id=api.api_client.pk).request_hash
+
+    def confirms(guess: str) -> bool:
+        body = _canonical({"email": "grace@example.com", "login": "grace", "password": guess})
+        return hashlib.sha256(b"POST\n/api/v1/accounts\n" + body).hexdigest() == stored
+
+    assert not confirms("password123")
+    assert not confirms(password), "the stored request hash confirms the password with one SHA-256"
+
+
+@pytest.mark.django_db
+def test_the_session_failure_limit_does_not_tell_whether_a_login_exists(api, settings):
+    """POST /sessions promises the same answer for a name nobody has. Its per-account failure bucket is
+    the account when the name finds one (PostgreSQL's lower() on both sides) and otherwise the name as
+    typed (Python's lower()). The two lower()s differ for U+0130 (İ): PostgreSQL gives 'i', Python
+    'i̇'. So after the limit's failures on "iris", "İris" names the same account (same bucket: 429),
+    while after as many on "irina", nobody's, "İrina" is a fresh bucket (401). A client with only the
+    sessions scope learns which logins exist (and any address or login holding an 'i')."""
+    settings.API_SESSION_FAILURES_PER_ACCOUNT = 3
+    AccountFactory(login="iris", email="iris@example.com", active=True)
+
+    def check(identifier: str) -> int:
+        return api.post("/sessions", {"identifier": identifier, "password": "not her password"}, key=None).status_code
+
+    for name in ["iris", "irina"]:
+        assert [check(name) for _ in range(3)] == [401, 401, 401]
+    existing, unknown = check("\u0130ris"), check("\u0130rina")
+    assert existing == unknown, f"İris (exists) answered {existing}, İrina (nobody) answered {unknown}"
+
+
+@pytest.mark.django_db
+def test_a_revoked_key_cannot_be_restored_by_deleting_and_reinserting_its_client(sql):
+    """0013_api.sql: "A revoked key stays revoked ... a new key is a new client"; its trigger refuses
+    UPDATE ... SET revoked_at = NULL. The runtime role (a leaked DATABASE_URL, an SQL injection) may
+    still DELETE the revoked row and INSERT it again, OVERRIDING SYSTEM VALUE, with the same id, name,
+    key_hash and key_prefix and more scopes: the leaked key works again, as the same client."""
+    client, key = api_client_create(name="leaky", scopes=["accounts:read"], actor=None)
+    api_client_revoke(client=client, reason="the key was pasted in a chat", actor=None)
+    assert api_client_by_key(key) is None
+    (row,) = sql("SELECT id, name, key_prefix, key_hash, created_at FROM api_clients WHERE id = %s", [client.pk])
+    try:
+        with transaction.atomic():
+            sql("DELETE FROM api_clients WHERE id = %s", [client.pk])
+            sql(
+                "INSERT INTO api_clients (id, name, key_prefix, key_hash, scopes, created_at) OVERRIDING SYSTEM VALUE"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                [row[0], row[1], row[2], row[3], EVERY_SCOPE, row[4]],
+            )
+    except DatabaseError:
+        pass  # refused: what should happen
+    restored = api_client_by_key(key)
+    assert restored is None, f"the revoked key works again, as client {restored.pk} with {restored.scopes}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("operation", ["activation-email", "recovery-email"])
+def test_a_deeply_nested_body_is_not_a_server_error(api, operation):
+    """No 500 for any input. These two operations take no body, so ninja never parses it; the
+    fingerprint does (json.loads), and a nesting deeper than Python's recursion limit raises
+    RecursionError, which request_fingerprint() does not catch (only ValueError): 500 server-error,
+    with a traceback in the log, from 10 kB of '['."""
+    account = AccountFactory(active=True)
+    response = api.post(f"/accounts/{account.pk}/{operation}", raw=b"[" * 5000 + b"]" * 5000)
+    assert response.status_code != 500, response.content
+    assert response.status_code < 400 or response["Content-Type"] == PROBLEM
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/sessions", "/accounts/1/suspend"])
+def test_a_malformed_content_length_is_not_a_server_error(api, path):
+    """Content-Length: 14x (runserver, the Procfile's web server, passes it on): the API's own size
+    check reads it as 0, then Django's request.body does int() on it: ValueError, 500 server-error."""
+    body = json.dumps({"reason": "x"} if "suspend" in path else {"identifier": "x", "password": "y"}).encode()
+    response = api.client.post(
+        f"/api/v1{path}", body, content_type="application/json", headers=api.headers(new_key()), CONTENT_LENGTH="14x"
+    )
+    assert response.status_code != 500, response.content
+    assert response["Content-Type"] == PROBLEM and 400 <= response.status_code < 500
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/accounts/1/", "/api/v1/nothing", "/api/v1//accounts/1", "/api/v1/"])
+def test_an_unknown_path_under_the_api_is_a_problem(api, path):
+    """RFC 9457 problem+json everywhere: a path under /api/v1/ that no operation has (a trailing
+    slash, a typo) gets Django's HTML 404 page (with DEBUG, the URL patterns too)."""
+    response = api.client.get(path, headers=api.headers(None))
+    assert response.status_code == 404
+    assert response["Content-Type"] == PROBLEM, response["Content-Type"]
+    assert json.loads(response.content)["type"] == "/api/v1/problems/not-found"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("method", "path"), [("DELETE", "/accounts/1"), ("GET", "/accounts/1/suspend"), ("PUT", "/accounts")]
+)
+def test_a_wrong_method_is_a_problem(api, method, path):
+    """The catalogue has method-not-allowed (405) and BY_STATUS maps 405 to it, yet ninja's own
+    HttpResponseNotAllowed goes out as text/html "Method not allowed"."""
+    response = api.client.generic(method, f"/api/v1{path}", headers=api.headers(new_key()))
+    assert response.status_code == 405
+    assert response["Content-Type"] == PROBLEM, response["Content-Type"]
+    assert json.loads(response.content)["type"] == "/api/v1/problems/method-not-allowed"
+
+
+@pytest.mark.django_db
+def test_a_wrong_password_answer_says_how_to_authenticate(api):
+    """POST /sessions answers a wrong password 401 (invalid-credentials) without WWW-Authenticate, which
+    RFC 9110 (15.5.2) requires of every 401; the API's other 401 (unauthenticated) has it. A client
+    library reads a 401 as "this API key is not accepted" (retry with another key, alert, open a
+    circuit breaker); here the key was fine and the end user's password was wrong."""
+    AccountFactory(login="ada", email="ada@example.com", active=True)
+    response = api.post("/sessions", {"identifier": "ada", "password": "not her password"}, key=None)
+    assert response.status_code == 401
+    assert response.has_header("WWW-Authenticate"), "a 401 without WWW-Authenticate"
+
+
+FORGERIES = {
+    "reopened": "UPDATE idempotency_keys SET response_status = NULL, response_body = NULL,"
+    " lease_claim = gen_random_uuid(), lease_until = now() - interval '1 second' WHERE key = %s",
+    "forged answer": """UPDATE idempotency_keys SET response_body = '{"forged": true}' WHERE key = %s""",
+    "deleted before it expired": "DELETE FROM idempotency_keys WHERE key = %s AND expires_at > now()",
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_a_finished_idempotency_key_cannot_be_rewritten_by_the_runtime_role(api, sql, forgery):
+    """One effect per key, and the first answer replayed, is kept by Python alone: idempotency_keys has
+    no trigger and no audit. The runtime role can reopen a finished key (a retry then runs the work a
+    second time: a second activation e-mail, the first link cancelled), change the answer a retry
+    gets, or delete an unexpired key (retention needs only the expired ones), and nothing records it.
+    0013_api.sql guards the clients' table this way; the keys' table, nothing."""
+    account = AccountFactory()
+    key = new_key()
+    first = api.post(f"/accounts/{account.pk}/activation-email", key=key)
+    assert first.status_code == 202
+    tokens_before = Token.objects.filter(account=account).count()
+    try:
+        with transaction.atomic():
+            sql(FORGERIES[forgery], [key])
+    except DatabaseError:
+        pass  # refused: what should happen
+    retry = api.post(f"/accounts/{account.pk}/activation-email", key=key)
+    assert retry.get("Idempotent-Replayed") == "true", f"{forgery}: the retry ran the work again"
+    assert retry.content == first.content, f"{forgery}: the retry got {retry.content!r}"
+    assert Token.objects.filter(account=account).count() == tokens_before
+
+
+@pytest.fixture
+def server():
+    started = []
+
+    def start(**env) -> Server:
+        started.append(Server(**env))
+        return started[-1]
+
+    yield start
+    for each in started:
+        each.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_after_the_lease_of_a_running_request_is_answered_at_once(server):
+    """Same key while the first still runs: 409 request-in-progress, at once (the API's own test:
+    "answered at once, not queued behind the first"). Once the first request's lease has ended while
+    it still runs (held up by a lock), a retry's TAKE_OVER matches the row and waits for the row lock
+    the first holds (LOCK_MINE ... FOR UPDATE) until the first ends. The effect still happens once,
+    but each waiting retry holds a server thread and a database connection for as long as the slow
+    request runs: a client retrying every second behind one request stuck for minutes (the default
+    lease is 60 s) opens a connection a second, toward PostgreSQL's max_connections."""
+    _, api_key = api_client_create(name="billing", scopes=EVERY_SCOPE, actor=None)
+    api = server(API_IDEMPOTENCY_LEASE_SECONDS="1")
+    key = new_key()
+    headers = {"Authorization": f"Bearer {api_key}", "Idempotency-Key": key}
+    body = {"email": "ada@example.com", "login": "ada"}
+    answers = {}
+
+    def first():
+        answers["first"] = httpx.post(f"{api.url}/api/v1/accounts", json=body, headers=headers, timeout=60)
+
+    with connect_as_owner() as blocker:
+        blocker.execute("LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE")
+        thread = threading.Thread(target=first)
+        thread.start()
+        with connect(autocommit=True) as watcher:
+            wait_until_blocked(watcher, 1)
+        time.sleep(1.5)  # the first's lease ends; it still runs
+        try:
+            retry = httpx.post(f"{api.url}/api/v1/accounts", json=body, headers=headers, timeout=5)
+        except httpx.ReadTimeout:
+            retry = None
+        finally:
+            blocker.rollback()
+    thread.join(timeout=60)
+    assert answers["first"].status_code == 201
+    assert retry is not None, "the retry waited for the running request (no answer within 5 s)"
+    assert retry.status_code == 409 and retry.json()["type"] == "/api/v1/problems/request-in-progress"
+
+
+# Attacks the API withstood ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_held_every_call_of_a_client_counts_against_its_rate_and_only_its_own(api, client, settings):
+    """Refused calls (scope, body) count too; another client keeps its own allowance; 429 is a problem
+    with Retry-After."""
+    settings.API_REQUESTS_PER_MINUTE = 3
+    made, read_only_key = api_client_create(name="reader", scopes=["accounts:read"], actor=None)
+    reader = Api(client, read_only_key)
+    account = AccountFactory()
+    assert reader.get(f"/accounts/{account.pk}").status_code == 200
+    assert reader.post("/accounts", {"email": "x@example.com", "login": "x"}).status_code == 403
+    assert reader.get("/accounts", email="x@example.com", extra="1").status_code == 422
+    limited = reader.get(f"/accounts/{account.pk}")
+    assert limited.status_code == 429 and limited["Content-Type"] == PROBLEM
+    assert json.loads(limited.content)["type"] == "/api/v1/problems/rate-limited"
+    assert 1 <= int(limited["Retry-After"]) <= 60
+    assert api.get(f"/accounts/{account.pk}").status_code == 200
+
+
+@pytest.mark.django_db
+def test_held_a_body_over_the_limit_is_refused_before_its_key_is_taken(api):
+    account = AccountFactory()
+    response = api.post(f"/accounts/{account.pk}/suspend", {"reason": "x" * 20_000})
+    assert response.status_code == 413 and response["Content-Type"] == PROBLEM
+    assert not IdempotencyKey.objects.exists()
+    account.refresh_from_db()
+    assert account.status == "provisioned"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Bearer\t{key}",  # not a space
+        "Bearer {key}x",
+        "Bearer {key},Bearer lc_other",  # two Authorization headers, as a WSGI server joins them
+        "Basic {key}",
+        "{key}",
+        "Bearer lc_" + "A" * 5000,
+        "Bearer {key}\u00e9",
+    ],
+)
+def test_held_only_the_exact_key_after_bearer_authenticates(api, header):
+    response = api.client.get("/api/v1/accounts/1", HTTP_AUTHORIZATION=header.format(key=api.key))
+    assert response.status_code == 401 and response["WWW-Authenticate"] == 'Bearer realm="lifecycle"'
+
+
+@pytest.mark.django_db
+def test_held_keys_and_passwords_reach_no_log_and_no_table(api, client, caplog, sql):
+    """The key (right, with a suffix, revoked) and a password (provisioned, checked right and wrong)
+    are in no log line and no table (nor is the password's Argon2 hash outside account_passwords);
+    api_clients keeps the SHA-256 and 11 characters only."""
+    caplog.set_level(logging.DEBUG)
+    password = "cobol-compiler-1952"
+    assert api.post("/accounts", {"email": "grace@example.com", "login": "grace", "password": password}).status_code
+    for attempt in [password, password + "x"]:
+        api.post("/sessions", {"identifier": "grace", "password": attempt}, key=None)
+    client.get("/api/v1/accounts/1", HTTP_AUTHORIZATION=f"Bearer {api.key}x")
+    client.get("/api/v1/accounts/1", HTTP_AUTHORIZATION=f"Basic {api.key}")
+    api.post("/accounts/1/activation-email", raw=b"[" * 5000 + b"]" * 5000)  # a logged 500, traceback and all
+    (stored_hash,) = sql("SELECT password FROM account_passwords")[0]
+    secrets_ = [api.key, api.key[11:], password, stored_hash, stored_hash.split("$")[-1]]
+    for table in ["audit_events", "idempotency_keys", "rate_limits", "api_clients", "accounts", "django_q_task"]:
+        (text,) = sql(f"SELECT coalesce(string_agg(t::text, ' '), '') FROM {table} t")[0]
+        for secret in secrets_:
+            assert secret not in text, (table, secret[:6])
+    for secret in secrets_:
+        assert secret not in caplog.text
+
+
+@pytest.mark.django_db
+def test_held_the_runtime_role_cannot_restore_a_revoked_key_or_change_a_key_in_place(sql, refused):
+    made, key = api_client_create(name="leaky", scopes=["accounts:read"], actor=None)
+    other, _ = api_client_create(name="other", scopes=["accounts:read"], actor=None)
+    refused(
+        "UPDATE api_clients SET key_hash = sha256(%s::bytea) WHERE id = %s",
+        [b"lc_mine", made.pk],
+        match="cannot change",
+    )
+    refused("UPDATE api_clients SET key_prefix = 'lc_x' WHERE id = %s", [made.pk], match="cannot change")
+    refused(
+        "UPDATE api_clients SET key_hash = (SELECT key_hash FROM api_clients WHERE id = %s) WHERE id = %s",
+        [made.pk, other.pk],
+        match="cannot change",
+    )
+    refused(
+        "INSERT INTO api_clients (name, key_prefix, key_hash, scopes) SELECT 'twin', 'lc_twin', key_hash, scopes"
+        " FROM api_clients WHERE id = %s",
+        [made.pk],
+        match="api_clients_key_hash_key",
+    )
+    api_client_revoke(client=made, reason="leaked", actor=None)
+    refused("UPDATE api_clients SET revoked_at = NULL, revoked_reason = NULL WHERE id = %s", [made.pk], match="revoked")
+    refused("UPDATE api_clients SET revoked_at = 'infinity' WHERE id = %s", [made.pk], match="revoked")
+    assert api_client_by_key(key) is None
