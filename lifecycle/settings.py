@@ -261,8 +261,8 @@ API_REQUESTS_PER_MINUTE = read_int("API_REQUESTS_PER_MINUTE", default=600, minim
 API_MAX_BODY_BYTES = read_int("API_MAX_BODY_BYTES", default=16_384, minimum=1024)
 API_IDEMPOTENCY_HOURS = read_int("API_IDEMPOTENCY_HOURS", default=24, minimum=1)
 API_IDEMPOTENCY_LEASE_SECONDS = read_int("API_IDEMPOTENCY_LEASE_SECONDS", default=60, minimum=1)
-# Failed password checks (POST /api/v1/sessions) per hour: per account (or identifier typed) and per client.
-API_SESSION_FAILURES_PER_ACCOUNT = read_int("API_SESSION_FAILURES_PER_ACCOUNT", default=10, minimum=1)
+# Failed password checks (POST /api/v1/sessions) per hour: per login or address as typed, and per client.
+API_SESSION_FAILURES_PER_NAME = read_int("API_SESSION_FAILURES_PER_NAME", default=10, minimum=1)
 API_SESSION_FAILURES_PER_CLIENT = read_int("API_SESSION_FAILURES_PER_CLIENT", default=1000, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -2,12 +2,12 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from lifecycle.api.site import api
+from lifecycle.api import site as api_site
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
-    path("api/v1/", api.urls),
+    path("api/v1/", include((api_site.urls(), "api"))),
     path("", include("tokens.urls")),
 ]
 

@@ -60,7 +60,6 @@ class AuditAction(models.TextChoices):
     API_CLIENT_CREATED = "api_client.created", "api_client.created"
     API_CLIENT_CHANGED = "api_client.changed", "api_client.changed"
     API_CLIENT_REVOKED = "api_client.revoked", "api_client.revoked"
-    API_CLIENT_DELETED = "api_client.deleted", "api_client.deleted"
 
 
 class ResourceType(models.TextChoices):

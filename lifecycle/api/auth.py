@@ -66,7 +66,9 @@ def _check_query(request, allowed: frozenset[str]) -> None:
 
 
 def _content_length(request) -> int:
-    try:
-        return int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return 0
+    """The body's declared size; a Content-Length that is not a number is refused here (Django would
+    raise on it while reading the body: a 500)."""
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if not (declared.isascii() and declared.isdigit()):
+        raise Problem("malformed-request", "the Content-Length header is not a number of bytes")
+    return int(declared)

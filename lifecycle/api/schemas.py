@@ -66,7 +66,11 @@ class ReasonIn(Body):
 
 
 class SessionIn(Body):
-    identifier: Text = Field(min_length=1, max_length=LONGEST_NAME, description="The login or the e-mail address.")
+    # Logins and addresses are printable ASCII (accounts/sql/0007_address_rules.sql): other text names
+    # nobody, and is refused before any lookup (its case would fold differently in Python and SQL).
+    identifier: Text = Field(
+        min_length=1, max_length=LONGEST_NAME, pattern=r"^[!-~]+$", description="The login or the e-mail address."
+    )
     password: Text = Field(min_length=1, max_length=4096)
 
 

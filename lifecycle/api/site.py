@@ -3,10 +3,12 @@
 docs page at /api/v1/docs. Every refusal is an RFC 9457 problem (platform_events/api/problems.py),
 never Django's HTML error pages or ninja's {"detail": ...}, and never a traceback."""
 
+import functools
 import logging
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
+from django.urls import re_path
 from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -24,10 +26,16 @@ details whose `type` names the kind of refusal (GET it for its title)."""
 
 
 class LifecycleApi(NinjaAPI):
-    def get_openapi_schema(self, *args, **kwargs):
+    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
         """ninja's schema, with each refusal's body declared as application/problem+json (ninja
-        knows one media type per operation)."""
-        schema = super().get_openapi_schema(*args, **kwargs)
+        knows one media type per operation); made once per prefix (about 100 ms), not on every request."""
+        if path_prefix is None:
+            path_prefix = self.get_root_path(path_params or {})
+        return self._schema(path_prefix)
+
+    @functools.cache  # noqa: B019 - one API object for the process's life: its schema never changes
+    def _schema(self, path_prefix: str):
+        schema = super().get_openapi_schema(path_prefix=path_prefix)
         for operations in schema["paths"].values():
             for operation in operations.values():
                 for status, response in operation.get("responses", {}).items():
@@ -109,3 +117,32 @@ def _too_large(request, error):
 def _server_error(request, error: Exception):
     logger.exception("api: %s %s failed", request.method, request.path)
     return Problem("server-error", "the server failed; nothing was changed, and the request may be retried").response()
+
+
+def _methods_as_problems(view):
+    """ninja answers a method an operation does not take with a text/html 405: as a problem here."""
+
+    @functools.wraps(view)
+    def answered(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        if response.status_code == 405 and not response.get("Content-Type", "").startswith(MEDIA_TYPE):
+            detail = f"{request.method} is not allowed here; allowed: {response.get('Allow', '')}"
+            return Problem("method-not-allowed", detail, headers={"Allow": response.get("Allow", "")}).response()
+        return response
+
+    return answered
+
+
+def _nothing_here(request, *args, **kwargs):
+    return Problem("not-found", "there is no such resource").response()
+
+
+def urls() -> list:
+    """The API's URL patterns (for include() under api/v1/): ninja's, with a problem for a method an
+    operation does not take, and for any other path under /api/v1/ (not Django's HTML 404 page)."""
+    patterns = api.urls[0]
+    for pattern in patterns:
+        # ninja's index at /api/v1/ (kept by name: the schema's paths are reversed from it) answers nothing.
+        view = _nothing_here if pattern.name == "api-root" else pattern.callback
+        pattern.callback = _methods_as_problems(view)
+    return [*patterns, re_path(r"^.*$", _nothing_here)]

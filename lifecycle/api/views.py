@@ -237,13 +237,15 @@ def send_recovery(request, account_id: AccountId):
     return _mail(request, account_id, token_send_password_recovery)
 
 
-def _failure_limits(client_id: int, account: Account | None, identifier: str) -> list[tuple[Limit, str]]:
+def _failure_limits(client_id: int, identifier: str) -> list[tuple[Limit, str]]:
+    """Failures are counted per name as typed (any case), whoever it names, and per client. Not per
+    account: were a login and its address one count, ten failures on one and a 429 on the other
+    would tell that both exist and belong together, where a name nobody has would answer 401. So a
+    person's two names give a guesser twice the tries, as on the public pages."""
     hour = timedelta(hours=1)
-    per_account = Limit(name="api-session-per-account", max_hits=settings.API_SESSION_FAILURES_PER_ACCOUNT, window=hour)
+    per_name = Limit(name="api-session-per-name", max_hits=settings.API_SESSION_FAILURES_PER_NAME, window=hour)
     per_client = Limit(name="api-session-per-client", max_hits=settings.API_SESSION_FAILURES_PER_CLIENT, window=hour)
-    # A login and its address are one account; a name nobody has is counted as typed.
-    account_key = f"account:{account.pk}" if account is not None else f"identifier:{identifier.strip()}"
-    return [(per_account, account_key), (per_client, f"api-client:{client_id}")]
+    return [(per_name, identifier), (per_client, f"api-client:{client_id}")]
 
 
 @router.post(
@@ -254,7 +256,7 @@ def check_password(request, body: SessionIn):
     what a suspended account may do). A wrong password and a name nobody has get the same answer,
     after the same work. Failures are limited per account and per client (429 with Retry-After)."""
     account, right = account_password_verify(identifier=body.identifier, password=body.password)
-    limits = _failure_limits(request.auth.pk, account, body.identifier)
+    limits = _failure_limits(request.auth.pk, body.identifier)
     try:
         limits_reached(limits)
         if not right:

@@ -18,7 +18,6 @@ has a stored response and the effect behind it, or neither. So:
   scope, body or rate) leaves no row.
 """
 
-import hashlib
 import json
 import re
 import uuid
@@ -28,6 +27,7 @@ from datetime import timedelta
 
 from django.db import connection, transaction
 from django.http import HttpResponse
+from django.utils.crypto import salted_hmac
 
 from platform_events.api.problems import MEDIA_TYPE, Problem
 
@@ -44,12 +44,19 @@ RETURNING 1
 """
 # The key is free again when it expired (not yet swept), or when the request that holds it for this
 # same request died: its lease ended with no response stored.
+# SKIP LOCKED: a request still running past its lease holds its row; a retry is then told 409 at
+# once, rather than waiting on that lock for as long as the slow request takes.
 TAKE_OVER = """
-UPDATE idempotency_keys
+UPDATE idempotency_keys k
 SET request_hash = %(hash)s, lease_claim = %(claim)s, lease_until = now() + %(lease)s,
     response_status = NULL, response_body = NULL, created_at = now(), expires_at = now() + %(ttl)s
-WHERE client_id = %(client)s AND key = %(key)s
-  AND (expires_at <= now() OR (response_status IS NULL AND lease_until <= now() AND request_hash = %(hash)s))
+FROM (
+    SELECT client_id, key FROM idempotency_keys
+    WHERE client_id = %(client)s AND key = %(key)s
+      AND (expires_at <= now() OR (response_status IS NULL AND lease_until <= now() AND request_hash = %(hash)s))
+    FOR UPDATE SKIP LOCKED
+) free
+WHERE k.client_id = free.client_id AND k.key = free.key
 RETURNING 1
 """
 HOLDER = """
@@ -92,13 +99,19 @@ def idempotency_key(header: str | None) -> str:
 
 
 def request_fingerprint(*, method: str, path: str, body: bytes) -> str:
-    """SHA-256 hex of the request a key stands for: its method, path and body. A JSON body is read
-    as JSON (the same object sent with other spacing or key order is the same request)."""
+    """HMAC-SHA256 hex of the request a key stands for: its method, path and body. A JSON body is read
+    as JSON (the same object sent with other spacing or key order is the same request).
+
+    Keyed with SECRET_KEY, because the body may hold a password: a plain digest kept 24 hours beside
+    the account's login and address would confirm a guess of it with one SHA-256. (Rotating
+    SECRET_KEY makes a retry of a request sent before it a 422 until its key expires.)"""
     try:
         canonical = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python reads
         canonical = body
-    return hashlib.sha256(method.encode() + b"\n" + path.encode() + b"\n" + canonical).hexdigest()
+    return salted_hmac(
+        "lifecycle.idempotency", method.encode() + b"\n" + path.encode() + b"\n" + canonical, algorithm="sha256"
+    ).hexdigest()
 
 
 def run_once(

@@ -33,8 +33,10 @@ CATALOGUE = {
         ProblemType("idempotency-key-missing", 400, "This request needs an Idempotency-Key header"),
         ProblemType("idempotency-key-malformed", 400, "The Idempotency-Key is not 32-128 of A-Z a-z 0-9 _ -"),
         ProblemType("unauthenticated", 401, "A valid API key is needed (Authorization: Bearer <key>)"),
-        ProblemType("invalid-credentials", 401, "Wrong login, e-mail or password"),
         ProblemType("insufficient-scope", 403, "This API client's key does not have the scope this needs"),
+        # 403, not 401: the API client's key was accepted; the end user's password was not (a 401
+        # tells a client its own key failed, and needs a WWW-Authenticate for that key).
+        ProblemType("invalid-credentials", 403, "Wrong login, e-mail or password"),
         ProblemType("not-found", 404, "There is no such resource"),
         ProblemType("account-gone", 404, "The account was deleted meanwhile"),
         ProblemType("method-not-allowed", 405, "This method is not allowed here"),
@@ -46,7 +48,6 @@ CATALOGUE = {
         ProblemType("wrong-account-state", 409, "The account is not in the state this needs"),
         ProblemType("refused", 409, "The lifecycle rules refuse this change"),
         ProblemType("request-too-large", 413, "The request body is too large"),
-        ProblemType("unsupported-media-type", 415, "The request body must be application/json"),
         ProblemType("validation-failed", 422, "The request is not valid"),
         ProblemType("invalid-email", 422, "The e-mail address is not one this product can send to"),
         ProblemType("invalid-login", 422, "The login is not valid"),
@@ -66,7 +67,6 @@ BY_STATUS = {
     405: "method-not-allowed",
     409: "refused",
     413: "request-too-large",
-    415: "unsupported-media-type",
     422: "validation-failed",
     429: "rate-limited",
 }

@@ -14,5 +14,7 @@ AS $$
 $$;
 DROP TABLE idempotency_keys;
 DROP TABLE api_clients;
+DROP FUNCTION trg_before_idempotency_key_change();
 DROP FUNCTION trg_after_api_client_audit();
+DROP FUNCTION trg_before_api_client_delete();
 DROP FUNCTION trg_before_api_client_update();

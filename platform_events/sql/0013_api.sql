@@ -8,7 +8,11 @@
 --   never both, never neither. The lease lets a retry take over the key of a request that died
 --   before it finished; a finished response was stored in the transaction of its effect, so a key
 --   with no response has no effect behind it.
--- * The seed's format (32-128 of [A-Za-z0-9_-]) is checked here as well as by the API.
+-- * The seed's format (32-128 of [A-Za-z0-9_-]) is checked here as well as by the API, and a finished
+--   key cannot be reopened, changed or deleted before it expires (trg_before_idempotency_key_change).
+-- * request_hash is an HMAC keyed with the application's secret, not a plain SHA-256: the body it
+--   stands for may hold a password, which a plain digest would let anyone with the table confirm
+--   with one hash per guess.
 
 CREATE TABLE api_clients (
     id             bigint       GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -56,6 +60,21 @@ CREATE TRIGGER before_api_client_update
     FOR EACH ROW
     EXECUTE FUNCTION trg_before_api_client_update();
 
+-- A client is never deleted: deleted and inserted again, a revoked key would work again (its hash is
+-- unique only among the rows there are), and the audit trail names clients by id.
+CREATE FUNCTION trg_before_api_client_delete() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'api: API clients are never deleted; revoke the key instead' USING ERRCODE = 'LP005';
+END;
+$$;
+
+CREATE TRIGGER before_api_client_delete
+    BEFORE DELETE ON api_clients
+    FOR EACH ROW
+    EXECUTE FUNCTION trg_before_api_client_delete();
+
 -- Staff's changes to a client are audited (api_client.*), never its key; its last use is not.
 CREATE FUNCTION trg_after_api_client_audit() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
@@ -69,10 +88,6 @@ BEGIN
     IF TG_OP = 'INSERT' THEN
         after := jsonb_strip_nulls((SELECT jsonb_object_agg(key, value) FROM jsonb_each(to_jsonb(NEW)) WHERE key = ANY(shown)));
         PERFORM audit_record('api_client.created', 'api_client', NEW.id::text, NULL, after);
-        RETURN NULL;
-    ELSIF TG_OP = 'DELETE' THEN
-        before := jsonb_strip_nulls((SELECT jsonb_object_agg(key, value) FROM jsonb_each(to_jsonb(OLD)) WHERE key = ANY(shown)));
-        PERFORM audit_record('api_client.deleted', 'api_client', OLD.id::text, before, NULL);
         RETURN NULL;
     END IF;
     before := (SELECT jsonb_object_agg(key, value) FROM jsonb_each(to_jsonb(OLD)) WHERE key = ANY(shown));
@@ -89,14 +104,14 @@ END;
 $$;
 
 CREATE TRIGGER after_api_client_audit
-    AFTER INSERT OR UPDATE OR DELETE ON api_clients
+    AFTER INSERT OR UPDATE ON api_clients
     FOR EACH ROW
     EXECUTE FUNCTION trg_after_api_client_audit();
 
 CREATE TABLE idempotency_keys (
-    client_id       bigint       NOT NULL REFERENCES api_clients (id) ON DELETE CASCADE,
+    client_id       bigint       NOT NULL REFERENCES api_clients (id),
     key             varchar(128) NOT NULL CHECK (key ~ '^[A-Za-z0-9_-]{32,128}$'),
-    -- SHA-256 hex of the request: method, path and body (platform_events/api/idempotency.py).
+    -- HMAC-SHA256 hex of the request: method, path and body (platform_events/api/idempotency.py).
     request_hash    varchar(64)  NOT NULL CHECK (request_hash ~ '^[0-9a-f]{64}$'),
     response_status int          CHECK (response_status BETWEEN 200 AND 499),
     response_body   jsonb,
@@ -112,6 +127,26 @@ CREATE TABLE idempotency_keys (
 );
 -- Retention deletes expired keys, oldest first (manage.py cleanup).
 CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at);
+
+-- A finished key is its promise: the effect happened and this is its answer. Until it expires nobody
+-- reopens it (a retry would run the work again), changes its answer or deletes it. A running key
+-- may be finished, released or taken over; an expired one reused or swept.
+CREATE FUNCTION trg_before_idempotency_key_change() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+BEGIN
+    IF OLD.response_status IS NOT NULL AND OLD.expires_at > now() THEN
+        RAISE EXCEPTION 'api: a finished Idempotency-Key is kept as it is until it expires (%)', OLD.expires_at
+            USING ERRCODE = 'LP006';
+    END IF;
+    RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END;
+$$;
+
+CREATE TRIGGER before_idempotency_key_change
+    BEFORE UPDATE OR DELETE ON idempotency_keys
+    FOR EACH ROW
+    EXECUTE FUNCTION trg_before_idempotency_key_change();
 
 -- A call made with an API client's key is audited as a service: actor_id api-client:<id>
 -- (platform_events/audit.py). The rest as 0004_runtime_role.sql left it.

@@ -9,7 +9,6 @@ import json
 import logging
 import secrets
 import threading
-import time
 
 import httpx
 import pytest
@@ -20,7 +19,7 @@ from platform_events.api.clients import api_client_by_key, api_client_create, ap
 from platform_events.models import IdempotencyKey
 from tests.lifecycle.api.conftest import Api, new_key
 from tests.lifecycle.api.test_idempotency_in_a_server import Server
-from tests.support import connect, connect_as_owner, wait_until_blocked
+from tests.support import connect, connect_as_owner, wait_for, wait_until_blocked
 from tokens.models import Token
 
 PROBLEM = "application/problem+json"
@@ -70,16 +69,16 @@ def test_the_session_failure_limit_does_not_tell_whether_a_login_exists(api, set
     the account when the name finds one (PostgreSQL's lower() on both sides) and otherwise the name as
     typed (Python's lower()). The two lower()s differ for U+0130 (İ): PostgreSQL gives 'i', Python
     'i̇'. So after the limit's failures on "iris", "İris" names the same account (same bucket: 429),
-    while after as many on "irina", nobody's, "İrina" is a fresh bucket (401). A client with only the
+    while after as many on "irina", nobody's, "İrina" is a fresh bucket (a wrong password). A client with only the
     sessions scope learns which logins exist (and any address or login holding an 'i')."""
-    settings.API_SESSION_FAILURES_PER_ACCOUNT = 3
+    settings.API_SESSION_FAILURES_PER_NAME = 3
     AccountFactory(login="iris", email="iris@example.com", active=True)
 
     def check(identifier: str) -> int:
         return api.post("/sessions", {"identifier": identifier, "password": "not her password"}, key=None).status_code
 
     for name in ["iris", "irina"]:
-        assert [check(name) for _ in range(3)] == [401, 401, 401]
+        assert [check(name) for _ in range(3)] == [403, 403, 403]
     existing, unknown = check("\u0130ris"), check("\u0130rina")
     assert existing == unknown, f"İris (exists) answered {existing}, İrina (nobody) answered {unknown}"
 
@@ -159,15 +158,18 @@ def test_a_wrong_method_is_a_problem(api, method, path):
 
 
 @pytest.mark.django_db
-def test_a_wrong_password_answer_says_how_to_authenticate(api):
-    """POST /sessions answers a wrong password 401 (invalid-credentials) without WWW-Authenticate, which
+def test_a_wrong_password_answer_does_not_say_the_clients_key_failed(api):
+    """POST /sessions answered a wrong password 401 (invalid-credentials) without WWW-Authenticate, which
     RFC 9110 (15.5.2) requires of every 401; the API's other 401 (unauthenticated) has it. A client
     library reads a 401 as "this API key is not accepted" (retry with another key, alert, open a
-    circuit breaker); here the key was fine and the end user's password was wrong."""
+    circuit breaker); here the key was fine and the end user's password was wrong. Now 403, with its
+    own type (as Auth0 answers a wrong password)."""
     AccountFactory(login="ada", email="ada@example.com", active=True)
     response = api.post("/sessions", {"identifier": "ada", "password": "not her password"}, key=None)
-    assert response.status_code == 401
-    assert response.has_header("WWW-Authenticate"), "a 401 without WWW-Authenticate"
+    assert response.status_code != 401, "a 401 says the API client's own key failed"
+    assert (
+        response.status_code == 403 and json.loads(response.content)["type"] == "/api/v1/problems/invalid-credentials"
+    )
 
 
 FORGERIES = {
@@ -240,9 +242,15 @@ def test_a_retry_after_the_lease_of_a_running_request_is_answered_at_once(server
         thread.start()
         with connect(autocommit=True) as watcher:
             wait_until_blocked(watcher, 1)
-        time.sleep(1.5)  # the first's lease ends; it still runs
+            # The first's lease ends while it still runs (read from the database's clock: a bound on
+            # waiting, not a measured time).
+            wait_for(
+                lambda: watcher.execute("SELECT bool_and(lease_until < now()) FROM idempotency_keys").fetchone()[0],
+                message="the first request's lease to end",
+            )
         try:
-            retry = httpx.post(f"{api.url}/api/v1/accounts", json=body, headers=headers, timeout=5)
+            # Answered before the lock is released, or not at all: the bound is only there to end the test.
+            retry = httpx.post(f"{api.url}/api/v1/accounts", json=body, headers=headers, timeout=30)
         except httpx.ReadTimeout:
             retry = None
         finally:

@@ -163,8 +163,12 @@ def test_a_dead_requests_key_is_not_taken_over_by_another_request(api, sql):
 
 def test_an_expired_key_is_a_new_key(api, sql):
     key = new_key()
-    api.post("/accounts", BODY, key=key)
-    sql("UPDATE idempotency_keys SET expires_at = now() - interval '1 second'")
+    sql(
+        "INSERT INTO idempotency_keys (client_id, key, request_hash, response_status, response_body, created_at,"
+        " expires_at) VALUES (%s, %s, repeat('a', 64), 201, '{}', now() - interval '25 hours',"
+        " now() - interval '1 hour')",
+        [api.api_client.pk, key],
+    )
 
     response = api.post("/accounts", {**BODY, "login": "ada2"}, key=key)
 
@@ -183,3 +187,18 @@ def test_the_database_refuses_a_malformed_key_or_a_row_both_running_and_finished
         f" lease_until) VALUES ({client}, repeat('k', 32), repeat('a', 64), 201, '{{}}', gen_random_uuid(), now())",
         match="ck_idempotency_keys_state",
     )
+
+
+def test_a_finished_key_cannot_be_reopened_changed_or_deleted_before_it_expires(api, sql, refused):
+    key = new_key()
+    api.post("/accounts", BODY, key=key)
+
+    for statement in [
+        "UPDATE idempotency_keys SET response_status = NULL, response_body = NULL, lease_claim = gen_random_uuid(),"
+        " lease_until = now() WHERE key = %s",
+        "UPDATE idempotency_keys SET response_body = '{}' WHERE key = %s",
+        "UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = %s",
+        "DELETE FROM idempotency_keys WHERE key = %s",
+    ]:
+        refused(statement, [key], match="a finished Idempotency-Key is kept as it is until it expires")
+    assert api.post("/accounts", BODY, key=key)["Idempotent-Replayed"] == "true"
