@@ -1,5 +1,6 @@
 """Pages the composition's admins share (lifecycle/webhooks_admin.py, lifecycle/api_clients_admin.py):
-the confirmation before a change, the page that shows a credential once, and times as they show them.
+the confirmation before a change, the add form and the page that show a credential once, and times as
+they show them.
 """
 
 from django.contrib.admin import helpers
@@ -35,6 +36,26 @@ def confirmation(
             "form": form,
             "button": button,
             "back": back,
+        },
+    )
+
+
+def add_form(request, model_admin, form, *, fields: list[str], title: str, submit: str) -> TemplateResponse:
+    """The add form of what has a credential shown once (an API client, a webhook endpoint:
+    templates/admin/add_form_shown_once.html, in the look of the model's own change_form.html):
+    ``fields`` of ``form``, and a button saying what comes next (``submit``)."""
+    opts = model_admin.opts
+    return TemplateResponse(
+        request,
+        "admin/add_form_shown_once.html",
+        {
+            **model_admin.admin_site.each_context(request),
+            "title": title,
+            "opts": opts,
+            "change_form": f"admin/{opts.app_label}/{opts.model_name}/change_form.html",
+            "submit": submit,
+            "adminform": helpers.AdminForm(form, [(None, {"fields": fields})], {}),
+            "errors": helpers.AdminErrorList(form, []),
         },
     )
 

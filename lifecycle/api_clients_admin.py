@@ -14,10 +14,8 @@ no client is ever deleted here: the audit trail names clients by id (``api-clien
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
@@ -25,7 +23,7 @@ from django.utils.text import Truncator
 from django.utils.translation import ngettext
 from django.views.decorators.debug import sensitive_variables
 
-from lifecycle.admin_pages import NAMED_ON_CONFIRMATION, Concealed, confirmation, shown_once, when
+from lifecycle.admin_pages import NAMED_ON_CONFIRMATION, Concealed, add_form, confirmation, shown_once, when
 from platform_events.api.clients import (
     ApiClientError,
     api_client_change_scopes,
@@ -225,16 +223,13 @@ class ApiClientAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
                     secret=key,
                     curl=curl_example(request, client, key),
                 )
-        return TemplateResponse(
+        return add_form(
             request,
-            "admin/platform_events/apiclient/add_form.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "Add an API client",
-                "opts": self.opts,
-                "adminform": helpers.AdminForm(form, [(None, {"fields": ["name", "scopes"]})], {}),
-                "errors": helpers.AdminErrorList(form, []),
-            },
+            self,
+            form,
+            fields=["name", "scopes"],
+            title="Add an API client",
+            submit="Add the client and show its key",
         )
 
     # Changing: the scopes, through the service

@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.db.models import BooleanField, Count, Q, Value
 from django.http import Http404, HttpResponseRedirect
@@ -27,7 +26,7 @@ from django.utils.html import format_html
 from django.utils.translation import ngettext
 from django.views.decorators.debug import sensitive_post_parameters
 
-from lifecycle.admin_pages import NAMED_ON_CONFIRMATION, confirmation, shown_once, when
+from lifecycle.admin_pages import NAMED_ON_CONFIRMATION, add_form, confirmation, shown_once, when
 from platform_events.audit import audit_context
 from platform_events.declared_lookups import DeclaredLookupsOnly, value_fits
 from platform_events.models import (
@@ -311,19 +310,13 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
                 form.add_error(refusal.field, str(refusal))
             else:
                 return self._secret_page(request, endpoint, secret, "The endpoint was added.")
-        admin_form = helpers.AdminForm(
-            form, [(None, {"fields": ["url", "events", "owner", "description", "secret"]})], {}
-        )
-        return TemplateResponse(
+        return add_form(
             request,
-            "admin/platform_events/webhooksubscription/add_form.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "Add a webhook endpoint",
-                "opts": self.opts,
-                "adminform": admin_form,
-                "errors": helpers.AdminErrorList(form, []),
-            },
+            self,
+            form,
+            fields=["url", "events", "owner", "description", "secret"],
+            title="Add a webhook endpoint",
+            submit="Add the endpoint and show its secret",
         )
 
     def _secret_page(self, request, endpoint, secret: str, done: str) -> TemplateResponse:

@@ -97,21 +97,7 @@ def limits_hit(hits: Iterable[tuple[Limit, str]]) -> None:
     would be held until the end. A hit over the limit is counted too, so a client that keeps trying
     stays limited. A pair listed twice counts once; no pairs, no query.
     """
-    limits: dict[str, Limit] = {}  # by bucket, in the caller's order
-    for limit, key in hits:
-        bucket = bucket_for(limit=limit, key=key)
-        if limits.setdefault(bucket, limit) != limit:
-            raise ValueError(f"limits: two different limits are named {limit.name}")
-    if not limits:
-        return
-    # One lock order for every caller (rows are upserted in the arrays' order): no two can deadlock.
-    buckets = sorted(limits)
-    with connection.cursor() as cursor:
-        cursor.execute(COUNT_HITS, [buckets, [limits[bucket].seconds for bucket in buckets]])
-        counted = {bucket: (count, retry_after) for bucket, count, retry_after in cursor.fetchall()}
-    over = [(limit, counted[bucket][1]) for bucket, limit in limits.items() if counted[bucket][0] > limit.max_hits]
-    if over:
-        raise LimitExceeded(limit=over[0][0], retry_after=max(retry_after for _, retry_after in over))
+    _over(hits, COUNT_HITS, lambda count, limit: count > limit.max_hits)
 
 
 # The hits counted so far in each bucket's current window (the window COUNT_HITS would count in).
@@ -127,17 +113,24 @@ def limits_reached(hits: Iterable[tuple[Limit, str]]) -> None:
     """Raise ``LimitExceeded`` when any (limit, key) pair has used up its ``max_hits`` in its current
     window; count nothing. For limits on failures: ask before the attempt, ``limits_hit`` after a
     failed one, so that successes cost nothing and a spent limit refuses even a right answer."""
-    limits = {bucket_for(limit=limit, key=key): limit for limit, key in hits}
+    _over(hits, READ_HITS, lambda count, limit: count >= limit.max_hits)
+
+
+def _over(hits: Iterable[tuple[Limit, str]], statement: str, over) -> None:
+    """Run ``statement`` (COUNT_HITS or READ_HITS) over the pairs' buckets, and raise LimitExceeded
+    when ``over(count, limit)`` for any of them: the first in the caller's order, with the longest wait."""
+    limits: dict[str, Limit] = {}  # by bucket, in the caller's order
+    for limit, key in hits:
+        bucket = bucket_for(limit=limit, key=key)
+        if limits.setdefault(bucket, limit) != limit:
+            raise ValueError(f"limits: two different limits are named {limit.name}")
     if not limits:
         return
+    # One lock order for every caller (rows are upserted in the arrays' order): no two can deadlock.
     buckets = sorted(limits)
     with connection.cursor() as cursor:
-        cursor.execute(READ_HITS, [buckets, [limits[bucket].seconds for bucket in buckets]])
+        cursor.execute(statement, [buckets, [limits[bucket].seconds for bucket in buckets]])
         counted = {bucket: (count, retry_after) for bucket, count, retry_after in cursor.fetchall()}
-    spent = [
-        (limit, counted[bucket][1])
-        for bucket, limit in limits.items()
-        if bucket in counted and counted[bucket][0] >= limit.max_hits
-    ]
-    if spent:
-        raise LimitExceeded(limit=spent[0][0], retry_after=max(retry_after for _, retry_after in spent))
+    past = [(limit, counted[b][1]) for b, limit in limits.items() if b in counted and over(counted[b][0], limit)]
+    if past:
+        raise LimitExceeded(limit=past[0][0], retry_after=max(retry_after for _, retry_after in past))

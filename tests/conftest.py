@@ -2,7 +2,7 @@ import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
 from tests.smtp import SMTPServer
-from tests.support import connect, connect_as_owner, staff_client
+from tests.support import Server, connect, connect_as_owner, staff_client
 
 
 @pytest.fixture(scope="session")
@@ -124,3 +124,17 @@ def refused(sql):
                 sql(statement, params)
 
     return check
+
+
+@pytest.fixture
+def server():
+    """Start manage.py runserver on the test database (``server(**env)``); stopped after the test."""
+    started = []
+
+    def start(**env) -> Server:
+        started.append(Server(**env))
+        return started[-1]
+
+    yield start
+    for each in started:
+        each.stop()

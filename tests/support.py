@@ -3,6 +3,7 @@ and manage.py processes), staff in the admin, waiting with a bound, and bad inpu
 must refuse."""
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 import psycopg
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -19,6 +21,7 @@ from django.urls import reverse
 
 from platform_events.db.direct_connection import direct_connection
 from platform_events.db.history import history_rewrite
+from tests.smtp import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -271,3 +274,41 @@ def tokens_in_every_state() -> dict:
     for token in tokens.values():
         token.refresh_from_db()
     return tokens
+
+
+# The web server in a process of its own
+
+
+class Server:
+    """manage.py runserver on a free port of loopback, on the test database."""
+
+    def __init__(self, **env):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = start_manage(
+            "runserver", "--noreload", f"127.0.0.1:{self.port}", DATABASE_URL=database_url_for_tests(), **env
+        )
+        wait_for(self._answers, timeout=60, message="the server to answer")
+
+    def _answers(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"the server exited: {self.process.stdout.read()}")
+        try:
+            return httpx.get(f"{self.url}/api/v1/problems/not-found", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+        self.process.stdout.close()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if not self.process.stdout.closed:
+            self.process.stdout.close()

@@ -18,7 +18,6 @@ from lifecycle.factories import AccountFactory
 from platform_events.api.clients import api_client_by_key, api_client_create, api_client_revoke
 from platform_events.models import IdempotencyKey
 from tests.lifecycle.api.conftest import Api, new_key
-from tests.lifecycle.api.test_idempotency_in_a_server import Server
 from tests.support import connect, connect_as_owner, wait_for, wait_until_blocked
 from tokens.models import Token
 
@@ -202,19 +201,6 @@ def test_a_finished_idempotency_key_cannot_be_rewritten_by_the_runtime_role(api,
     assert retry.get("Idempotent-Replayed") == "true", f"{forgery}: the retry ran the work again"
     assert retry.content == first.content, f"{forgery}: the retry got {retry.content!r}"
     assert Token.objects.filter(account=account).count() == tokens_before
-
-
-@pytest.fixture
-def server():
-    started = []
-
-    def start(**env) -> Server:
-        started.append(Server(**env))
-        return started[-1]
-
-    yield start
-    for each in started:
-        each.stop()
 
 
 @pytest.mark.django_db(transaction=True)

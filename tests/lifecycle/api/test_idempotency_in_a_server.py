@@ -3,8 +3,6 @@ concurrent requests with one key, a server killed in the middle of a request, an
 restart. The key's first request is held inside its work by a lock taken from another session, so
 that the others really arrive while it runs."""
 
-import signal
-import subprocess
 import threading
 
 import httpx
@@ -12,60 +10,11 @@ import pytest
 
 from platform_events.api.clients import api_client_create
 from tests.lifecycle.api.conftest import new_key
-from tests.smtp import free_port
-from tests.support import connect, connect_as_owner, database_url_for_tests, start_manage, wait_for, wait_until_blocked
+from tests.support import connect, connect_as_owner, wait_for, wait_until_blocked
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BODY = {"email": "ada@example.com", "login": "ada"}
-
-
-class Server:
-    """manage.py runserver on a free port of loopback, on the test database."""
-
-    def __init__(self, **env):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process = start_manage(
-            "runserver", "--noreload", f"127.0.0.1:{self.port}", DATABASE_URL=database_url_for_tests(), **env
-        )
-        wait_for(self._answers, timeout=60, message="the server to answer")
-
-    def _answers(self) -> bool:
-        if self.process.poll() is not None:
-            raise AssertionError(f"the server exited: {self.process.stdout.read()}")
-        try:
-            return httpx.get(f"{self.url}/api/v1/problems/not-found", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-        self.process.stdout.close()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        if not self.process.stdout.closed:
-            self.process.stdout.close()
-
-
-@pytest.fixture
-def server():
-    started = []
-
-    def start(**env) -> Server:
-        started.append(Server(**env))
-        return started[-1]
-
-    yield start
-    for each in started:
-        each.stop()
 
 
 @pytest.fixture
