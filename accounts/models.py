@@ -74,3 +74,7 @@ class AccountPassword(models.Model):
 
     def __str__(self):
         return f"password of account {self.account_id}"
+
+
+# Node assignment lives in its own sub-package; Django finds an app's models here.
+from accounts.nodes.models import Node, NodeAssignment, Service  # noqa: E402, F401

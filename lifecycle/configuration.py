@@ -45,6 +45,19 @@ def read_int(name: str, default: int, *, minimum: int = 0, maximum: int | None =
     return value
 
 
+def read_float(name: str, default: float, *, minimum: float, maximum: float) -> float:
+    raw = env.str(name, default=None)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}.") from None
+    if not minimum <= value <= maximum:
+        raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, not {value}.")
+    return value
+
+
 def read_choice(name: str, default: str, choices: list[str]) -> str:
     value = env.str(name, default=default).strip().upper() or default
     if value not in choices:

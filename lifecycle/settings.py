@@ -18,6 +18,7 @@ from lifecycle.configuration import (
     read_choice,
     read_database_url,
     read_email_url,
+    read_float,
     read_int,
     read_key_ring,
     read_list,
@@ -264,6 +265,12 @@ API_IDEMPOTENCY_LEASE_SECONDS = read_int("API_IDEMPOTENCY_LEASE_SECONDS", defaul
 # Failed password checks (POST /api/v1/sessions) per hour: per login or address as typed, and per client.
 API_SESSION_FAILURES_PER_NAME = read_int("API_SESSION_FAILURES_PER_NAME", default=10, minimum=1)
 API_SESSION_FAILURES_PER_CLIENT = read_int("API_SESSION_FAILURES_PER_CLIENT", default=1000, minimum=1)
+
+# Node assignment (README, "Node assignment"): the share of a full node's capacity released at once
+# when no node has a free slot (tokenserver's NODE_CAPACITY_RELEASE_RATE), and the secret that signs
+# purge_old_records' delete requests to the storage nodes (empty: purge without telling the nodes).
+NODE_CAPACITY_RELEASE_RATE = read_float("NODE_CAPACITY_RELEASE_RATE", default=0.1, minimum=0.01, maximum=1.0)
+NODE_SECRET = env.str("NODE_SECRET", default="")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -53,7 +53,10 @@ def translate(error: DatabaseError) -> LifecycleError | None:
     sqlstate = getattr(cause, "sqlstate", None)
     diag = getattr(cause, "diag", None)
     if sqlstate in _BY_SQLSTATE:
-        return _BY_SQLSTATE[sqlstate](diag.message_primary)
+        cls = _BY_SQLSTATE[sqlstate]
+        if hasattr(cls, "from_diagnostics"):  # a refusal whose kind the database names in its HINT
+            return cls.from_diagnostics(diag)
+        return cls(diag.message_primary)
     constraint = getattr(diag, "constraint_name", None)
     if constraint in _BY_CONSTRAINT:
         cls, message = _BY_CONSTRAINT[constraint]

@@ -1,0 +1,3 @@
+"""Node assignment (seed 002, the Mozilla tokenserver model): services, their storage nodes, and each
+account's assignment to a node per service. README, "Node assignment"; schema in
+accounts/sql/0014_nodes.sql."""

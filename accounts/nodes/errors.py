@@ -1,0 +1,56 @@
+"""The refusals of node assignment (SQLSTATE class LN, accounts/sql/0014_nodes.sql, or the live-row index).
+
+``code`` is tokenserver's own where it has one (invalid-generation, invalid-keysChangedAt,
+invalid-client-state), so that the API answers with the code its clients know.
+"""
+
+from platform_events.db.refusals import LifecycleError, raised_as
+
+
+class NodeError(LifecycleError):
+    code = "node-refused"
+
+
+@raised_as(sqlstate="LN002")
+class NoCapacity(NodeError):
+    """No node can take the account (tokenserver answers 503), or the named node is full."""
+
+    code = "no-capacity"
+
+
+@raised_as(sqlstate="LN003")
+class UnknownName(NodeError):
+    """The service, node or account named does not exist."""
+
+    code = "unknown"
+
+
+@raised_as(sqlstate="LN004")
+class InvalidUpdate(NodeError):
+    """A move the assignment rules refuse; ``code`` says which (the database's HINT)."""
+
+    code = "invalid-update"
+
+    def __init__(self, message: str, *, code: str | None = None, **kwargs):
+        super().__init__(message, **kwargs)
+        if code:
+            self.code = code
+
+    @classmethod
+    def from_diagnostics(cls, diag) -> "InvalidUpdate":
+        return cls(diag.message_primary, code=diag.message_hint)
+
+
+@raised_as(constraint="node_assignments_live_key", message="nodes: the account already has a live assignment")
+class AlreadyAssigned(NodeError):
+    code = "already-assigned"
+
+
+@raised_as(constraint="nodes_service_node_key", message="nodes: the service already has a node of that name")
+class NodeExists(NodeError):
+    code = "node-exists"
+
+
+@raised_as(constraint="services_service_key", message="nodes: a service of that name exists")
+class ServiceExists(NodeError):
+    code = "service-exists"

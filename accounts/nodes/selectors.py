@@ -1,0 +1,77 @@
+"""Reads of node assignment (tokenserver's get_user_records, get_old_user_records, count_users)."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from accounts.nodes.services import service_id
+
+# tokenserver's default grace period for purge_old_records' rows: one week.
+DEFAULT_GRACE = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One assignment row, as purge_old_records and the tests read it."""
+
+    uid: int
+    account_id: int
+    node: str | None
+    downed: bool | None
+    generation: int
+    keys_changed_at: int | None
+    client_state: str
+    created_at: datetime
+    replaced_at: datetime | None
+
+
+COLUMNS = """
+a.uid, a.account, n.node, n.downed, a.generation, a.keys_changed_at, a.client_state, a.created_at, a.replaced_at
+"""
+
+
+def assignment_records(*, service: str, account_id: int) -> list[Record]:
+    """Every row of the account for the service, old ones too, oldest first."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {COLUMNS} FROM node_assignments a LEFT JOIN nodes n ON n.id = a.node"
+            " WHERE a.service = %s AND a.account = %s ORDER BY a.created_at, a.uid",
+            [service_id(service), account_id],
+        )
+        return [Record(*row) for row in cursor.fetchall()]
+
+
+def old_assignment_records(
+    *, service: str, grace_period: timedelta = DEFAULT_GRACE, limit: int = 100, after_uid: int = 0
+) -> list[Record]:
+    """Rows replaced longer than ``grace_period`` ago, by uid from ``after_uid`` (a keyset: the purge
+    pages through them without tokenserver's OFFSET, which re-reads and can loop)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {COLUMNS} FROM node_assignments a LEFT JOIN nodes n ON n.id = a.node"
+            " WHERE a.service = %s AND a.replaced_at < %s AND a.uid > %s ORDER BY a.uid LIMIT %s",
+            [service_id(service), timezone.now() - grace_period, after_uid, limit],
+        )
+        return [Record(*row) for row in cursor.fetchall()]
+
+
+def old_assignments_count(*, service: str, grace_period: timedelta = DEFAULT_GRACE) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM node_assignments WHERE service = %s AND replaced_at < %s",
+            [service_id(service), timezone.now() - grace_period],
+        )
+        return cursor.fetchone()[0]
+
+
+def assignments_count(*, service: str | None = None, as_of: datetime | None = None) -> int:
+    """tokenserver's count_users: live assignments made by ``as_of`` (now), in one service or all."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM node_assignments WHERE replaced_at IS NULL AND created_at <= %s"
+            " AND (%s::int IS NULL OR service = %s::int)",
+            [as_of or timezone.now(), *(2 * [service_id(service) if service else None])],
+        )
+        return cursor.fetchone()[0]

@@ -1,0 +1,417 @@
+"""Node assignment's operations, tokenserver's database.py over our accounts (README, "Node assignment").
+
+An ``Assignment`` is tokenserver's user record: the account's current row for a service plus what its
+history says (earlier client states, when it was first seen). The rules (one live row, numbers that
+only go forwards, no reused client state, the node's load) are the database's
+(accounts/sql/0014_nodes.sql); these functions make tokenserver's moves with them. Routine moves, the
+ones a client's sync makes, run with ``lifecycle.node_routine`` set and are not audited; an operator's
+(nodes, placements, unassigning) are, with the actor and reason given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from math import ceil
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from accounts.nodes.errors import AlreadyAssigned, InvalidUpdate, UnknownName
+from accounts.nodes.models import Node, Service
+from platform_events.audit import audit_context
+from platform_events.db.refusals import lifecycle_rules
+
+# tokenserver's MAX_GENERATION: a retired account's rows carry it, and nothing goes past it.
+MAX_GENERATION = 9223372036854775807
+NODE_FIELDS = ("capacity", "available", "current_load", "downed", "backoff")
+
+ROWS = """
+SELECT a.uid, n.node, a.generation, a.keys_changed_at, a.client_state, a.created_at, a.replaced_at
+FROM node_assignments a LEFT JOIN nodes n ON n.id = a.node
+WHERE a.service = %s AND a.account = %s
+ORDER BY a.created_at DESC, a.uid DESC
+"""
+ALLOCATE = """
+SELECT a.uid, n.node, a.generation, a.keys_changed_at, a.client_state, a.created_at
+FROM node_allocate(%s, %s, %s, %s, %s, %s, %s, %s) a LEFT JOIN nodes n ON n.id = a.node
+"""
+
+
+@dataclass
+class Assignment:
+    """An account's current assignment for a service (tokenserver's user dict)."""
+
+    service: str
+    account_id: int
+    uid: int
+    node: str | None
+    generation: int
+    keys_changed_at: int
+    client_state: str
+    first_seen_at: datetime
+    old_client_states: set[str] = field(default_factory=set)
+
+    @property
+    def retired(self) -> bool:
+        return self.generation >= MAX_GENERATION
+
+
+def _routine():
+    """Mark the transaction's assignment changes as a client's routine ones (not audited)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('lifecycle.node_routine', 'on', true)")
+
+
+def service_id(service: str) -> int:
+    found = Service.objects.filter(service=service).values_list("id", flat=True).first()
+    if found is None:
+        raise UnknownName(f"nodes: unknown service {service!r}")
+    return found
+
+
+def node_id(*, service: str, node: str) -> int:
+    found = Node.objects.filter(service_id=service_id(service), node=node).values_list("id", flat=True).first()
+    if found is None:
+        raise UnknownName(f"nodes: unknown node {node!r} for service {service!r}")
+    return found
+
+
+def assignment_current(*, service: str, account_id: int) -> Assignment | None:
+    """tokenserver's get_user: the account's current assignment, or None if it never had one.
+
+    The current row is the newest by (generation, created_at). When it was replaced or lost its node
+    and the account is not retired, the account gets a fresh node that keeps its keys (tokenserver).
+    Rows left live beside it (only psql could leave one) are marked replaced.
+    """
+    sid = service_id(service)
+    with lifecycle_rules(), transaction.atomic():
+        _routine()
+        with connection.cursor() as cursor:
+            cursor.execute(ROWS, [sid, account_id])
+            rows = cursor.fetchall()
+        if not rows:
+            return None
+        rows.sort(key=lambda r: (r[2], r[5]), reverse=True)
+        uid, node, generation, keys_changed_at, client_state, created_at, replaced_at = rows[0]
+        current = Assignment(service, account_id, uid, node, generation, keys_changed_at or 0, client_state, created_at)
+        if (replaced_at is not None or node is None) and not current.retired:
+            try:
+                current = _allocate(
+                    sid,
+                    service,
+                    account_id,
+                    generation=generation,
+                    client_state=client_state,
+                    keys_changed_at=keys_changed_at,
+                )
+            except AlreadyAssigned:
+                # Another request gave the account its node first (it waited on the live-row index).
+                return assignment_current(service=service, account_id=account_id)
+            current.first_seen_at = created_at
+        for old_uid, _, _, _, old_state, old_created_at, old_replaced_at in rows[1:]:
+            if old_state != current.client_state:
+                current.old_client_states.add(old_state)
+            if old_replaced_at is None:
+                _replace_rows("a.uid = %s", [old_uid], at=created_at)
+            current.first_seen_at = old_created_at
+        return current
+
+
+def _allocate(
+    sid: int,
+    service: str,
+    account_id: int,
+    *,
+    generation: int = 0,
+    client_state: str = "",
+    keys_changed_at: int | None = None,
+    node_id_: int | None = None,
+    created_at: datetime | None = None,
+) -> Assignment:
+    """node_allocate() in a savepoint, so that a lost race leaves the caller's transaction usable."""
+    with lifecycle_rules(), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            ALLOCATE,
+            [
+                sid,
+                account_id,
+                generation,
+                client_state,
+                keys_changed_at,
+                node_id_,
+                settings.NODE_CAPACITY_RELEASE_RATE,
+                created_at,
+            ],
+        )
+        uid, node, generation, keys_changed_at, client_state, created_at = cursor.fetchone()
+    return Assignment(service, account_id, uid, node, generation, keys_changed_at or 0, client_state, created_at)
+
+
+def assignment_allocate(
+    *,
+    service: str,
+    account_id: int,
+    generation: int = 0,
+    client_state: str = "",
+    keys_changed_at: int | None = None,
+    node: str | None = None,
+    created_at: datetime | None = None,
+    actor=None,
+    reason: str | None = None,
+) -> Assignment:
+    """tokenserver's allocate_user: a new live assignment, on ``node`` or the least-loaded node.
+
+    Refused (AlreadyAssigned) when the account has a live one; NoCapacity when no node can take it.
+    An operator's placement (``actor`` given) is audited; a client's first sync is routine.
+    """
+    sid = service_id(service)
+    target = node_id(service=service, node=node) if node is not None else None
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
+        if actor is None:
+            _routine()
+        return _allocate(
+            sid,
+            service,
+            account_id,
+            generation=generation,
+            client_state=client_state,
+            keys_changed_at=keys_changed_at,
+            node_id_=target,
+            created_at=created_at,
+        )
+
+
+def assignment_update(
+    assignment: Assignment,
+    *,
+    generation: int | None = None,
+    client_state: str | None = None,
+    keys_changed_at: int | None = None,
+    node: str | None = None,
+    actor=None,
+    reason: str | None = None,
+) -> Assignment:
+    """tokenserver's update_user, on ``assignment`` (updated in place and returned).
+
+    Numbers alone update the live row, never backwards (a lower one is ignored, as tokenserver does;
+    the API refuses it first). A new client state, or a node, makes a new row on the same node (or
+    the given one, or a fresh one if the node is gone) and marks the old one replaced. A client state
+    seen before is refused (InvalidUpdate, code invalid-client-state).
+    """
+    sid = service_id(assignment.service)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
+        if actor is None:
+            _routine()
+        with connection.cursor() as cursor:
+            # The account's rows for the service, locked: concurrent updates of one account take turns.
+            cursor.execute(
+                "SELECT uid FROM node_assignments WHERE service = %s AND account = %s ORDER BY uid FOR UPDATE",
+                [sid, assignment.account_id],
+            )
+            if client_state is None and node is None:
+                cursor.execute(
+                    """
+                    UPDATE node_assignments
+                    SET generation = coalesce(%(generation)s, generation),
+                        keys_changed_at = coalesce(%(keys_changed_at)s, keys_changed_at)
+                    WHERE service = %(service)s AND account = %(account)s AND replaced_at IS NULL
+                      AND generation <= coalesce(%(generation)s, generation)
+                      AND coalesce(keys_changed_at, 0) <= coalesce(%(keys_changed_at)s, keys_changed_at, 0)
+                    """,
+                    {
+                        "generation": generation,
+                        "keys_changed_at": keys_changed_at,
+                        "service": sid,
+                        "account": assignment.account_id,
+                    },
+                )
+                if generation is not None:
+                    assignment.generation = max(assignment.generation, generation)
+                assignment.keys_changed_at = max(assignment.keys_changed_at, keys_changed_at or 0)
+                return assignment
+        if client_state is None:
+            client_state = assignment.client_state
+        elif client_state == assignment.client_state or client_state in assignment.old_client_states:
+            raise InvalidUpdate("nodes: previously seen client-state string", code="invalid-client-state")
+        generation = max(assignment.generation, generation or 0)
+        keys_changed_at = max(assignment.keys_changed_at, keys_changed_at or 0) or None
+        target = node_id(service=assignment.service, node=node) if node is not None else _live_node_id(assignment)
+        now = _replace_rows("a.service = %s AND a.account = %s", [sid, assignment.account_id])
+        if target is not None and node is None:
+            # Same node, new keys: the node keeps the account (tokenserver), whatever its load.
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    """
+                    INSERT INTO node_assignments (service, account, node, generation, client_state, keys_changed_at,
+                                                  created_at)
+                    VALUES (%s, %s, %s, %s, %s, %s, greatest(clock_timestamp(), %s)) RETURNING uid
+                    """,
+                    [sid, assignment.account_id, target, generation, client_state, keys_changed_at, now],
+                )
+                (uid,) = cursor.fetchone()
+            fresh_node = assignment.node
+        else:
+            fresh = _allocate(
+                sid,
+                assignment.service,
+                assignment.account_id,
+                generation=generation,
+                client_state=client_state,
+                keys_changed_at=keys_changed_at,
+                node_id_=target,
+            )
+            uid, fresh_node = fresh.uid, fresh.node
+    if client_state != assignment.client_state:
+        assignment.old_client_states.add(assignment.client_state)
+    assignment.uid, assignment.node, assignment.client_state = uid, fresh_node, client_state
+    assignment.generation, assignment.keys_changed_at = generation, keys_changed_at or 0
+    return assignment
+
+
+def _live_node_id(assignment: Assignment) -> int | None:
+    """The node the assignment is on, if it still exists."""
+    if assignment.node is None:
+        return None
+    found = Node.objects.filter(service__service=assignment.service, node=assignment.node).values_list("id", flat=True)
+    return found.first()
+
+
+def _replace_rows(where: str, params: list, *, at: datetime | None = None) -> datetime:
+    """Mark the live rows matching ``where`` replaced (at ``at``, or now); returns the time used."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE node_assignments a SET replaced_at = greatest(coalesce(%s, clock_timestamp()), a.created_at)
+            WHERE {where} AND a.replaced_at IS NULL
+            RETURNING a.replaced_at
+            """,
+            [at, *params],
+        )
+        times = [row[0] for row in cursor.fetchall()]
+    return max(times, default=at) or datetime.now().astimezone()
+
+
+def assignments_replace(*, service: str, account_id: int, at: datetime | None = None) -> None:
+    """tokenserver's replace_user_records: the account's next read gets a fresh node."""
+    sid = service_id(service)
+    with transaction.atomic():
+        _routine()
+        _replace_rows("a.service = %s AND a.account = %s", [sid, account_id], at=at)
+
+
+def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
+    """tokenserver's replace_user_record (purge_old_records bumps a failed row's time with it)."""
+    with transaction.atomic():
+        _routine()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE node_assignments SET replaced_at = greatest(coalesce(%s, clock_timestamp()), created_at)"
+                " WHERE uid = %s",
+                [at, uid],
+            )
+
+
+def assignments_retire(*, account_id: int) -> int:
+    """tokenserver's retire_user: every live row of the account, in every service, replaced and given
+    the tombstone generation, so no client of the account is served again. Returns the rows retired."""
+    with transaction.atomic():
+        _routine()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE node_assignments SET replaced_at = clock_timestamp(), generation = %s"
+                " WHERE account = %s AND replaced_at IS NULL",
+                [MAX_GENERATION, account_id],
+            )
+            return cursor.rowcount
+
+
+def assignment_delete(*, uid: int) -> None:
+    """tokenserver's delete_user_record: the row goes, and its node's slot is freed (by the trigger)."""
+    with transaction.atomic():
+        _routine()
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM node_assignments WHERE uid = %s", [uid])
+
+
+def generation_raise(*, account_id: int, generation: int) -> int:
+    """Raise the live rows' generation of an account to ``generation`` in every service, never lower
+    (tokenserver's update_generation_number, without giving anyone a node). Returns the rows raised."""
+    with transaction.atomic():
+        _routine()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE node_assignments SET generation = %s"
+                " WHERE account = %s AND replaced_at IS NULL AND generation < %s",
+                [generation, account_id, generation],
+            )
+            return cursor.rowcount
+
+
+def service_add(*, service: str, pattern: str | None = None, actor=None) -> Service:
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
+        return Service.objects.create(service=service, pattern=pattern)
+
+
+def node_add(
+    *,
+    service: str,
+    node: str,
+    capacity: int,
+    available: int | None = None,
+    current_load: int = 0,
+    downed: bool = False,
+    backoff: bool = False,
+    actor,
+    reason: str | None = None,
+) -> Node:
+    """tokenserver's add_node: only a share of the capacity is released at first (ceil(capacity x rate))."""
+    sid = service_id(service)
+    if available is None:
+        available = ceil(capacity * settings.NODE_CAPACITY_RELEASE_RATE)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO nodes (service, node, capacity, available, current_load, downed, backoff)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                [sid, node, capacity, available, current_load, downed, backoff],
+            )
+            (new_id,) = cursor.fetchone()
+    return Node.objects.get(pk=new_id)
+
+
+def node_update(*, service: str, node: str, actor, reason: str | None = None, **fields) -> Node:
+    """tokenserver's update_node: set any of capacity, available, current_load, downed, backoff."""
+    unknown = set(fields) - set(NODE_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown node fields: {', '.join(sorted(unknown))}")
+    nid = node_id(service=service, node=node)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
+        if fields:
+            Node.objects.filter(pk=nid).update(**fields)
+    return Node.objects.get(pk=nid)
+
+
+def node_unassign(*, service: str, node: str, actor, reason: str | None = None) -> int:
+    """tokenserver's unassign_node: every live assignment on the node replaced, so that its accounts
+    get a new node when next read. Audited once per node (node.unassigned, with the count)."""
+    nid = node_id(service=service, node=node)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE node_assignments SET replaced_at = greatest(clock_timestamp(), created_at)"
+                " WHERE node = %s AND replaced_at IS NULL",
+                [nid],
+            )
+            return cursor.rowcount
+
+
+def node_remove(*, service: str, node: str, actor, reason: str | None = None) -> int:
+    """tokenserver's remove_node: the node's assignments replaced, then the node deleted (its rows keep
+    their history with no node). Returns the assignments replaced."""
+    with transaction.atomic():
+        replaced = node_unassign(service=service, node=node, actor=actor, reason=reason)
+        nid = node_id(service=service, node=node)
+        with lifecycle_rules(), audit_context(actor=actor, reason=reason):
+            Node.objects.filter(pk=nid).delete()
+    return replaced

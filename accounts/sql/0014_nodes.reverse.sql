@@ -1,0 +1,11 @@
+DROP TABLE node_assignments;
+DROP TABLE nodes;
+DROP TABLE services;
+DROP FUNCTION node_allocate(integer, bigint, bigint, text, bigint, bigint, numeric, timestamptz);
+DROP FUNCTION node_max_generation();
+DROP FUNCTION trg_before_node_assignment_insert();
+DROP FUNCTION trg_before_node_assignment_update();
+DROP FUNCTION trg_after_node_assignment_insert_load();
+DROP FUNCTION trg_after_node_assignment_delete_load();
+DROP FUNCTION trg_after_node_assignment_audit();
+DROP FUNCTION trg_after_node_audit();

@@ -1,0 +1,22 @@
+import pytest
+
+from accounts.nodes import services
+from lifecycle.factories import AccountFactory
+
+SERVICE = "sync-1.5"
+# tokenserver's tests' default node.
+NODE_URL = "https://phx12"
+
+
+@pytest.fixture
+def nodes(db):
+    """tokenserver's `db` fixture: the sync-1.5 service with one node of capacity 100."""
+    services.service_add(service=SERVICE, pattern="{node}/1.5/{uid}")
+    services.node_add(service=SERVICE, node=NODE_URL, capacity=100, actor=None)
+    return services
+
+
+@pytest.fixture
+def account():
+    """A new account's id per call (tokenserver's test addresses)."""
+    return lambda: AccountFactory().id
