@@ -11,7 +11,7 @@ ones a client's sync makes, run with ``lifecycle.node_routine`` set and are not 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from math import ceil
 
 from django.conf import settings
