@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.nodes.errors import AlreadyAssigned, InvalidUpdate, UnknownName
-from accounts.nodes.models import Node, Service
+from accounts.nodes.models import Node, NodeAssignment, Service
 from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
 
@@ -335,17 +335,21 @@ def assignment_delete(*, uid: int) -> None:
 
 
 def generation_raise(*, account_id: int, generation: int) -> int:
-    """Raise the live rows' generation of an account to ``generation`` in every service, never lower
-    (tokenserver's update_generation_number, without giving anyone a node). Returns the rows raised."""
-    with transaction.atomic():
-        _routine()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE node_assignments SET generation = %s"
-                " WHERE account = %s AND replaced_at IS NULL AND generation < %s",
-                [generation, account_id, generation],
-            )
-            return cursor.rowcount
+    """Raise the account's generation to ``generation`` in every service it has an assignment in, never
+    lower (tokenserver's update_generation_number). As tokenserver does, the current assignment is read
+    first, so a replaced one gets its fresh node before the update and the old row keeps the numbers its
+    data was stored under. Returns the services whose generation rose."""
+    raised = 0
+    names = Service.objects.filter(
+        id__in=NodeAssignment.objects.filter(account_id=account_id).values("service")
+    ).values_list("service", flat=True)
+    for name in names:
+        current = assignment_current(service=name, account_id=account_id)
+        if current is None or current.retired or current.generation >= generation:
+            continue
+        assignment_update(current, generation=generation)
+        raised += 1
+    return raised
 
 
 def service_add(*, service: str, pattern: str | None = None, actor=None) -> Service:
