@@ -1,13 +1,21 @@
-"""The accounts' retention rule: sign-ups never activated (seed 003), deleted with their tokens."""
+"""The accounts' retention rules: sign-ups never activated (seed 003), deleted with their tokens; and
+replaced node assignments, purged as purge_old_records does (accounts/nodes/purge.py)."""
 
+import logging
+from collections.abc import Iterator
 from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.nodes.models import Service
+from accounts.nodes.purge import PurgeCounts, PurgeRunning, grace_text, purge_batches
+from accounts.nodes.selectors import old_assignments_count
 from accounts.selectors import abandoned_sign_ups_count
 from accounts.services import accounts_delete_abandoned
 from platform_events.retention import RetentionRule
+
+logger = logging.getLogger(__name__)
 
 
 def abandoned_sign_ups() -> RetentionRule:
@@ -18,4 +26,41 @@ def abandoned_sign_ups() -> RetentionRule:
         keeps=f"sign-ups never activated: {days} days after their last token",
         count=lambda: abandoned_sign_ups_count(created_before=before),
         delete_batch=lambda size: accounts_delete_abandoned(created_before=before, batch_size=size),
+    )
+
+
+def replaced_node_assignments() -> RetentionRule:
+    """Node assignments replaced NODE_PURGE_GRACE_SECONDS ago, purged as ``manage.py purge_old_records``
+    does (their node told first, rows on downed nodes left, a failed DELETE retried a grace period
+    later), in batches of the cleanup's size. The run holds purge_old_records' lock from its first
+    batch to its last: the command and the cleanup never purge at once (the later one skips)."""
+    seconds = settings.NODE_PURGE_GRACE_SECONDS
+    grace = timedelta(seconds=seconds)
+    run: Iterator[PurgeCounts] | None = None
+
+    def delete_batch(size: int) -> int:
+        nonlocal run
+        if run is None:
+            run = purge_batches(node_secret=settings.NODE_SECRET, grace_period=grace, max_per_loop=size)
+        try:
+            # A batch may delete nothing (downed nodes, failures) while later ones still can: go on to
+            # one that does; 0 only at the end, which is what stops the cleanup's loop.
+            for batch in run:
+                if batch.deleted:
+                    return batch.deleted
+        except PurgeRunning:
+            logger.warning("cleanup: node-assignments skipped, purge_old_records is running")
+        return 0
+
+    keeps = f"replaced node assignments: {grace_text(grace)} after replacement, until their storage node is told"
+    if not settings.NODE_SECRET:
+        keeps += " (NODE_SECRET unset: those on up nodes are kept)"
+    return RetentionRule(
+        name="node-assignments",
+        keeps=keeps,
+        count=lambda: sum(
+            old_assignments_count(service=name, grace_period=grace)
+            for name in Service.objects.values_list("service", flat=True)
+        ),
+        delete_batch=delete_batch,
     )

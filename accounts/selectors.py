@@ -28,6 +28,18 @@ def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     return Account.objects.alias(login_lower=Lower("login")).filter(login_lower=wanted)
 
 
+def accounts_by_reference(reference: str) -> QuerySet[Account]:
+    """The accounts an operator's ``reference`` names: the account whose id it is (all digits), and the
+    accounts whose login or e-mail it is (accounts_by_identifier). More than one is possible: a login
+    of digits beside an id, or an e-mail that unverified sign-ups share; the caller says which."""
+    by_name = accounts_by_identifier(reference)
+    digits = reference.strip()
+    # Ids are bigints: more digits than that name no id (and would overflow the query).
+    if digits.isascii() and digits.isdigit() and len(digits) <= 18:
+        return Account.objects.filter(Q(pk=int(digits)) | Q(pk__in=by_name.values("pk")))
+    return by_name
+
+
 def account_trail(account_id: int) -> QuerySet[AuditEvent]:
     """The audit rows about one account: its own and its tokens' (which name the account in their
     diff, tokens/sql/0013_audit_by_account.sql: the expression below is that index's, so both halves

@@ -10,7 +10,7 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 from django_q.models import Task
 
-from accounts.retention import abandoned_sign_ups
+from accounts.retention import abandoned_sign_ups, replaced_node_assignments
 from platform_events.retention import (
     RetentionRule,
     expired_idempotency_keys,
@@ -33,6 +33,7 @@ def retention_rules() -> list[RetentionRule]:
         old_events(),
         old_processed_events(),
         expired_idempotency_keys(),
+        replaced_node_assignments(),
         queryset_rule("sessions", "staff sessions: until they expire", Session.objects.filter(expire_date__lt=now)),
         queryset_rule(
             "access-log",

@@ -271,6 +271,9 @@ API_SESSION_FAILURES_PER_CLIENT = read_int("API_SESSION_FAILURES_PER_CLIENT", de
 # purge_old_records' delete requests to the storage nodes (empty: purge without telling the nodes).
 NODE_CAPACITY_RELEASE_RATE = read_float("NODE_CAPACITY_RELEASE_RATE", default=0.1, minimum=0.01, maximum=1.0)
 NODE_SECRET = env.str("NODE_SECRET", default="")
+# How long a replaced assignment is kept before the daily cleanup purges it (its node told first): a
+# client holding a token for the old node may still sync to it meanwhile. One week, tokenserver's default.
+NODE_PURGE_GRACE_SECONDS = read_int("NODE_PURGE_GRACE_SECONDS", default=604_800, minimum=0, maximum=31_536_000)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

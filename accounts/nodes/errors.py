@@ -54,3 +54,10 @@ class NodeExists(NodeError):
 @raised_as(constraint="services_service_key", message="nodes: a service of that name exists")
 class ServiceExists(NodeError):
     code = "service-exists"
+
+
+class InvalidValue(NodeError):
+    """A name or number the nodes tables would refuse (accounts/sql/0014_nodes.sql's checks), said
+    before the database is asked, in a sentence an operator can act on."""
+
+    code = "invalid-value"

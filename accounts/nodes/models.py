@@ -43,6 +43,11 @@ class Node(models.Model):
     def __str__(self):
         return self.node
 
+    def describe(self) -> str:
+        """Its numbers and flags in one phrase, as the commands print them."""
+        flags = "".join(f", {name}" for name in ("downed", "backoff") if getattr(self, name))
+        return f"capacity {self.capacity}, available {self.available}, load {self.current_load}{flags}"
+
     @property
     def load_percent(self) -> int:
         """The load as a share of the capacity, for the admin's bars (over 100 is possible: see README)."""

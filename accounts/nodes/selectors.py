@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from accounts.nodes.services import service_id
+from accounts.nodes.services import node_id, service_id
 
 # tokenserver's default grace period for purge_old_records' rows: one week.
 DEFAULT_GRACE = timedelta(days=7)
@@ -43,6 +43,19 @@ def assignment_records(*, service: str, account_id: int) -> list[Record]:
         return [Record(*row) for row in cursor.fetchall()]
 
 
+def current_record(*, service: str, account_id: int) -> Record | None:
+    """The account's current row for the service, as assignment_current() picks it (the newest by
+    generation, then creation), replaced or not, and without giving the account a node."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {COLUMNS} FROM node_assignments a LEFT JOIN nodes n ON n.id = a.node"
+            " WHERE a.service = %s AND a.account = %s ORDER BY a.generation DESC, a.created_at DESC, a.uid DESC LIMIT 1",
+            [service_id(service), account_id],
+        )
+        row = cursor.fetchone()
+    return Record(*row) if row else None
+
+
 def old_assignment_records(
     *, service: str, grace_period: timedelta = DEFAULT_GRACE, limit: int = 100, after_uid: int = 0
 ) -> list[Record]:
@@ -62,6 +75,16 @@ def old_assignments_count(*, service: str, grace_period: timedelta = DEFAULT_GRA
         cursor.execute(
             "SELECT count(*) FROM node_assignments WHERE service = %s AND replaced_at < %s",
             [service_id(service), timezone.now() - grace_period],
+        )
+        return cursor.fetchone()[0]
+
+
+def node_live_assignments_count(*, service: str, node: str) -> int:
+    """The live assignments on a node: what unassigning or removing it would replace."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM node_assignments WHERE node = %s AND replaced_at IS NULL",
+            [node_id(service=service, node=node)],
         )
         return cursor.fetchone()[0]
 

@@ -10,6 +10,9 @@ ones a client's sync makes, run with ``lifecycle.node_routine`` set and are not 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from math import ceil
@@ -17,7 +20,7 @@ from math import ceil
 from django.conf import settings
 from django.db import connection, transaction
 
-from accounts.nodes.errors import AlreadyAssigned, InvalidUpdate, UnknownName
+from accounts.nodes.errors import AlreadyAssigned, InvalidUpdate, InvalidValue, UnknownName
 from accounts.nodes.models import Node, NodeAssignment, Service
 from platform_events.audit import audit_context
 from platform_events.db.refusals import lifecycle_rules
@@ -25,6 +28,13 @@ from platform_events.db.refusals import lifecycle_rules
 # tokenserver's MAX_GENERATION: a retired account's rows carry it, and nothing goes past it.
 MAX_GENERATION = 9223372036854775807
 NODE_FIELDS = ("capacity", "available", "current_load", "downed", "backoff")
+# The tables' own checks (accounts/sql/0014_nodes.sql), to refuse a bad value with a sentence, not a
+# CHECK violation. Numbers are PostgreSQL integers.
+SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,29}")
+NODE_URL = re.compile(r"https?://[^\s/?#\x00]+[^\s?#\x00]*")
+NODE_URL_MAX = 64
+PATTERN_MAX = 128
+INT_MAX = 2**31 - 1
 
 ROWS = """
 SELECT a.uid, n.node, a.generation, a.keys_changed_at, a.client_state, a.created_at, a.replaced_at
@@ -57,21 +67,42 @@ class Assignment:
         return self.generation >= MAX_GENERATION
 
 
-def _routine():
-    """Mark the transaction's assignment changes as a client's routine ones (not audited)."""
+@contextmanager
+def _routine(on: bool = True) -> Iterator[None]:
+    """Mark the assignment changes inside (a transaction) as a client's routine ones, not audited, or
+    (``on`` False) as not routine; then put the setting back as it was. SET LOCAL lasts to the end of
+    the whole transaction: without the restore, a caller's outer transaction (a test's, an admin
+    action's) carried it on, and an operator's later change in it went unaudited. After an error the
+    block's rollback puts the setting back."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('lifecycle.node_routine', 'on', true)")
+        cursor.execute(
+            "SELECT current_setting('lifecycle.node_routine', true), set_config('lifecycle.node_routine', %s, true)",
+            ["on" if on else ""],
+        )
+        before, _ = cursor.fetchone()
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('lifecycle.node_routine', %s, true)", [before or ""])
+
+
+def _is_routine(routine: bool | None, actor) -> bool:
+    """A change is a client's routine unless said otherwise; by default, one with an actor is not."""
+    return actor is None if routine is None else routine
 
 
 def service_id(service: str) -> int:
-    found = Service.objects.filter(service=service).values_list("id", flat=True).first()
+    # A name no service can have is not looked up (a command line's stray NUL would be a DataError).
+    valid = not service_name_problem(service)
+    found = Service.objects.filter(service=service).values_list("id", flat=True).first() if valid else None
     if found is None:
         raise UnknownName(f"nodes: unknown service {service!r}")
     return found
 
 
 def node_id(*, service: str, node: str) -> int:
-    found = Node.objects.filter(service_id=service_id(service), node=node).values_list("id", flat=True).first()
+    sid = service_id(service)
+    valid = not node_name_problem(node)
+    found = Node.objects.filter(service_id=sid, node=node).values_list("id", flat=True).first() if valid else None
     if found is None:
         raise UnknownName(f"nodes: unknown node {node!r} for service {service!r}")
     return found
@@ -85,8 +116,7 @@ def assignment_current(*, service: str, account_id: int) -> Assignment | None:
     Rows left live beside it (only psql could leave one) are marked replaced.
     """
     sid = service_id(service)
-    with lifecycle_rules(), transaction.atomic():
-        _routine()
+    with lifecycle_rules(), transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute(ROWS, [sid, account_id])
             rows = cursor.fetchall()
@@ -159,17 +189,22 @@ def assignment_allocate(
     created_at: datetime | None = None,
     actor=None,
     reason: str | None = None,
+    routine: bool | None = None,
 ) -> Assignment:
     """tokenserver's allocate_user: a new live assignment, on ``node`` or the least-loaded node.
 
     Refused (AlreadyAssigned) when the account has a live one; NoCapacity when no node can take it.
-    An operator's placement (``actor`` given) is audited; a client's first sync is routine.
+    An operator's placement is audited (node_assignment.created); a client's first sync is routine
+    and is not. ``routine`` says which; by default a placement with an ``actor`` is an operator's.
     """
     sid = service_id(service)
     target = node_id(service=service, node=node) if node is not None else None
-    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
-        if actor is None:
-            _routine()
+    with (
+        lifecycle_rules(),
+        transaction.atomic(),
+        audit_context(actor=actor, reason=reason),
+        _routine(_is_routine(routine, actor)),
+    ):
         return _allocate(
             sid,
             service,
@@ -191,18 +226,23 @@ def assignment_update(
     node: str | None = None,
     actor=None,
     reason: str | None = None,
+    routine: bool | None = None,
 ) -> Assignment:
     """tokenserver's update_user, on ``assignment`` (updated in place and returned).
 
     Numbers alone update the live row, never backwards (a lower one is ignored, as tokenserver does;
     the API refuses it first). A new client state, or a node, makes a new row on the same node (or
     the given one, or a fresh one if the node is gone) and marks the old one replaced. A client state
-    seen before is refused (InvalidUpdate, code invalid-client-state).
+    seen before is refused (InvalidUpdate, code invalid-client-state). Audited unless routine, as
+    ``assignment_allocate`` says.
     """
     sid = service_id(assignment.service)
-    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
-        if actor is None:
-            _routine()
+    with (
+        lifecycle_rules(),
+        transaction.atomic(),
+        audit_context(actor=actor, reason=reason),
+        _routine(_is_routine(routine, actor)),
+    ):
         with connection.cursor() as cursor:
             # The account's rows for the service, locked: concurrent updates of one account take turns.
             cursor.execute(
@@ -295,15 +335,13 @@ def _replace_rows(where: str, params: list, *, at: datetime | None = None) -> da
 def assignments_replace(*, service: str, account_id: int, at: datetime | None = None) -> None:
     """tokenserver's replace_user_records: the account's next read gets a fresh node."""
     sid = service_id(service)
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         _replace_rows("a.service = %s AND a.account = %s", [sid, account_id], at=at)
 
 
 def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
     """tokenserver's replace_user_record (purge_old_records bumps a failed row's time with it)."""
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE node_assignments SET replaced_at = greatest(coalesce(%s, clock_timestamp()), created_at)"
@@ -315,8 +353,7 @@ def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
 def assignments_retire(*, account_id: int) -> int:
     """tokenserver's retire_user: every live row of the account, in every service, replaced and given
     the tombstone generation, so no client of the account is served again. Returns the rows retired."""
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE node_assignments SET replaced_at = clock_timestamp(), generation = %s"
@@ -328,8 +365,7 @@ def assignments_retire(*, account_id: int) -> int:
 
 def assignment_delete(*, uid: int) -> None:
     """tokenserver's delete_user_record: the row goes, and its node's slot is freed (by the trigger)."""
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM node_assignments WHERE uid = %s", [uid])
 
@@ -352,7 +388,47 @@ def generation_raise(*, account_id: int, generation: int) -> int:
     return raised
 
 
+def service_name_problem(service: str) -> str | None:
+    if not SERVICE_NAME.fullmatch(service):
+        return (
+            f"nodes: service name {service!r} is not valid (up to 30 of a-z, 0-9, '.', '_', '-',"
+            " starting with a letter or digit)"
+        )
+    return None
+
+
+def node_name_problem(node: str) -> str | None:
+    if len(node) > NODE_URL_MAX or not NODE_URL.fullmatch(node) or node.endswith("/"):
+        return (
+            f"nodes: node {node!r} is not valid (an http:// or https:// URL of at most {NODE_URL_MAX}"
+            " characters, without a query, a fragment or a final '/')"
+        )
+    return None
+
+
+def pattern_problem(pattern: str | None) -> str | None:
+    if pattern is not None and ("{node}" not in pattern or len(pattern) > PATTERN_MAX):
+        return f"nodes: pattern {pattern!r} is not valid (it must hold {{node}}, in at most {PATTERN_MAX} characters)"
+    return None
+
+
+def _check_numbers(**numbers: int | None) -> None:
+    """Refuse a capacity below 1, a count below 0, or a number past PostgreSQL's integer."""
+    for name, value in numbers.items():
+        lowest = 1 if name == "capacity" else 0
+        if value is not None and not lowest <= value <= INT_MAX:
+            raise InvalidValue(f"nodes: {name} must be between {lowest} and {INT_MAX}, not {value}")
+
+
+def _check(*problems: str | None) -> None:
+    for problem in problems:
+        if problem:
+            raise InvalidValue(problem)
+
+
 def service_add(*, service: str, pattern: str | None = None, actor=None) -> Service:
+    """A new service (tokenserver fills its table by migration; here an operator adds it)."""
+    _check(service_name_problem(service), pattern_problem(pattern))
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
         return Service.objects.create(service=service, pattern=pattern)
 
@@ -370,6 +446,8 @@ def node_add(
     reason: str | None = None,
 ) -> Node:
     """tokenserver's add_node: only a share of the capacity is released at first (ceil(capacity x rate))."""
+    _check(node_name_problem(node))
+    _check_numbers(capacity=capacity, available=available, current_load=current_load)
     sid = service_id(service)
     if available is None:
         available = ceil(capacity * settings.NODE_CAPACITY_RELEASE_RATE)
@@ -389,6 +467,9 @@ def node_update(*, service: str, node: str, actor, reason: str | None = None, **
     unknown = set(fields) - set(NODE_FIELDS)
     if unknown:
         raise ValueError(f"unknown node fields: {', '.join(sorted(unknown))}")
+    _check_numbers(
+        **{name: value for name, value in fields.items() if name in ("capacity", "available", "current_load")}
+    )
     nid = node_id(service=service, node=node)
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
         if fields:

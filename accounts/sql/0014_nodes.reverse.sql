@@ -1,7 +1,7 @@
+DROP FUNCTION node_allocate(integer, bigint, bigint, text, bigint, bigint, numeric, timestamptz);
 DROP TABLE node_assignments;
 DROP TABLE nodes;
 DROP TABLE services;
-DROP FUNCTION node_allocate(integer, bigint, bigint, text, bigint, bigint, numeric, timestamptz);
 DROP FUNCTION node_max_generation();
 DROP FUNCTION trg_before_node_assignment_insert();
 DROP FUNCTION trg_before_node_assignment_update();

@@ -220,12 +220,12 @@ BEGIN
             SELECT * INTO chosen FROM nodes
             WHERE service = p_service AND available > 0 AND current_load < capacity AND NOT downed AND NOT backoff
             ORDER BY ln(nullif(current_load, 0)) / nullif(ln(capacity), 0) NULLS FIRST, capacity DESC, id
-            LIMIT 1;
+            LIMIT 1 FOR UPDATE SKIP LOCKED;
             IF NOT FOUND THEN
                 SELECT * INTO chosen FROM nodes
                 WHERE service = p_service AND available > 0 AND current_load < capacity AND NOT downed AND NOT backoff
                 ORDER BY ln(nullif(current_load, 0)) / nullif(ln(capacity), 0) NULLS FIRST, capacity DESC, id
-                LIMIT 1;
+                LIMIT 1 FOR UPDATE;
             END IF;
             EXIT WHEN FOUND;
             -- Releasing slots is the allocator's bookkeeping, not an operator's change: not audited.

@@ -13,11 +13,14 @@ from django.utils import timezone
 from django_q.models import Schedule, Task
 
 from accounts.models import Account, AccountStatus
+from accounts.nodes import services as nodes
+from accounts.nodes.selectors import assignment_records
 from accounts.services import account_suspend, account_unsuspend
 from lifecycle import tasks
 from lifecycle.factories import AccountFactory
 from platform_events.db.history import history_rewrite
 from platform_events.db.locks import advisory_lock, lock_key
+from tests.accounts.nodes.storage_node import StorageNode
 from tokens.models import Job, JobType, Token
 from tokens.services import token_resend_activation
 
@@ -31,6 +34,7 @@ RULES = [
     "events",
     "processed-events",
     "idempotency-keys",
+    "node-assignments",
     "sessions",
     "access-log",
     "tasks",
@@ -106,6 +110,54 @@ def test_the_sign_up_retention_comes_from_the_environment(sql, settings):
     assert "sign-ups 0" in cleanup("--only", "sign-ups")
     age(account, 31, sql)
     assert "sign-ups 1" in cleanup("--only", "sign-ups")
+
+
+# Node assignments (purge_old_records as a rule)
+
+
+def test_node_assignments_replaced_past_the_grace_period_are_purged_after_their_node_is_told(settings):
+    """The rule purges as purge_old_records does: a row replaced over NODE_PURGE_GRACE_SECONDS ago (a week)
+    goes after its node answered the signed DELETE; one replaced less long ago, and the live ones, stay."""
+    settings.NODE_SECRET = "SECRET"
+    long_ago = timezone.now() - timedelta(days=10)
+    with StorageNode(secret="SECRET") as node:
+        nodes.service_add(service="sync-1.5", pattern="{node}/1.5/{uid}")
+        nodes.node_add(service="sync-1.5", node=node.url, capacity=10, actor=None)
+        accounts = {days: AccountFactory() for days in (8, 6)}
+        for days, account in accounts.items():
+            nodes.assignment_allocate(service="sync-1.5", account_id=account.pk, client_state="aa", created_at=long_ago)
+            nodes.assignments_replace(
+                service="sync-1.5", account_id=account.pk, at=timezone.now() - timedelta(days=days)
+            )
+            nodes.assignment_current(service="sync-1.5", account_id=account.pk)  # a new live row, same keys
+        assert "node-assignments: would delete 1 (keeps replaced node assignments: 7 days" in cleanup("--dry-run")
+        output = cleanup("--only", "node-assignments", "--batch-size", "1")
+    assert "node-assignments: 1 deleted so far" in output and "node-assignments 1." in output
+    assert [(request.method, request.claims["fxa_uid"]) for request in node.requests] == [
+        ("DELETE", str(accounts[8].pk))
+    ]
+    remaining = {
+        days: assignment_records(service="sync-1.5", account_id=account.pk) for days, account in accounts.items()
+    }
+    assert [len(remaining[8]), len(remaining[6])] == [1, 2]
+    assert remaining[8][0].replaced_at is None
+
+
+def test_node_assignments_rule_skips_while_purge_old_records_runs(settings, psql):
+    """While purge_old_records holds its lock, the cleanup's rule deletes nothing and the cleanup goes on."""
+    settings.NODE_SECRET = "SECRET"
+    nodes.service_add(service="sync-1.5")
+    nodes.node_add(service="sync-1.5", node="https://node1", capacity=10, actor=None)
+    account = AccountFactory()
+    nodes.assignment_allocate(service="sync-1.5", account_id=account.pk, created_at=timezone.now() - timedelta(days=9))
+    nodes.assignments_replace(service="sync-1.5", account_id=account.pk, at=timezone.now() - timedelta(days=8))
+    psql.execute("SELECT pg_advisory_lock(%s)", [lock_key("purge_old_records")])
+    try:
+        output = cleanup("--only", "node-assignments", "--only", "limits")
+    finally:
+        psql.execute("SELECT pg_advisory_unlock_all()")
+    assert "Deleted: limits 0, node-assignments 0." in output
+    assert len(assignment_records(service="sync-1.5", account_id=account.pk)) == 1
 
 
 # Tokens and mail runs
