@@ -54,3 +54,10 @@ class NodeExists(NodeError):
 @raised_as(constraint="services_service_key", message="nodes: a service of that name exists")
 class ServiceExists(NodeError):
     code = "service-exists"
+
+
+class Retired(NodeError):
+    """The account's assignments carry the tombstone generation (tokenserver's retire_user): no client
+    of the account is served a node again."""
+
+    code = "assignment-retired"
