@@ -3,7 +3,9 @@ Django's test client: what each answers (tokenserver's token request and its ref
 database holds after it."""
 
 import json
+import threading
 
+import httpx
 import pytest
 
 from accounts.nodes import services
@@ -12,6 +14,7 @@ from accounts.nodes.services import MAX_GENERATION
 from lifecycle.factories import AccountFactory
 from platform_events.models import AuditEvent
 from tests.lifecycle.api.conftest import new_key
+from tests.support import connect, connect_as_owner, wait_until_blocked
 
 pytestmark = pytest.mark.django_db
 
@@ -336,7 +339,7 @@ def test_a_deleted_and_retired_account_is_404_like_one_that_never_was(api, accou
 
 def test_the_database_refuses_an_assignment_for_a_deleted_account(account_id, sql):
     """Whoever writes, an assignment is only made for an account that exists (the API's 404 account-gone,
-    when the account goes between the API's check and the insert: see test_nodes_api_concurrency.py)."""
+    when the account goes between the API's check and the insert: see the concurrency tests below)."""
     from accounts.nodes.errors import UnknownName
     from accounts.nodes.sync import assignment_sync
 
@@ -471,3 +474,121 @@ def test_the_node_problem_types_are_served(client, slug, status):
     problem = client.get(f"/api/v1/problems/{slug}").json()
 
     assert problem["type"] == f"/api/v1/problems/{slug}" and problem["status"] == status and problem["title"]
+
+
+# Concurrency: real requests to a server in its own process, each on its own connection
+
+
+@pytest.fixture
+def served(server):
+    """A server, the sync service with a node, an account, and a writer's key (all committed)."""
+    from platform_events.api.clients import api_client_create
+
+    services.service_add(service=SERVICE)
+    services.node_add(service=SERVICE, node=NODE_URL, capacity=100, actor=None)
+    account = AccountFactory(active=True).pk
+    _, key = api_client_create(name="sync", scopes=["accounts:read", "accounts:write"], actor=None)
+    url = f"{server().url}/api/v1{path(account)}"
+
+    def put(body: dict) -> httpx.Response:
+        return httpx.put(url, json=body, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+
+    return account, put
+
+
+def racing(bodies: list[dict], put) -> list[httpx.Response]:
+    """PUT each body from its own thread. The assignments table is locked by another session until
+    every request waits (on it, or on its turn), so that they really arrive together."""
+    answers: list = [None] * len(bodies)
+
+    def run(index):
+        answers[index] = put(bodies[index])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(bodies))]
+    with connect_as_owner() as blocker:
+        blocker.execute("LOCK TABLE node_assignments IN EXCLUSIVE MODE")
+        for thread in threads:
+            thread.start()
+        with connect(autocommit=True) as watcher:
+            wait_until_blocked(watcher, len(bodies))
+        blocker.rollback()
+    for thread in threads:
+        thread.join(timeout=60)
+    return answers
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_racing_new_client_states_end_with_one_live_row_and_one_refusal(served):
+    """Two clients report different new keys with the same new generation at once: they take turns,
+    so the first replaces the assignment (200) and the second, checked against it, is refused
+    (409 invalid-client-state); one live row, holding the winner's client state."""
+    account, put = served
+    assert put({"generation": 10, "keys_changed_at": 10, "client_state": STATE_A}).status_code == 201
+
+    answers = racing(
+        [
+            {"generation": 20, "keys_changed_at": 20, "client_state": STATE_B},
+            {"generation": 20, "keys_changed_at": 20, "client_state": STATE_C},
+        ],
+        put,
+    )
+
+    assert sorted(a.status_code for a in answers) == [200, 409], [a.content for a in answers]
+    won = next(a for a in answers if a.status_code == 200).json()
+    lost = next(a for a in answers if a.status_code == 409).json()
+    assert lost["type"] == "/api/v1/problems/invalid-client-state" and lost["code"] == "invalid-client-state"
+    assert live_rows(account) == [(won["uid"], NODE_URL, 20, 20, won["client_state"], True)]
+    assert len(rows(account)) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_generations_never_go_down(served):
+    """Eight reports of generations 1 to 8 at once, in whatever order they get their turn: each is
+    applied (200, its own generation) or refused as below what is stored (409 invalid-generation);
+    the account ends at 8, in its one row."""
+    account, put = served
+    assert put({"generation": 0}).status_code == 201
+
+    answers = racing([{"generation": g} for g in range(1, 9)], put)
+
+    for generation, answer in zip(range(1, 9), answers, strict=True):
+        if answer.status_code == 200:
+            assert answer.json()["generation"] == generation
+        else:
+            assert answer.status_code == 409 and answer.json()["code"] == "invalid-generation", answer.content
+    assert any(a.status_code == 200 for a in answers)
+    assert [(r[2], r[-1]) for r in rows(account)] == [(8, True)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_first_reports_make_one_live_row(served):
+    """Six first reports at once, each with its own client state: one allocates (201), the others
+    follow it in turn (200, each a new client state with no generation reported); one live row."""
+    account, put = served
+
+    answers = racing([{"client_state": f"{i:02x}" * 16} for i in range(6)], put)
+
+    assert sorted(a.status_code for a in answers) == [200] * 5 + [201], [a.content for a in answers]
+    assert len(live_rows(account)) == 1 and len(rows(account)) == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_account_deleted_during_the_request_is_404_account_gone(served):
+    """The account goes after the API found it and before its assignment is made: the database refuses
+    the row (nodes: account N does not exist), answered 404 account-gone, not 500; no row is left."""
+    account, put = served
+    threads_answer: list = []
+    with connect_as_owner() as blocker:
+        blocker.execute("LOCK TABLE node_assignments IN EXCLUSIVE MODE")
+        thread = threading.Thread(target=lambda: threads_answer.append(put({"generation": 1})))
+        thread.start()
+        with connect(autocommit=True) as watcher:
+            wait_until_blocked(watcher, 1)
+            watcher.execute("DELETE FROM accounts WHERE id = %s", [account])
+        blocker.rollback()
+    thread.join(timeout=60)
+
+    (answer,) = threads_answer
+    assert answer.status_code == 404, answer.content
+    assert answer.json()["type"] == "/api/v1/problems/account-gone"
+    assert rows(account) == []
