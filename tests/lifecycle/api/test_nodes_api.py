@@ -592,3 +592,13 @@ def test_an_account_deleted_during_the_request_is_404_account_gone(served):
     assert answer.status_code == 404, answer.content
     assert answer.json()["type"] == "/api/v1/problems/account-gone"
     assert rows(account) == []
+
+
+@pytest.mark.parametrize("state", ["provisioned", "suspended"])
+def test_an_account_in_any_state_gets_a_node(make_api, sync_service, state):
+    """Node assignment does not look at the account's status (the calling service decides what a
+    suspended account may do, as with the password check): a provisioned or suspended account gets a node."""
+    api = make_api("accounts:write")
+    account = AccountFactory(**({"suspended": True} if state == "suspended" else {}))
+
+    assert api.put(path(account.pk), {"generation": 1}).status_code == 201
