@@ -61,3 +61,10 @@ class InvalidValue(NodeError):
     before the database is asked, in a sentence an operator can act on."""
 
     code = "invalid-value"
+
+
+class Retired(NodeError):
+    """The account's assignments carry the tombstone generation (tokenserver's retire_user): no client
+    of the account is served a node again."""
+
+    code = "assignment-retired"

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from accounts.nodes.services import node_id, service_id
+from accounts.nodes.services import MAX_GENERATION, node_id, service_id
 
 # tokenserver's default grace period for purge_old_records' rows: one week.
 DEFAULT_GRACE = timedelta(days=7)
@@ -98,3 +98,56 @@ def assignments_count(*, service: str | None = None, as_of: datetime | None = No
             [as_of or timezone.now(), *(2 * [service_id(service) if service else None])],
         )
         return cursor.fetchone()[0]
+
+
+@dataclass(frozen=True)
+class AssignmentState:
+    """What the account's history for a service says now, read without changing anything: the current
+    row's numbers and keys, and its uid and node only while it is live on a node (otherwise the next
+    sync gets a fresh node, keeping the keys)."""
+
+    service: str
+    account_id: int
+    uid: int | None
+    node: str | None
+    generation: int
+    keys_changed_at: int | None
+    client_state: str
+    first_seen_at: datetime
+
+    @property
+    def retired(self) -> bool:
+        return self.generation >= MAX_GENERATION
+
+
+def assignment_state(*, service: str, account_id: int) -> AssignmentState | None:
+    """The account's current assignment for ``service`` as assignment_current() picks it (the newest
+    by generation, then creation), or None if it never had one. A read only: where
+    assignment_current() would give a replaced or node-less account a fresh node, this says node None."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT a.uid, n.node, a.generation, a.keys_changed_at, a.client_state, a.replaced_at,
+                   min(a.created_at) OVER ()
+            FROM node_assignments a LEFT JOIN nodes n ON n.id = a.node
+            WHERE a.service = %s AND a.account = %s
+            ORDER BY a.generation DESC, a.created_at DESC, a.uid DESC
+            LIMIT 1
+            """,
+            [service_id(service), account_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    uid, node, generation, keys_changed_at, client_state, replaced_at, first_seen_at = row
+    live = replaced_at is None and node is not None
+    return AssignmentState(
+        service,
+        account_id,
+        uid if live else None,
+        node if live else None,
+        generation,
+        keys_changed_at,
+        client_state,
+        first_seen_at,
+    )

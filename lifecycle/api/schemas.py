@@ -74,6 +74,62 @@ class SessionIn(Body):
     password: Text = Field(min_length=1, max_length=4096)
 
 
+# What accounts/sql/0014_nodes.sql holds: a service's name, a client state (hex of at most 16 bytes),
+# and generations below the tombstone (node_max_generation(): a client reaching it would retire itself).
+SERVICE_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+CLIENT_STATE_PATTERN = r"^([0-9a-f]{2}){0,16}$"
+LARGEST_GENERATION = LARGEST_ID - 1
+
+
+class NodeReportIn(Body):
+    """What a client's credentials say (tokenserver's token request: the generation, keys_changed_at
+    and client state of its FxA credentials). Each may be left out; 0 is "not reported", as in
+    tokenserver."""
+
+    # strict: "5" or true is not a number here (pydantic would take them).
+    generation: int | None = Field(
+        default=None,
+        ge=0,
+        le=LARGEST_GENERATION,
+        strict=True,
+        description="The credentials' generation (milliseconds): never below the account's.",
+        examples=[1700000000000],
+    )
+    keys_changed_at: int | None = Field(
+        default=None,
+        ge=0,
+        le=LARGEST_ID,
+        strict=True,
+        description="When the keys last changed (FxA's milliseconds): never below the account's, and"
+        " not above generation when it moves.",
+        examples=[1700000000000],
+    )
+    client_state: str | None = Field(
+        default=None,
+        max_length=32,
+        pattern=CLIENT_STATE_PATTERN,
+        description="Hex (lowercase) of the hash of the client's sync key, at most 16 bytes. A new one"
+        " replaces the assignment (same node, new row); one used before is refused. Left out: the"
+        " current one.",
+        examples=["0a1b2c3d4e5f60718293a4b5c6d7e8f9"],
+    )
+
+
+class AssignmentOut(Schema):
+    """An account's node assignment for a service (tokenserver's user record). ``node`` and ``uid`` are
+    null when the account has no live assignment on a node (its node was unassigned or removed): the
+    next PUT gives it one, keeping its keys."""
+
+    service: str
+    account_id: int
+    node: str | None = Field(description="The node's URL.")
+    uid: int | None = Field(description="The assignment's id (tokenserver's uid), which the node's URL pattern takes.")
+    generation: int
+    keys_changed_at: int | None
+    client_state: str
+    first_seen_at: datetime = Field(description="When the account was first assigned for this service.")
+
+
 class AccountOut(Schema):
     id: int
     email: str

@@ -12,6 +12,7 @@ from django.urls import re_path
 from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from lifecycle.api.nodes import router as nodes_router
 from lifecycle.api.schemas import ProblemOut, ProblemTypeOut
 from lifecycle.api.views import router as accounts_router
 from platform_events.api.problems import BY_STATUS, CATALOGUE, MEDIA_TYPE, Problem
@@ -51,6 +52,7 @@ api = LifecycleApi(
     urls_namespace="api",
 )
 api.add_router("/", accounts_router)
+api.add_router("/", nodes_router)
 
 problem_types = Router(tags=["problems"])
 

@@ -39,6 +39,7 @@ CATALOGUE = {
         ProblemType("invalid-credentials", 403, "Wrong login, e-mail or password"),
         ProblemType("not-found", 404, "There is no such resource"),
         ProblemType("account-gone", 404, "The account was deleted meanwhile"),
+        ProblemType("no-assignment", 404, "The account has no node assignment for this service yet"),
         ProblemType("method-not-allowed", 405, "This method is not allowed here"),
         ProblemType("request-in-progress", 409, "A request with this Idempotency-Key is still running"),
         ProblemType("login-taken", 409, "This login is already taken"),
@@ -47,6 +48,12 @@ CATALOGUE = {
         ProblemType("not-suspended", 409, "The account is not suspended"),
         ProblemType("wrong-account-state", 409, "The account is not in the state this needs"),
         ProblemType("refused", 409, "The lifecycle rules refuse this change"),
+        # Node assignment's refusals of a client's report (tokenserver's codes, in the member "code").
+        # 409, not tokenserver's 401: the API client's key was accepted; the credentials reported are stale.
+        ProblemType("invalid-generation", 409, "The generation is below the one the account has reached"),
+        ProblemType("invalid-keys-changed-at", 409, "The keys_changed_at does not follow the account's history"),
+        ProblemType("invalid-client-state", 409, "The client_state does not follow the account's history"),
+        ProblemType("assignment-retired", 410, "The account's node assignments were retired"),
         ProblemType("request-too-large", 413, "The request body is too large"),
         ProblemType("validation-failed", 422, "The request is not valid"),
         ProblemType("invalid-email", 422, "The e-mail address is not one this product can send to"),
@@ -55,6 +62,7 @@ CATALOGUE = {
         ProblemType("idempotency-key-reused", 422, "This Idempotency-Key was used with another request"),
         ProblemType("rate-limited", 429, "Too many requests; retry after the time given"),
         ProblemType("server-error", 500, "The server failed; nothing was changed, the request may be retried"),
+        ProblemType("no-capacity", 503, "No node of this service can take the account now; retry later"),
     ]
 }
 

@@ -32,6 +32,10 @@ class Api:
         data = raw if raw is not None else ({} if body is None else body)
         return self.client.post(f"/api/v1{path}", data, content_type="application/json", headers=self.headers(key))
 
+    def put(self, path: str, body: dict | None = None, *, raw: bytes | None = None):
+        data = raw if raw is not None else ({} if body is None else body)
+        return self.client.put(f"/api/v1{path}", data, content_type="application/json", headers=self.headers(None))
+
 
 @pytest.fixture
 def make_api(db, client):

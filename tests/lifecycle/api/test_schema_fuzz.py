@@ -9,6 +9,7 @@ import hypothesis
 import pytest
 import schemathesis
 
+from accounts.nodes import services
 from lifecycle.api.site import api
 from lifecycle.factories import AccountFactory
 from platform_events.api.clients import api_client_create
@@ -36,10 +37,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def live_api(live_server, settings):
-    """The live server's URL, a client's headers, and accounts 1 to 3 (the tables are emptied
-    between tests) so that generated ids find some."""
+    """The live server's URL, a client's headers, accounts 1 to 3 (the tables are emptied between
+    tests) so that generated ids find some, and the service the node operations' example names."""
     settings.API_REQUESTS_PER_MINUTE = 100_000  # the fuzzer's pace is not a client's
     AccountFactory(), AccountFactory(active=True), AccountFactory(suspended=True)
+    services.service_add(service="sync-1.5")
+    services.node_add(service="sync-1.5", node="https://phx12", capacity=1000, actor=None)
     _, key = api_client_create(name="fuzzer", scopes=list(ApiScope.values), actor=None)
     return live_server.url, {"Authorization": f"Bearer {key}"}
 
