@@ -60,6 +60,15 @@ class AuditAction(models.TextChoices):
     API_CLIENT_CREATED = "api_client.created", "api_client.created"
     API_CLIENT_CHANGED = "api_client.changed", "api_client.changed"
     API_CLIENT_REVOKED = "api_client.revoked", "api_client.revoked"
+    # Node assignment (accounts/sql/0014_nodes.sql): staff's and psql's changes to nodes, and the
+    # assignments' changes that are not a client's routine ones.
+    NODE_ADDED = "node.added", "node.added"
+    NODE_CHANGED = "node.changed", "node.changed"
+    NODE_REMOVED = "node.removed", "node.removed"
+    NODE_UNASSIGNED = "node.unassigned", "node.unassigned"
+    NODE_ASSIGNMENT_CREATED = "node_assignment.created", "node_assignment.created"
+    NODE_ASSIGNMENT_CHANGED = "node_assignment.changed", "node_assignment.changed"
+    NODE_ASSIGNMENT_DELETED = "node_assignment.deleted", "node_assignment.deleted"
 
 
 class ResourceType(models.TextChoices):
@@ -69,6 +78,7 @@ class ResourceType(models.TextChoices):
     WEBHOOK_ENDPOINT = "webhook_endpoint", "webhook endpoint"
     WEBHOOK_DELIVERY = "webhook_delivery", "webhook delivery"
     API_CLIENT = "api_client", "API client"
+    NODE = "node", "node"  # a storage node (its id); an assignment's rows are about its account
 
 
 class AuditEvent(models.Model):

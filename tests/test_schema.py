@@ -11,6 +11,7 @@ pytestmark = pytest.mark.django_db
 
 # Which PostgreSQL types each Django field type may map onto (enums are USER-DEFINED).
 COMPATIBLE = {
+    "AutoField": {"integer"},
     "BigAutoField": {"bigint"},
     "BigIntegerField": {"bigint"},
     "IntegerField": {"integer"},
@@ -19,7 +20,8 @@ COMPATIBLE = {
     "TextField": {"text"},
     "DateTimeField": {"timestamp with time zone"},
     "BinaryField": {"bytea"},
-    "ForeignKey": {"bigint", "uuid"},
+    "BooleanField": {"boolean"},
+    "ForeignKey": {"bigint", "integer", "uuid"},
     "OneToOneField": {"bigint"},
     "UUIDField": {"uuid"},
     "GenericIPAddressField": {"inet"},
@@ -70,6 +72,9 @@ def test_every_table_of_ours_is_checked():
         "processed_events",
         "api_clients",
         "idempotency_keys",
+        "services",
+        "nodes",
+        "node_assignments",
     }
 
 

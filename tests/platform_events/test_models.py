@@ -21,14 +21,19 @@ OUTBOX_SQL = "\n".join(path.read_text() for path in FILES if path.name == "0013_
 
 
 def test_every_action_the_sql_writes_is_an_audit_action_and_every_audit_action_is_written():
-    written = set(re.findall(r"'((?:account|token|audit|webhook|api_client)\.[a-z_]+)'", SQL)) - {TEST_EVENT_TYPE}
+    written = set(re.findall(r"'((?:account|token|audit|webhook|api_client|node|node_assignment)\.[a-z_]+)'", SQL)) - {
+        TEST_EVENT_TYPE
+    }
     assert written == set(AuditAction.values)
 
 
 def test_every_resource_type_the_sql_writes_is_a_resource_type():
     # audit_record*(action, resource_type, ...): the literal after the action (or after a CASE of actions).
     written = set(
-        re.findall(r"'(?:account|token|audit|webhook|api_client)\.(?!test')[a-z_]+'(?:\s*END)?,\s*'([a-z_]+)'", SQL)
+        re.findall(
+            r"'(?:account|token|audit|webhook|api_client|node|node_assignment)\.(?!test')[a-z_]+'(?:\s*END)?,\s*'([a-z_]+)'",
+            SQL,
+        )
     )
     assert written == set(ResourceType.values)
 
