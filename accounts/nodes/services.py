@@ -10,6 +10,7 @@ ones a client's sync makes, run with ``lifecycle.node_routine`` set and are not 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from math import ceil
@@ -57,10 +58,22 @@ class Assignment:
         return self.generation >= MAX_GENERATION
 
 
-def _routine():
-    """Mark the transaction's assignment changes as a client's routine ones (not audited)."""
+@contextmanager
+def _routine(on: bool = True):
+    """Mark the block's assignment changes as a client's routine ones (not audited), then put the flag
+    back: set_config(..., true) lasts until the outermost transaction ends, and an operator's change
+    made later in it (a test's transaction, a request's) must still be audited. After an error the
+    savepoint's rollback has put it back already."""
+    if not on:
+        yield
+        return
     with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('lifecycle.node_routine', true)")
+        (before,) = cursor.fetchone()
         cursor.execute("SELECT set_config('lifecycle.node_routine', 'on', true)")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('lifecycle.node_routine', %s, true)", [before or ""])
 
 
 def service_id(service: str) -> int:
@@ -85,8 +98,7 @@ def assignment_current(*, service: str, account_id: int) -> Assignment | None:
     Rows left live beside it (only psql could leave one) are marked replaced.
     """
     sid = service_id(service)
-    with lifecycle_rules(), transaction.atomic():
-        _routine()
+    with lifecycle_rules(), transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute(ROWS, [sid, account_id])
             rows = cursor.fetchall()
@@ -167,9 +179,7 @@ def assignment_allocate(
     """
     sid = service_id(service)
     target = node_id(service=service, node=node) if node is not None else None
-    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
-        if actor is None:
-            _routine()
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason), _routine(actor is None):
         return _allocate(
             sid,
             service,
@@ -200,9 +210,7 @@ def assignment_update(
     seen before is refused (InvalidUpdate, code invalid-client-state).
     """
     sid = service_id(assignment.service)
-    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
-        if actor is None:
-            _routine()
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason), _routine(actor is None):
         with connection.cursor() as cursor:
             # The account's rows for the service, locked: concurrent updates of one account take turns.
             cursor.execute(
@@ -295,15 +303,13 @@ def _replace_rows(where: str, params: list, *, at: datetime | None = None) -> da
 def assignments_replace(*, service: str, account_id: int, at: datetime | None = None) -> None:
     """tokenserver's replace_user_records: the account's next read gets a fresh node."""
     sid = service_id(service)
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         _replace_rows("a.service = %s AND a.account = %s", [sid, account_id], at=at)
 
 
 def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
     """tokenserver's replace_user_record (purge_old_records bumps a failed row's time with it)."""
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE node_assignments SET replaced_at = greatest(coalesce(%s, clock_timestamp()), created_at)"
@@ -315,8 +321,7 @@ def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
 def assignments_retire(*, account_id: int) -> int:
     """tokenserver's retire_user: every live row of the account, in every service, replaced and given
     the tombstone generation, so no client of the account is served again. Returns the rows retired."""
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE node_assignments SET replaced_at = clock_timestamp(), generation = %s"
@@ -328,8 +333,7 @@ def assignments_retire(*, account_id: int) -> int:
 
 def assignment_delete(*, uid: int) -> None:
     """tokenserver's delete_user_record: the row goes, and its node's slot is freed (by the trigger)."""
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM node_assignments WHERE uid = %s", [uid])
 
@@ -337,8 +341,7 @@ def assignment_delete(*, uid: int) -> None:
 def generation_raise(*, account_id: int, generation: int) -> int:
     """Raise the live rows' generation of an account to ``generation`` in every service, never lower
     (tokenserver's update_generation_number, without giving anyone a node). Returns the rows raised."""
-    with transaction.atomic():
-        _routine()
+    with transaction.atomic(), _routine():
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE node_assignments SET generation = %s"
