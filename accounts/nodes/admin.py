@@ -24,7 +24,7 @@ from django.db.models import BooleanField, Count, Q, Value
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import ngettext
 
 from accounts.nodes.errors import NodeError, NodeExists, ServiceExists
@@ -42,6 +42,7 @@ LARGEST_INTEGER = 2**31 - 1  # nodes' integer columns
 # A node this full shows its bar in red: it takes few more accounts, and releases none.
 FULL_AT = 90
 BAR_COLOURS = {"ok": "#417690", "full": "#b00020"}
+STATE_COLOURS = {"up": "#1b7a1b", "downed": "#b00020", "in backoff": "#8a6d00"}
 # The characters of a client_state shown: enough to tell two apart, not the key's hash.
 CLIENT_STATE_SHOWN = 6
 # A confirmation page names this many of the selected nodes, then counts the rest.
@@ -66,6 +67,16 @@ def load_bar(node: Node) -> str:
         percent,
         node.current_load,
         node.capacity,
+    )
+
+
+def node_state(node: Node) -> str:
+    """up, or downed and/or in backoff, as badges: what the allocator makes of the node."""
+    states = [name for name, on in (("downed", node.downed), ("in backoff", node.backoff)) if on] or ["up"]
+    return format_html_join(
+        " ",
+        '<span style="color: #fff; background: {}; padding: 1px 8px; border-radius: 8px; white-space: nowrap;">{}</span>',
+        ((STATE_COLOURS[state], state) for state in states),
     )
 
 
@@ -281,7 +292,7 @@ NODE_ACTIONS = {
 
 @admin.register(Node)
 class NodeAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
-    list_display = ["node", "service", "load", "available", "downed", "backoff", "assignments_link"]
+    list_display = ["node", "service", "load", "available", "state", "assignments_link"]
     list_filter = ["service", "downed", "backoff"]
     list_select_related = ["service"]
     show_facets = admin.ShowFacets.NEVER
@@ -290,10 +301,10 @@ class NodeAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
     ordering = ["service__service", "node"]
     actions = ["mark_downed", "mark_up", "set_backoff", "clear_backoff", "unassign"]
     form = NodeChangeForm
-    readonly_fields = ["service", "node", "load", "available", "downed", "backoff", "assignments_link"]
+    readonly_fields = ["service", "node", "load", "available", "state", "assignments_link"]
     fieldsets = [
         (None, {"fields": ["service", "node", "capacity", "reason"]}),
-        ("State", {"fields": ["load", "available", "downed", "backoff", "assignments_link"]}),
+        ("State", {"fields": ["load", "available", "state", "assignments_link"]}),
     ]
 
     def get_queryset(self, request):
@@ -314,6 +325,10 @@ class NodeAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
     @admin.display(description="load", ordering="current_load")
     def load(self, node):
         return load_bar(node)
+
+    @admin.display(description="state")
+    def state(self, node):
+        return node_state(node)
 
     @admin.display(description="live assignments", ordering="live_total")
     def assignments_link(self, node):
@@ -511,7 +526,18 @@ class AssignmentStateFilter(admin.SimpleListFilter):
         return queryset
 
 
-ASSIGNMENT_COLUMNS = ["service", "node", "uid", "generation_shown", "keys_changed_at", "created_at", "replaced_at"]
+# The account page's columns; the list's add the account, and name the row by its uid.
+ASSIGNMENT_COLUMNS = [
+    "service",
+    "node",
+    "uid_shown",
+    "state",
+    "generation_shown",
+    "keys_changed_at",
+    "created_at",
+    "replaced_at",
+    "client_state_start",
+]
 
 
 class AssignmentColumns:
@@ -520,6 +546,10 @@ class AssignmentColumns:
     @admin.display(description="state")
     def state(self, assignment):
         return assignment_state(assignment)
+
+    @admin.display(description="uid", ordering="uid")
+    def uid_shown(self, assignment):
+        return assignment.uid
 
     @admin.display(description="generation", ordering="generation")
     def generation_shown(self, assignment):
@@ -535,7 +565,7 @@ class NodeAssignmentInline(AssignmentColumns, admin.TabularInline):
 
     model = NodeAssignment
     fk_name = "account"
-    fields = readonly_fields = [*ASSIGNMENT_COLUMNS, "state", "client_state_start"]
+    fields = readonly_fields = ASSIGNMENT_COLUMNS
     extra = 0
     can_delete = False
     verbose_name_plural = "node assignments"
@@ -559,27 +589,13 @@ class NodeAssignmentInline(AssignmentColumns, admin.TabularInline):
 class NodeAssignmentAdmin(AssignmentColumns, ReadOnlyModelAdmin):
     """Every assignment, by service, node and state; found by account id."""
 
-    list_display = [
-        "uid",
-        "account_link",
-        *ASSIGNMENT_COLUMNS[:2],
-        "state",
-        *ASSIGNMENT_COLUMNS[3:],
-        "client_state_start",
-    ]
+    list_display = ["uid", "account_link", *(column for column in ASSIGNMENT_COLUMNS if column != "uid_shown")]
     list_display_links = ["uid"]
     list_filter = ["service", "node", AssignmentStateFilter]
     list_select_related = ["service", "node"]
     search_fields = ["account__id"]  # exactly, by id: get_search_results
     search_help_text = "An account's id."
-    fields = readonly_fields = [
-        "uid",
-        "account_link",
-        *ASSIGNMENT_COLUMNS[:2],
-        "state",
-        *ASSIGNMENT_COLUMNS[3:],
-        "client_state_start",
-    ]
+    fields = readonly_fields = list_display
 
     def get_queryset(self, request):
         # Whether the rows link to the accounts' pages: only for those who may open them.
