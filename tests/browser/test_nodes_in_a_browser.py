@@ -65,6 +65,15 @@ def test_an_integrator_marks_a_node_downed_with_a_reason(browser, live_server):
     )
     shoot(page, "nodes-list-after")
 
+    navigating(page, lambda: page.click("a.addlink"))
+    page.select_option("#id_service", label=SERVICE)
+    page.fill("#id_node", "https://sync-3.us-east.example.com")
+    page.fill("#id_capacity", "10")
+    navigating(page, lambda: page.click("input[name=_save]"))
+    assert "nodes: the service already has a node of that name" in page.locator(".errorlist").inner_text()
+    assert Node.objects.count() == 5
+    shoot(page, "nodes-add-refused")
+
 
 def test_a_superuser_reads_an_accounts_assignments_on_its_page(browser, live_server):
     get_user_model().objects.create_superuser("root", password=PASSWORD)
