@@ -4,7 +4,7 @@ Registered by accounts/admin.py (Django discovers only that module), which also 
 assignments on its page (``NodeAssignmentInline``). Every change goes through accounts/nodes/services.py
 with the staff member and, for the actions, a required reason, so the database's triggers audit it
 (node.added, node.changed, node.unassigned). Nobody deletes a service or a node here: removing a node
-replaces its assignments, a job for manage.py, not a click.
+(node_remove) replaces every assignment on it and leaves their rows without a node, not a job for a click.
 
 A node's list shows its load as a bar; the actions (downed, up, backoff, unassign) each ask why on a
 confirmation page. An assignment's ``client_state`` is the hash of its client's sync key: shown by its
@@ -314,7 +314,7 @@ class NodeAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
     # Who may do what
 
     def has_delete_permission(self, request, obj=None):
-        # Removing a node replaces its assignments and drops its history's node: manage.py's, with --dry-run.
+        # Removing a node replaces its assignments and leaves their rows without a node: not a click's job.
         return False
 
     def has_manage_permission(self, request):
