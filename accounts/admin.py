@@ -23,6 +23,10 @@ from django.utils.translation import ngettext
 from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
 from accounts.models import Account, AccountStatus
+
+# Services, nodes and assignments register their admins on import (Django discovers only this module);
+# an account's assignments are on its page.
+from accounts.nodes.admin import NodeAssignmentInline
 from accounts.selectors import (
     account_suspension,
     account_trail_latest,
@@ -120,7 +124,7 @@ class AccountAdmin(ReadOnlyModelAdmin):
         ("Dates", {"fields": ["created_at", "activated_at", "suspended_at", "unsuspended_at", "status_changed_at"]}),
     ]
     readonly_fields = [field.name for field in Account._meta.fields] + ["status_badge", "suspension", "password_state"]
-    inlines = [TokenInline]
+    inlines = [TokenInline, NodeAssignmentInline]
     actions = list(STAFF_ACTIONS)
 
     def get_urls(self):

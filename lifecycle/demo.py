@@ -1,12 +1,14 @@
 """Demo data for `make run`: accounts in every state, made by the factories the tests use, spread over
-the last 30 days, and the local staff logins (admin, support, auditor)."""
+the last 30 days, storage nodes of a sync-1.5 service holding some of them, and the local staff logins
+(admin, support, auditor)."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection, transaction
 from django.utils.crypto import get_random_string
 
-from accounts.models import Account
+from accounts.models import Account, AccountStatus
+from accounts.nodes import services as nodes
 from lifecycle.factories import AccountFactory
 from lifecycle.roles import ensure_roles
 from platform_events.audit import audit_context
@@ -21,6 +23,17 @@ PLAN = [
     ("suspended", {"suspended": True}, 15),
     ("never-active", {"suspended": True, "was_activated": False}, 5),
 ]
+
+# The node service and its nodes (URL, capacity): the active accounts are spread over the ones up, by
+# the allocator, so the node list shows several loads; the last is downed.
+DEMO_SERVICE = "sync-1.5"
+DEMO_NODES = [
+    ("https://sync-1.us-west.demo.example.com", 200),
+    ("https://sync-2.us-west.demo.example.com", 60),
+    ("https://sync-3.us-east.demo.example.com", 35),
+    ("https://sync-4.us-east.demo.example.com", 100),
+]
+DEMO_ASSIGNED = 80
 
 # (role, username, group, the variable its password may come from: make run writes each to .env)
 STAFF = [
@@ -59,7 +72,24 @@ def load_demo_accounts() -> int:
             """,
             [f"%@{DEMO_DOMAIN}"],
         )
+    load_demo_nodes()
     return made
+
+
+def load_demo_nodes() -> None:
+    """The sync-1.5 service, its nodes, and DEMO_ASSIGNED active accounts given a node each (the first
+    ten with a key change, so their pages show a replaced row too); then the last node downed."""
+    nodes.service_add(service=DEMO_SERVICE, pattern="{node}/1.5/{uid}", actor=None)
+    for url, capacity in DEMO_NODES:
+        nodes.node_add(service=DEMO_SERVICE, node=url, capacity=capacity, available=capacity, actor=None)
+    active = Account.objects.filter(email__endswith=f"@{DEMO_DOMAIN}", status=AccountStatus.ACTIVE).order_by("id")
+    for n, account_id in enumerate(active.values_list("id", flat=True)[:DEMO_ASSIGNED]):
+        assignment = nodes.assignment_allocate(
+            service=DEMO_SERVICE, account_id=account_id, client_state=f"{n:04x}" * 8, keys_changed_at=1_700_000_000_000
+        )
+        if n < 10:
+            nodes.assignment_update(assignment, client_state=f"{n:04x}ff" * 5 + "ff", keys_changed_at=1_750_000_000_000)
+    nodes.node_update(service=DEMO_SERVICE, node=DEMO_NODES[-1][0], downed=True, actor=None, reason="demo: a node down")
 
 
 def ensure_staff_logins(passwords: dict[str, str]) -> dict[str, tuple[str, str | None]]:

@@ -8,6 +8,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from accounts.models import Account, AccountStatus
+from accounts.nodes.models import Node, NodeAssignment
+from lifecycle.demo import DEMO_ASSIGNED, DEMO_NODES, DEMO_SERVICE
 
 pytestmark = pytest.mark.django_db
 
@@ -69,3 +71,18 @@ class TestSeedDemo:
             call_command("seed_demo", stdout=io.StringIO())
         assert not get_user_model().objects.exists()
         assert not Account.objects.exists()
+
+    def test_loads_a_sync_service_whose_nodes_hold_some_active_accounts_one_node_downed(self, settings):
+        """The node admin has something to show: several loads, a downed node, replaced rows."""
+        settings.DEBUG = True
+        call_command("seed_demo", stdout=io.StringIO())
+        nodes = list(Node.objects.filter(service__service=DEMO_SERVICE).order_by("node"))
+        assert [node.node for node in nodes] == sorted(url for url, _ in DEMO_NODES)
+        assert sum(node.current_load for node in nodes) == DEMO_ASSIGNED + 10  # ten replaced rows too
+        assert len({node.load_percent for node in nodes}) == len(nodes)
+        assert [node.downed for node in nodes] == [False, False, False, True]
+        live = NodeAssignment.objects.filter(replaced_at=None)
+        assert live.count() == DEMO_ASSIGNED
+        assert set(Account.objects.filter(node_assignments__in=live).values_list("status", flat=True)) == {
+            AccountStatus.ACTIVE
+        }
