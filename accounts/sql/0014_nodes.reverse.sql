@@ -2,7 +2,6 @@ DROP FUNCTION node_allocate(integer, bigint, bigint, text, bigint, bigint, numer
 DROP TABLE node_assignments;
 DROP TABLE nodes;
 DROP TABLE services;
-DROP FUNCTION node_max_generation();
 DROP FUNCTION trg_before_node_assignment_insert();
 DROP FUNCTION trg_before_node_assignment_update();
 DROP FUNCTION trg_after_node_assignment_insert_load();

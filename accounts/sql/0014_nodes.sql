@@ -59,11 +59,6 @@ CREATE INDEX node_assignments_lookup_idx ON node_assignments (account, service, 
 CREATE INDEX node_assignments_replaced_idx ON node_assignments (service, replaced_at) WHERE replaced_at IS NOT NULL;
 CREATE INDEX node_assignments_node_idx ON node_assignments (node);
 
--- generation's tombstone: a retired account's rows carry it, and no client can go past it.
-CREATE FUNCTION node_max_generation() RETURNS bigint
-    LANGUAGE sql IMMUTABLE
-AS $$ SELECT 9223372036854775807::bigint $$;
-
 -- A row is born for an account that exists, and its numbers continue the account's history for the
 -- service: generation and keys_changed_at not below any earlier row's, and a client_state that is
 -- new or the current row's own (a fresh node for the same keys copies it).

@@ -75,7 +75,7 @@ class SessionIn(Body):
 
 
 # What accounts/sql/0014_nodes.sql holds: a service's name, a client state (hex of at most 16 bytes),
-# and generations below the tombstone (node_max_generation(): a client reaching it would retire itself).
+# and generations below the tombstone (MAX_GENERATION: a client reaching it would retire itself).
 SERVICE_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 CLIENT_STATE_PATTERN = r"^([0-9a-f]{2}){0,16}$"
 LARGEST_GENERATION = LARGEST_ID - 1
