@@ -10,6 +10,10 @@ class Command(BaseCommand):
         "Replace every live assignment on a storage node, so that its accounts get another node when next"
         " seen (tokenserver's unassign_node); the node stays. Audited (node.unassigned, with the count)."
     )
+    # remove_node is this command with another service and other words.
+    act = staticmethod(node_unassign)
+    would = "Node {node} of {service}: {count} assignments would be replaced; nothing changed."
+    done = "Node {node} of {service}: {count} assignments replaced; they move when next seen."
 
     def add_arguments(self, parser):
         parser.add_argument("service", help="the service's name, e.g. sync-1.5")
@@ -21,11 +25,9 @@ class Command(BaseCommand):
         try:
             if dry_run:
                 count = node_live_assignments_count(service=service, node=node)
-                self.stdout.write(f"Node {node} of {service}: {count} assignments would be replaced; nothing changed.")
+                self.stdout.write(self.would.format(node=node, service=service, count=count))
                 return
-            count = node_unassign(service=service, node=node, actor=None, reason=reason)
+            count = self.act(service=service, node=node, actor=None, reason=reason)
         except LifecycleError as refusal:
             raise CommandError(str(refusal)) from None
-        self.stdout.write(
-            self.style.SUCCESS(f"Node {node} of {service}: {count} assignments replaced; they move when next seen.")
-        )
+        self.stdout.write(self.style.SUCCESS(self.done.format(node=node, service=service, count=count)))
