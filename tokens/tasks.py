@@ -2,12 +2,17 @@
 the work of the public request forms, queued by tokens/views.py so that a request costs the same
 whether or not its login or address names an account (README, "Public pages")."""
 
+import functools
 import logging
+import time
 
+from django.conf import settings
+from django.db import DatabaseError, connection
 from django_q.tasks import async_task
 
 from accounts.errors import EmailAlreadyClaimed, InvalidEmail, InvalidLogin, LoginTaken
 from accounts.services import account_sign_up
+from lifecycle.database_unavailable import database_unreachable
 from platform_events.audit import audit_context
 from tokens.mailroom.drain import drain
 from tokens.models import TokenAction
@@ -25,6 +30,34 @@ def queue_public_request(task: str, *args) -> None:
     async_task(f"tokens.tasks.{task}", *args, save=False)
 
 
+def through_a_database_restart(task):
+    """Run ``task`` again, on a new connection, while the database cannot be reached: for up to half
+    the worker's time limit (``Q_TIMEOUT``), waiting 0.5 s, then 1 s, 2 s, up to 5 s between tries.
+
+    The page that queued the task has already told the person to check their e-mail. django-q2 runs a
+    failed task again only after ``Q_RETRY`` (120 s by default), long after they gave up waiting; a
+    restart of PostgreSQL lasts seconds. A task still failing at the end is left to django-q2's retry.
+    Any other database error is a bug or a refusal and fails at once."""
+
+    @functools.wraps(task)
+    def run(*args):
+        deadline = time.monotonic() + settings.Q_CLUSTER["timeout"] / 2
+        pause = 0.5
+        while True:
+            try:
+                return task(*args)
+            except DatabaseError as error:
+                if not database_unreachable(error) or time.monotonic() + pause > deadline:
+                    raise
+                logger.warning("%s: the database is unreachable; trying again in %.1f s", task.__name__, pause)
+            connection.close()  # the broken session is not reused: the next query opens a new one
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
+
+    return run
+
+
+@through_a_database_restart
 def sign_up(email: str, login: str, password_hash: str, origin: dict[str, str]) -> None:
     with audit_context(origin=origin):
         try:
@@ -34,6 +67,7 @@ def sign_up(email: str, login: str, password_hash: str, origin: dict[str, str]) 
             logger.info("public sign-up not made: %s", refusal.code)
 
 
+@through_a_database_restart
 def send_again(identifier: str, action: str, origin: dict[str, str]) -> None:
     with audit_context(origin=origin):
         token_request_mail(
