@@ -509,13 +509,13 @@ class Soak:
         made = False
         while not self.stopping.is_set():
             if not made and time.monotonic() >= partition_at:
-                self.upkeep_command("ensure_audit_partitions")
-                made = True
+                # Again next round when the restart refused it, as its schedule would run it again.
+                made = self.upkeep_command("ensure_audit_partitions")
             self.upkeep_command("cleanup", "--batch-size", "20")
             self.upkeep_command("drain_mailroom")
             self.stopping.wait(1.0)
 
-    def upkeep_command(self, *args: str) -> None:
+    def upkeep_command(self, *args: str) -> bool:
         what = f"manage.py {args[0]}"
         self.tally.count(what)
         started = time.monotonic()
@@ -528,6 +528,7 @@ class Soak:
             allowed = self.in_outage(started, ended) and "Traceback" not in output
             why = " | ".join(output.splitlines()[-3:]) if output else f"exit {done.returncode}"
             self.tally.fail(Failure(what, why, started, ended, allowed))
+        return done.returncode == 0
 
     # The end: let the mail settle, then count
 
