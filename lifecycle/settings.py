@@ -155,6 +155,11 @@ else:
     DATABASES = embedded_db.ensure_running()
 for database in DATABASES.values():
     database["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=0)
+# Behind a pooler in transaction mode (PgBouncer's pool_mode = transaction; docs/deploy.md): a
+# server-side cursor outside a transaction (WITH HOLD: the audit export's iterator) would outlive the
+# server connection the pooler lends for one transaction. Only the web processes go through such a
+# pooler; the worker and the listeners need a session of their own (advisory locks, LISTEN).
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = read_bool("DISABLE_SERVER_SIDE_CURSORS", default=False)
 # Under test, the runtime role uses the test database the owner creates and migrates.
 DATABASES["default"]["TEST"] = {"MIRROR": "owner"}
 # The group role the owner grants the runtime's privileges to, after every migrate.

@@ -110,6 +110,21 @@ def test_database_url_is_used_instead_of_the_embedded_server():
     assert result.stdout.split() == [settings["NAME"], "True"]
 
 
+@pytest.mark.parametrize(("value", "expected"), [(None, "False"), ("true", "True")])
+def test_server_side_cursors_can_be_turned_off_for_a_transaction_pooler(value, expected):
+    """docs/deploy.md, PgBouncer: the web processes behind a pooler in transaction mode set it."""
+    result = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.db import connections; print(connections['default'].settings_dict['DISABLE_SERVER_SIDE_CURSORS'])",
+        DEBUG="true",
+        **({"DISABLE_SERVER_SIDE_CURSORS": value} if value else {}),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [expected]
+
+
 @pytest.mark.parametrize(("raw", "expected"), [("", True), ("1", True), ("Off", False), (" yes ", True)])
 def test_read_bool(monkeypatch, raw, expected):
     monkeypatch.setenv("SOME_FLAG", raw)
