@@ -18,7 +18,7 @@ def main():
         sys.exit(f"Configuration error: {error}")
     except OperationalError as error:
         # The database cannot be reached (a wrong DATABASE_URL, a server down): one sentence too.
-        from lifecycle.database_unavailable import database_unreachable
+        from platform_events.db.unreachable import database_unreachable
 
         if not database_unreachable(error):
             raise

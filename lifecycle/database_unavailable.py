@@ -7,27 +7,12 @@ or never saw the request. Any other database error is still a bug and still a 50
 
 import sys
 
-from django.db import InterfaceError, OperationalError
 from django.shortcuts import render
 from django.views import defaults
 
+from platform_events.db.unreachable import database_unreachable
+
 RETRY_AFTER_SECONDS = 30
-
-# SQLSTATEs of a server that is going away or not yet back: admin_shutdown, crash_shutdown,
-# cannot_connect_now (starting up, shutting down), and the connection_exception class.
-GOING_AWAY = {"57P01", "57P02", "57P03", "08000", "08003", "08006"}
-
-
-def database_unreachable(error: BaseException) -> bool:
-    """Whether ``error`` says the database could not be reached, rather than that a query failed.
-
-    No SQLSTATE: no server answered (refused, unknown host, timed out, log-in refused); a failed query
-    has one. A connection the server closed under us is an InterfaceError in Django."""
-    if isinstance(error, InterfaceError):
-        return True
-    if not isinstance(error, OperationalError):
-        return False
-    return getattr(error.__cause__, "sqlstate", None) in {None, *GOING_AWAY}
 
 
 def server_error(request):

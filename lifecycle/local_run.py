@@ -231,7 +231,7 @@ def _set_up(settings, pgdata: Path) -> str:
     from django.core.management import CommandError, call_command
     from django.db import OperationalError, connections
 
-    from lifecycle.database_unavailable import database_unreachable
+    from platform_events.db.unreachable import database_unreachable
     from tokens.mailroom.drain import drain
 
     mail_log = pgdata.parent / "mail-at-start.txt"

@@ -12,8 +12,8 @@ from django_q.tasks import async_task
 
 from accounts.errors import EmailAlreadyClaimed, InvalidEmail, InvalidLogin, LoginTaken
 from accounts.services import account_sign_up
-from lifecycle.database_unavailable import database_unreachable
 from platform_events.audit import audit_context
+from platform_events.db.unreachable import database_unreachable
 from tokens.mailroom.drain import drain
 from tokens.models import TokenAction
 from tokens.services import TOKEN_HOLDER, public_limit, token_request_mail

@@ -6,7 +6,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
-from lifecycle.database_unavailable import database_unreachable
+from platform_events.db.unreachable import database_unreachable
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
