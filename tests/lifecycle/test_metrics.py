@@ -5,11 +5,14 @@ import os
 import subprocess
 import sys
 import textwrap
+from datetime import timedelta
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib.auth.hashers import make_password
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from accounts.models import Account
@@ -145,13 +148,20 @@ class TestOtherFigures:
         assert statuses == [200] * 3 + [429] * 2
         assert scrape()[key] == before + 2
 
-    def test_a_locked_out_staff_login_is_counted(self, token, settings):
-        for address in ("192.0.2.7", "192.0.2.8"):
-            for _ in range(settings.AXES_FAILURE_LIMIT - (address == "192.0.2.8")):  # the second is one short
-                Client().post(
-                    reverse("admin:login"), {"username": "support9", "password": "wrong"}, REMOTE_ADDR=address
-                )
-        assert figure("lifecycle_staff_lockouts") == 1
+    def test_locked_out_staff_logins_are_counted_per_login_and_address(self, token, settings):
+        """One lock-out per login and address; a login one failure short, or past its cool-off, is not locked out."""
+        for login, address, failures in [
+            ("support9", "192.0.2.7", settings.AXES_FAILURE_LIMIT),
+            ("support9", "192.0.2.8", settings.AXES_FAILURE_LIMIT),
+            ("support8", "192.0.2.9", settings.AXES_FAILURE_LIMIT - 1),
+            ("support7", "192.0.2.10", settings.AXES_FAILURE_LIMIT),
+        ]:
+            for _ in range(failures):
+                Client().post(reverse("admin:login"), {"username": login, "password": "wrong"}, REMOTE_ADDR=address)
+        AccessAttempt.objects.filter(username="support7").update(
+            attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+        )
+        assert figure("lifecycle_staff_lockouts") == 2
 
     def test_webhook_deliveries_wait_for_their_endpoint(self, token):
         endpoint, _ = endpoint_create(
