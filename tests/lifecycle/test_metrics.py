@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from axes.models import AccessAttempt
 from django.contrib.auth.hashers import make_password
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -18,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from accounts.models import Account
 from accounts.services import account_set_password
 from lifecycle.factories import AccountFactory
-from lifecycle.metrics import gunicorn
+from lifecycle.metrics import figures, gunicorn
 from platform_events.outbox.consumers import consume
 from platform_events.webhooks.endpoints import endpoint_create, endpoint_pause
 from tests.lifecycle.test_settings import PRODUCTION
@@ -193,6 +194,21 @@ class TestOtherFigures:
         before = scrape().get(key, 0)
         client.get(reverse("sign-up"))
         assert scrape()[key] == before + 1
+
+
+class TestSlowQueries:
+    def test_a_query_past_the_statement_timeout_leaves_out_its_group_only(self, token, monkeypatch):
+        def slow():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_sleep(5)")
+            return []
+
+        monkeypatch.setattr(figures, "STATEMENT_TIMEOUT", "200ms")
+        monkeypatch.setattr(figures, "FIGURES", {"slow": slow, **figures.FIGURES})  # first: the others come after
+        samples = scrape()
+        assert samples[("lifecycle_metrics_figures_up", (("figures", "slow"),))] == 0
+        assert samples[("lifecycle_metrics_figures_up", (("figures", "mail"),))] == 1
+        assert ("lifecycle_mail_due_emails", ()) in samples
 
 
 class TestMultiprocess:
