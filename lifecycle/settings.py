@@ -280,6 +280,30 @@ NODE_SECRET = env.str("NODE_SECRET", default="")
 # client holding a token for the old node may still sync to it meanwhile. One week, tokenserver's default.
 NODE_PURGE_GRACE_SECONDS = read_int("NODE_PURGE_GRACE_SECONDS", default=604_800, minimum=0, maximum=31_536_000)
 
+# --- Metrics (README, "Metrics"; issue 15): /metrics for Prometheus, lifecycle/metrics/ ---
+# The scraper's bearer token. Empty: /metrics answers 404, as if it did not exist.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="").strip()
+if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or any(c.isspace() for c in METRICS_TOKEN)):
+    # A short token could be guessed by a scraper-sized number of tries; a space would not survive the header.
+    raise ImproperlyConfigured(
+        "METRICS_TOKEN must be at least 32 characters without spaces, or empty to turn /metrics off"
+        " (python -c 'import secrets; print(secrets.token_urlsafe(32))' makes one)."
+    )
+# Request latency per view (django-prometheus's middleware only: not its app, which would add its own
+# unauthenticated /metrics URL and query the migrations at start-up). First and last, so that "before"
+# times the whole stack and "after" the view.
+MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    *MIDDLEWARE,
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+# Prometheus scrapes over plain HTTP from inside the network, to the web server itself: no redirect
+# to https for /metrics (SecurityMiddleware matches the path without its leading "/"). Safe: the
+# endpoint sets no cookie and reads no session, and the token was already sent by the time a
+# redirect could answer; only while a token is set, so /metrics is otherwise a 404 like any unknown path.
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"] if METRICS_TOKEN else []
+# --- end of Metrics ---
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -3,11 +3,14 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from lifecycle.api import site as api_site
+from lifecycle.metrics.views import metrics
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_site.urls(), "api"))),
+    # Prometheus, with METRICS_TOKEN only (README, "Metrics"); no slash, as scrapers ask for it.
+    path("metrics", metrics, name="metrics"),
     path("", include("tokens.urls")),
 ]
 

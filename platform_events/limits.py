@@ -23,10 +23,19 @@ from datetime import timedelta
 
 from django.db import connection
 from django.utils.crypto import salted_hmac
+from prometheus_client import Counter
 
 # What ck_rate_limits_bucket accepts before the ":": a name cannot be mistaken for a key.
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 SECOND = timedelta(seconds=1)
+
+# Every refusal, by the limit that refused (a fixed set of names, so few series). Kept in the process;
+# with PROMETHEUS_MULTIPROC_DIR set, in files there that /metrics adds up (lifecycle/metrics/).
+REFUSALS = Counter(
+    "lifecycle_rate_limit_refusals",
+    "Requests refused by a rate limit (429 on the public pages and the API, or nothing sent by a queued task), by limit.",
+    ["limit"],
+)
 
 # One statement for all pairs: each row is inserted, or its count raised, atomically (concurrent
 # hits from any number of sessions are all counted); now() is the window's clock, the same for every pair.
@@ -133,4 +142,5 @@ def _over(hits: Iterable[tuple[Limit, str]], statement: str, over) -> None:
         counted = {bucket: (count, retry_after) for bucket, count, retry_after in cursor.fetchall()}
     past = [(limit, counted[b][1]) for b, limit in limits.items() if b in counted and over(counted[b][0], limit)]
     if past:
+        REFUSALS.labels(limit=past[0][0].name).inc()
         raise LimitExceeded(limit=past[0][0], retry_after=max(retry_after for _, retry_after in past))
