@@ -380,7 +380,7 @@ def bend(steps: list[Step]) -> dict:
             why = f"p95 {step.p95_ms:.1f} ms > 2x {first.p95_ms:.1f} ms at {first.clients}"
             return {"clients": step.clients, "why": why}
         if step.rate < 1.1 * before.rate:
-            why = f"req/s {step.rate:,.0f}, {step.rate / before.rate - 1:+.0%} over {before.clients} clients"
+            why = f"req/s {step.rate:,.1f}, {step.rate / before.rate - 1:+.0%} over {before.clients} clients"
             return {"clients": step.clients, "why": why}
     return {"clients": None, "why": f"none up to {steps[-1].clients} clients"}
 
@@ -479,17 +479,18 @@ def in_workers(run, workers: int, meter: CpuMeter) -> tuple[float, list, dict[st
 
 
 def the_limit(cpu: dict[str, float], rate: float, sink_alone: float) -> str:
-    """Which part held the rate back, as far as CPU time tells."""
+    """Which part held the rate back, as far as CPU time tells (each reason that holds)."""
+    reasons = []
     if cpu["sink"] >= 0.85:
-        return f"the sink: its one process busy {cpu['sink']:.0%} of a core"
-    if rate >= 0.9 * sink_alone:
-        return f"the sink: {rate / sink_alone:.2f}x of its rate alone"
-    if cpu["machine"] >= 0.85 * CORES:
-        others = cpu["machine"] - cpu["workers"] - cpu["sink"] - cpu["PostgreSQL"]
-        return f"the machine's {CORES} cores, busy {cpu['machine']:.2f} ({max(others, 0):.2f} of it other work)"
+        reasons.append(f"the sink: its one process busy {cpu['sink']:.0%} of a core")
+    elif rate >= 0.9 * sink_alone:
+        reasons.append(f"the sink: {rate / sink_alone:.2f}x of its rate alone")
     if cpu["PostgreSQL"] >= 0.85:
-        return "PostgreSQL"
-    return "none by CPU: waiting (round trips, commits, locks)"
+        reasons.append(f"PostgreSQL: {cpu['PostgreSQL']:.2f} cores")
+    if cpu["machine"] >= 0.85 * CORES:
+        others = max(cpu["machine"] - cpu["workers"] - cpu["sink"] - cpu["PostgreSQL"], 0)
+        reasons.append(f"the machine's {CORES} cores full ({others:.2f} of them other work)")
+    return "; ".join(reasons) or "none by CPU: waiting (round trips, commits, locks)"
 
 
 def measure_workers(label: str, unit: str, queue, run, count: int, sink_pid: int, sink_alone) -> dict:
