@@ -1,0 +1,43 @@
+"""bench/load.py's quick mode (issue 15): gunicorn on an embedded PostgreSQL of its own, every
+endpoint driven at two concurrencies, the mail drain and the webhook dispatch with 1, 2 and 4 workers.
+Its figures are measured, never asserted: this checks that every part ran and answered as expected."""
+
+import json
+import subprocess
+import sys
+
+from tests.support import ROOT
+
+ENDPOINTS = {
+    "GET /recover/",
+    "POST /recover/ (CSRF token)",
+    "API GET /api/v1/accounts/{id}",
+    "API POST /api/v1/accounts (Idem.-Key)",
+    "admin: account list",
+    "admin: an account's page",
+}
+
+
+def test_quick_run_answers_every_endpoint_without_an_error_and_drains_with_each_worker_count():
+    done = subprocess.run(
+        [sys.executable, "bench/load.py", "--quick", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert ENDPOINTS <= set(figures["endpoints"]), report
+    for label, steps in figures["endpoints"].items():
+        assert [step["clients"] for step in steps] == [1, 4], (label, report)
+        for step in steps:
+            assert step["answered"] > 0 and step["rate"] > 0, (label, step, report)
+            assert step["errors"] == 0 and step["error_kinds"] == {}, (label, step, report)
+    assert figures["errors"] == 0 and figures["ok"], report
+    for label in ("mail drain", "webhook dispatch"):
+        runs = figures["workers"][label]["runs"]
+        assert [run["workers"] for run in runs] == [1, 2, 4], (label, report)
+        assert all(run["rate"] > 0 for run in runs), (label, report)
