@@ -366,14 +366,14 @@ STORAGES = {
 # is missing, and find nothing).
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEBUG
 
-# Scripts only from our own files: no inline script anywhere (README, "Production serving"). <style>
-# elements only with the page's nonce (request.csp_nonce); style="" attributes are allowed, as the admin's
-# coloured badges and bars are computed per row: an attribute can style only its own element, not select
-# others and read them out, as an injected <style> could.
+# Scripts only from our own files, or inline with the page's nonce (request.csp_nonce): ours have none,
+# django-admin-rangefilter's date filters carry it. <style> elements likewise; style="" attributes are
+# allowed, as the admin's coloured badges and bars are computed per row: an attribute can style only its
+# own element, not select others and read them out, as an injected <style> could.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
-        "script-src": [SELF],
+        "script-src": [SELF, NONCE],
         "style-src": [SELF, NONCE],
         "style-src-attr": [UNSAFE_INLINE],
         # The API docs' Swagger UI draws its icons from data: URLs in its stylesheet.
