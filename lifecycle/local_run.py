@@ -1,5 +1,5 @@
-"""``make run``: set up, then the web server, the worker and the mail listener (``Procfile``) until
-Ctrl-C, then the embedded PostgreSQL stopped (issue 11).
+"""``make run``: set up, then the web server, the worker and the mail listener (``Procfile.dev``;
+the production one is ``Procfile``) until Ctrl-C, then the embedded PostgreSQL stopped (issue 11).
 
 - **One run per data directory.** A second ``make run`` in the same clone (the same
   ``LIFECYCLE_PGDATA``) refuses to start, naming the pid and port of the one running, and touches
@@ -41,6 +41,8 @@ from honcho.printer import Message, Printer
 from lifecycle import embedded_db
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# What make run starts: runserver and the rest, for development (the production processes: Procfile).
+PROCFILE = BASE_DIR / "Procfile.dev"
 DEFAULT_PORT = 8000
 # Beyond Q_TIMEOUT (a worker's longest task): django-q2's pusher, monitor and sentinel stopping after it.
 GRACE_BEYOND_TASK_SECONDS = 10
@@ -186,7 +188,7 @@ def _run(port: int, pgdata: Path) -> int:
             "PORT": str(port),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         }
-        processes = dict(parse_procfile((BASE_DIR / "Procfile").read_text()).processes)
+        processes = dict(parse_procfile(PROCFILE.read_text()).processes)
 
         def print_logins(manager):
             _wait_for_port(port)

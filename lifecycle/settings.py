@@ -363,3 +363,53 @@ LOGGING = {
         "httpcore": {"level": "WARNING"},
     },
 }
+
+# --- Production serving (issue 15; README, "Production serving"): static files and the CSP ---------------
+# gunicorn's own settings are lifecycle/gunicorn_conf.py. Kept as one block that adds to the lists above.
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE  # noqa: E402 (this block's own)
+
+INSTALLED_APPS.append("csp")  # its system checks (a CSP setting in the pre-4.0 format is an error)
+# WhiteNoise serves /static/ from gunicorn itself, right after SecurityMiddleware (so its files get the
+# security headers) and before the session or the database is touched.
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1, "whitenoise.middleware.WhiteNoiseMiddleware"
+)
+# The policy goes on every page, those a failed CSRF check and django-axes' lock-out answer with included:
+# their middleware come after it.
+MIDDLEWARE.insert(MIDDLEWARE.index("whitenoise.middleware.WhiteNoiseMiddleware") + 1, "csp.middleware.CSPMiddleware")
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # DEBUG off: hashed names from collectstatic's manifest (WhiteNoise caches them a year, as immutable)
+    # and gzip copies; a page naming a file that was not collected fails, loudly. DEBUG on (make run, the
+    # tests, which run with DEBUG=true in the environment): the files where they lie, no collectstatic.
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+# DEBUG on: WhiteNoise finds the files where they lie, and sees new ones. Set here from the environment's
+# DEBUG, which pytest-django's run-time DEBUG=False does not change (each test would warn that STATIC_ROOT
+# is missing, and find nothing).
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEBUG
+
+# Scripts only from our own files, or inline with the page's nonce (request.csp_nonce): ours have none,
+# django-admin-rangefilter's date filters carry it. <style> elements likewise; style="" attributes are
+# allowed, as the admin's coloured badges and bars are computed per row: an attribute can style only its
+# own element, not select others and read them out, as an injected <style> could.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        "style-src-attr": [UNSAFE_INLINE],
+        # The API docs' Swagger UI draws its icons from data: URLs in its stylesheet.
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}

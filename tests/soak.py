@@ -214,6 +214,8 @@ class Soak:
             "SECURE_SSL_REDIRECT": "false",
             "SESSION_COOKIE_SECURE": "false",
             "CSRF_COOKIE_SECURE": "false",
+            # DEBUG off names the static files by collectstatic's manifest, as in production.
+            "STATIC_ROOT": str(self.workdir / "static"),
             "EMAIL_URL": f"smtp://127.0.0.1:{smtp_port}",
             "EMAIL_TIMEOUT": str(EMAIL_TIMEOUT),
             "MAILROOM_LEASE_SECONDS": str(LEASE_SECONDS),
@@ -228,6 +230,7 @@ class Soak:
         logging.getLogger("django-q").setLevel(logging.WARNING)  # its "Enqueued" lines, in this process
         self.say(f"embedded PostgreSQL in {self.pgdata}; migrating")
         self.manage_checked("migrate", "--no-input")
+        self.manage_checked("collectstatic", "--no-input")
         self.month_partition = self.remove_this_months_partition()
         self.make_old_sign_ups()
         self.start("web", "runserver", f"127.0.0.1:{self.web_port}", "--noreload")

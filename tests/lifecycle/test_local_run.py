@@ -13,8 +13,9 @@ import threading
 import pytest
 from django_q.models import Success
 from django_q.tasks import async_task
+from honcho.environ import parse_procfile
 
-from lifecycle.local_run import AlreadyRunning, run_lock
+from lifecycle.local_run import PROCFILE, AlreadyRunning, run_lock
 from tests.support import ROOT, database_url_for_tests, environment, wait_for
 
 
@@ -136,3 +137,12 @@ def test_ctrl_c_lets_the_worker_finish_its_task_and_stop_without_sigkill(setting
     assert "has stopped." in output and "worker stopped (rc=0)" in output
     assert "SIGKILL" not in output
     assert Success.objects.filter(name="slow-task").exists()
+
+
+def test_make_run_starts_the_development_processes_of_procfile_dev():
+    """runserver on the port make run was given, beside the worker and the two listeners; the production
+    Procfile (gunicorn) is not make run's."""
+    processes = parse_procfile(PROCFILE.read_text()).processes
+    assert PROCFILE.name == "Procfile.dev"
+    assert processes["web"] == "exec python manage.py runserver 127.0.0.1:${PORT:-8000}"
+    assert set(processes) == {"web", "worker", "mailroom", "webhooks"}

@@ -1,0 +1,94 @@
+"""gunicorn's settings, from the environment: ``gunicorn -c python:lifecycle.gunicorn_conf lifecycle.wsgi``
+(the production ``Procfile``; README, "Production serving"). A bad value stops gunicorn with one sentence.
+
+gunicorn rather than granian or uWSGI: mature, a prefork master that restarts a dead worker and reloads
+the code gracefully on SIGHUP, and sync workers, which fit Django and psycopg (blocking calls, one
+database connection per worker thread). granian (Rust, faster on small responses) was the alternative;
+our requests are database-bound, and gunicorn's signals and settings are what operators know.
+
+These variables are read from the process environment only (Django reads ``.env``, gunicorn does not).
+"""
+
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from lifecycle.configuration import env, read_int
+
+# More workers than this on a large host would only add PostgreSQL connections (one per worker thread,
+# beside the django-q2 cluster's and the listeners'); raise WEB_WORKERS by hand when measured.
+MAX_DEFAULT_WORKERS = 8
+
+
+def cores() -> int:
+    """The CPUs this process may run on (a container's cpuset, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def read_bind() -> str:
+    port = read_int("PORT", default=8000, minimum=1, maximum=65535)
+    bind = env.str("WEB_BIND", default="").strip() or f"0.0.0.0:{port}"
+    if not bind.startswith("unix:") and not bind.rpartition(":")[2].isdigit():
+        raise ImproperlyConfigured(f"WEB_BIND must be host:port or unix:/path, not {bind!r}.")
+    return bind
+
+
+def read_addresses(name: str) -> str:
+    """Comma-separated addresses or networks (203.0.113.7, 10.0.0.0/8), or "*" for any."""
+    addresses = [part.strip() for part in env.str(name, default="").split(",") if part.strip()]
+    for address in addresses:
+        if address == "*":
+            continue
+        try:
+            ipaddress.ip_network(address)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} must be comma-separated IP addresses or networks (10.0.0.0/8), or *, not {address!r}."
+            ) from None
+    return ",".join(addresses)
+
+
+try:
+    bind = [read_bind()]
+    workers = read_int("WEB_WORKERS", default=min(2 * cores() + 1, MAX_DEFAULT_WORKERS), minimum=1, maximum=64)
+    # Above 1, gunicorn runs each worker's requests in threads (its gthread worker): each thread holds
+    # its own database connection.
+    threads = read_int("WEB_THREADS", default=1, minimum=1, maximum=32)
+    # A request running longer is killed with its worker (and logged); the admin's slowest pages take
+    # well under a second ("Measured").
+    timeout = read_int("WEB_TIMEOUT", default=30, minimum=1, maximum=3600)
+    # On SIGTERM or SIGHUP, how long running requests may finish before their worker is killed.
+    graceful_timeout = read_int("WEB_GRACEFUL_TIMEOUT", default=30, minimum=1, maximum=3600)
+    # Behind a proxy that reuses connections; gunicorn's own 2 s cut idle ones before most proxies do.
+    keepalive = read_int("WEB_KEEPALIVE", default=5, minimum=0, maximum=300)
+    # A worker is replaced after this many requests (0: never), jittered so they are not all replaced at once.
+    max_requests = read_int("WEB_MAX_REQUESTS", default=1000, minimum=0)
+    max_requests_jitter = read_int("WEB_MAX_REQUESTS_JITTER", default=max_requests // 10, minimum=0)
+    # Addresses whose X-Forwarded-Proto (and the like) gunicorn believes. None by default: Django's
+    # SECURE_PROXY_SSL_HEADER is the one switch for "behind a TLS proxy", and gunicorn's own default
+    # (loopback) would let any local process claim https.
+    forwarded_allow_ips = read_addresses("WEB_FORWARDED_ALLOW_IPS")
+except ImproperlyConfigured as error:
+    sys.exit(f"Configuration error: {error}")
+
+wsgi_app = "lifecycle.wsgi:application"
+proc_name = "lifecycle-web"
+# One line per request on stdout, errors on stderr: the platform keeps the logs.
+accesslog = "-"
+errorlog = "-"
+# Not preloaded: each worker imports Django itself, so SIGHUP reloads new code and no database
+# connection is made before the fork.
+preload_app = False
+# The control socket (gunicorn 25.1+) is one path in $HOME shared by every gunicorn of the user;
+# signals do the same (HUP reload, TTIN/TTOU workers, TERM stop).
+control_socket_disable = True
+# Workers' heartbeat files in memory: on a container's overlay disk, a slow write makes the master
+# think a worker hung and kill it (gunicorn's FAQ).
+if Path("/dev/shm").is_dir():
+    worker_tmp_dir = "/dev/shm"
