@@ -17,6 +17,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from lifecycle.configuration import env, read_int
+from lifecycle.metrics import gunicorn as metrics
 
 # More workers than this on a large host would only add PostgreSQL connections (one per worker thread,
 # beside the django-q2 cluster's and the listeners'); raise WEB_WORKERS by hand when measured.
@@ -92,3 +93,13 @@ control_socket_disable = True
 # think a worker hung and kill it (gunicorn's FAQ).
 if Path("/dev/shm").is_dir():
     worker_tmp_dir = "/dev/shm"
+
+
+# prometheus_client's multiprocess mode, when PROMETHEUS_MULTIPROC_DIR is set (README, "Metrics"): the
+# directory emptied before the first worker starts, each exited worker's live gauges dropped.
+def on_starting(server):
+    metrics.on_starting(server)
+
+
+def child_exit(server, worker):
+    metrics.child_exit(server, worker)

@@ -15,7 +15,6 @@ The variable must be set in gunicorn's own environment (prometheus_client reads 
 """
 
 import os
-import shutil
 from pathlib import Path
 
 from prometheus_client import multiprocess
@@ -33,10 +32,10 @@ def on_starting(server) -> None:
     if directory is None:
         return
     directory.mkdir(parents=True, exist_ok=True)
-    for entry in directory.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
+    # Only prometheus_client's own files (counter_123.db, histogram_123.db, ...): a directory named by
+    # mistake (/tmp, a home) loses nothing else.
+    for entry in directory.glob("*.db"):
+        if entry.is_file() and not entry.is_symlink():
             entry.unlink()
 
 

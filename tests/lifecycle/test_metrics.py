@@ -230,6 +230,15 @@ class TestMultiprocess:
         assert list(tmp_path.iterdir()) == []
         assert ("lifecycle_rate_limit_refusals_total", (("limit", "api-per-client"),)) not in scrape()
 
+    def test_start_up_removes_only_prometheus_clients_files(self, tmp_path, monkeypatch):
+        """A directory named by mistake (/tmp, a home) loses nothing but the counts' files."""
+        monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+        (tmp_path / "counter_4242.db").touch()
+        (tmp_path / "notes.txt").write_text("keep me")
+        (tmp_path / "a directory").mkdir()
+        gunicorn.on_starting(server=None)
+        assert sorted(entry.name for entry in tmp_path.iterdir()) == ["a directory", "notes.txt"]
+
     def test_a_dead_workers_live_gauges_go(self, tmp_path, monkeypatch):
         monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
         (tmp_path / "gauge_livesum_4242.db").touch()
