@@ -88,6 +88,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Health probes: first of all, so that a plain-HTTP probe with an address for Host is answered
+    # (/healthz, /readyz only; no HTTPS redirect, ALLOWED_HOSTS, session or CSRF; lifecycle/health.py).
+    "lifecycle.health.health_probes",
     # Each request's id and log line: before everything that logs or audits (lifecycle/request_log.py).
     "lifecycle.request_log.request_log",
     # No header reaches a view, django-axes or the audit trail with a NUL in it.
@@ -319,6 +322,14 @@ Q_CLUSTER = {
 if Q_CLUSTER["retry"] <= Q_CLUSTER["timeout"]:
     # django-q2 would hand a still-running task to a second worker.
     raise ImproperlyConfigured("Q_RETRY must be greater than Q_TIMEOUT.")
+
+# Health probes (lifecycle/health.py; README, "Health").
+# How long a /readyz result is kept in each process: probes, however many, cannot load the database.
+READY_CACHE_SECONDS = read_int("READY_CACHE_SECONDS", default=5, minimum=1, maximum=300)
+# /readyz fails once the e-mail, or the webhook delivery, due longest has been due this long (the drain
+# and the dispatchers take what is due within a minute); 0: that queue is not checked.
+READY_MAIL_MAX_AGE_SECONDS = read_int("READY_MAIL_MAX_AGE_SECONDS", default=600, minimum=0)
+READY_WEBHOOK_MAX_AGE_SECONDS = read_int("READY_WEBHOOK_MAX_AGE_SECONDS", default=600, minimum=0)
 
 # Logs (lifecycle/logs.py, lifecycle/request_log.py; README, "Logs").
 # plain: one line of text per record; json: one JSON object per line, for a log collector.
