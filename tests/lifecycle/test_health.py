@@ -43,7 +43,8 @@ def states(response) -> dict:
 
 
 def test_healthz_answers_without_touching_the_database():
-    """No django_db mark: any query would fail the test ("Database access not allowed")."""
+    """No django_db mark: a query from the request would fail it ("Database access not allowed"); the
+    gunicorn test below shows /healthz answering while the database cannot be reached."""
     response = probe("/healthz")
     assert (response.status_code, response.content) == (200, b"ok\n")
     assert "no-store" in response["Cache-Control"]
