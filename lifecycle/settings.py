@@ -88,7 +88,12 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: no header reaches a view, django-axes or the audit trail with a NUL in it.
+    # Health probes: first of all, so that a plain-HTTP probe with an address for Host is answered
+    # (/healthz, /readyz only; no HTTPS redirect, ALLOWED_HOSTS, session or CSRF; lifecycle/health.py).
+    "lifecycle.health.health_probes",
+    # Each request's id and log line: before everything that logs or audits (lifecycle/request_log.py).
+    "lifecycle.request_log.request_log",
+    # No header reaches a view, django-axes or the audit trail with a NUL in it.
     "lifecycle.request_headers.nul_free_headers",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -347,11 +352,26 @@ if Q_CLUSTER["retry"] <= Q_CLUSTER["timeout"]:
     # django-q2 would hand a still-running task to a second worker.
     raise ImproperlyConfigured("Q_RETRY must be greater than Q_TIMEOUT.")
 
+# Health probes (lifecycle/health.py; README, "Health").
+# How long a /readyz result is kept in each process: probes, however many, cannot load the database.
+READY_CACHE_SECONDS = read_int("READY_CACHE_SECONDS", default=5, minimum=1, maximum=300)
+# /readyz fails once the e-mail, or the webhook delivery, due longest has been due this long (the drain
+# and the dispatchers take what is due within a minute); 0: that queue is not checked.
+READY_MAIL_MAX_AGE_SECONDS = read_int("READY_MAIL_MAX_AGE_SECONDS", default=600, minimum=0)
+READY_WEBHOOK_MAX_AGE_SECONDS = read_int("READY_WEBHOOK_MAX_AGE_SECONDS", default=600, minimum=0)
+
+# Logs (lifecycle/logs.py, lifecycle/request_log.py; README, "Logs").
+# plain: one line of text per record; json: one JSON object per line, for a log collector.
+LOG_FORMAT = read_choice("LOG_FORMAT", "PLAIN", ["PLAIN", "JSON"]).lower()
+# The header a proxy in front sets to a request id of its own (e.g. X-Request-ID), taken when it holds
+# a UUID. Empty: every request gets a new id, as a client could write any header.
+REQUEST_ID_HEADER = env.str("REQUEST_ID_HEADER", default="").strip()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {"plain": {"()": "lifecycle.logs.PlainLines"}, "json": {"()": "lifecycle.logs.JsonLines"}},
+    "filters": {"request_id": {"()": "platform_events.request_id.RequestIdFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": read_choice("LOG_LEVEL", "INFO", ["DEBUG", "INFO", "WARNING", "ERROR"])},
     # runserver prints its own reloader line; the embedded server's wheel is chatty at INFO.
     "loggers": {
@@ -361,6 +381,12 @@ LOGGING = {
         # One INFO line per request, with its URL: the dispatcher records each attempt itself.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # Through the one handler above, in LOG_FORMAT, like every other logger: Django's defaults give
+        # "django" a second console handler (a duplicate line when DEBUG is on) and "django.server"
+        # (runserver's request lines) one of its own. runserver's 2xx and 3xx lines would only repeat
+        # lifecycle.requests' (lifecycle/request_log.py).
+        "django": {"handlers": [], "propagate": True},
+        "django.server": {"handlers": [], "propagate": True, "level": "WARNING"},
     },
 }
 

@@ -15,6 +15,8 @@ transaction with the acting party it was given (a required argument), and the tw
 The acting party is a staff user or an end user's account; its id says which (``staff:3``,
 ``account:3``). Work done after the response (a django-q2 task) cannot hold the request: the view
 passes ``request_origin(request)``, plain strings, and the task opens ``audit_context(origin=...)``.
+The request id is the request's own (platform_events/request_id.py): its log lines, its audit rows and
+the log lines of the work it queued all carry it.
 """
 
 import uuid
@@ -25,6 +27,7 @@ from contextvars import ContextVar
 from django.db import connection
 
 from platform_events.client_ip import client_ip
+from platform_events.request_id import request_id_context
 
 # The lifecycle.* settings the triggers read (audit_actor() in platform_events/sql/0001_audit.sql).
 FIELDS = ["actor_id", "actor_display", "actor_ip", "actor_user_agent", "reason", "request_id", "correlation_id"]
@@ -49,7 +52,8 @@ def audit_context(
 
     Nested, the inner values add to the outer ones and win over them; a value not given (None)
     leaves the outer one in place. Inside a transaction the context applies at once; outside one,
-    it applies to each transaction a service opens within it (services open it themselves).
+    it applies to each transaction a service opens within it (services open it themselves). An
+    ``origin``'s request id also marks the log lines written meanwhile (a task's, in the worker).
     """
     outer = _current.get() or {}
     values = {
@@ -58,9 +62,10 @@ def audit_context(
     }
     token = _current.set(values)
     try:
-        if values and connection.in_atomic_block:
-            _apply(values)
-        yield
+        with request_id_context((origin or {}).get("request_id")):
+            if values and connection.in_atomic_block:
+                _apply(values)
+            yield
     finally:
         _current.reset(token)
     # The rest of the transaction speaks for the outer context again (after an error, the
@@ -71,13 +76,14 @@ def audit_context(
 
 def request_origin(request) -> dict[str, str]:
     """Where ``request`` came from, as ``audit_context(request=request)`` records it: ``actor_ip``,
-    ``actor_user_agent`` and a new ``request_id``, each only when known. Plain strings, so a task's
-    arguments can carry them; open ``audit_context(origin=...)`` with the same dict in the view too
-    and the rows written now and later share the request id."""
+    ``actor_user_agent`` and the ``request_id`` its log lines carry, each only when known. Plain
+    strings, so a task's arguments can carry them: the rows and log lines the task writes later
+    share the request's id."""
     origin = {
         "actor_ip": client_ip(request),
         "actor_user_agent": _printable(request.META.get("HTTP_USER_AGENT"), limit=512),
-        "request_id": str(uuid.uuid4()),  # one per action, shared by every row it writes
+        # A request that did not pass the middleware (a test's RequestFactory): one id for this action.
+        "request_id": getattr(request, "request_id", None) or str(uuid.uuid4()),
     }
     return {name: value for name, value in origin.items() if value}
 

@@ -1,4 +1,6 @@
-from django.db.models import Case, Q, QuerySet, Value, When
+from datetime import timedelta
+
+from django.db.models import Case, F, Max, Q, QuerySet, Value, When
 from django.db.models.functions import Now
 
 from accounts.models import Account, AccountStatus
@@ -33,6 +35,13 @@ def due_mail() -> QuerySet[Token]:
             | Q(action=TokenAction.PASSWORD_RECOVERY, account__status=AccountStatus.ACTIVE)
         )
     )
+
+
+def longest_mail_wait() -> timedelta | None:
+    """How long the e-mail due longest has been due (since its next attempt came); None when none is.
+    The drain mails what is due within a minute or two (README, "Mailroom"): a long wait says it is
+    not running."""
+    return due_mail().aggregate(waited=Max(Now() - F("mail_next_attempt_at")))["waited"]
 
 
 def expired_unmailed() -> QuerySet[Token]:

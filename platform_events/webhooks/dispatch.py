@@ -37,9 +37,9 @@ logger = logging.getLogger(__name__)
 # a receiver that keeps ids sees each once): at most this many, and only after a kill.
 RECORD_EVERY = 10
 
-CLAIM = """
-WITH due AS (
-    SELECT d.id
+# The deliveries ``d`` a run may claim now: waiting and their time come, no run's lease on them, their
+# endpoint active, and no earlier event of the same account still waiting for that endpoint.
+DUE = """
     FROM webhook_deliveries d
     JOIN webhook_subscriptions s ON s.id = d.subscription_id AND s.status = 'ACTIVE'
     WHERE d.status IN ('PENDING', 'FAILED') AND d.next_retry_at <= now()
@@ -48,6 +48,11 @@ WITH due AS (
           SELECT FROM webhook_deliveries earlier
           WHERE earlier.subscription_id = d.subscription_id AND earlier.ordering_key = d.ordering_key
             AND earlier.event_seq < d.event_seq AND earlier.status IN ('PENDING', 'FAILED'))
+"""
+
+CLAIM = f"""
+WITH due AS (
+    SELECT d.id {DUE}
     ORDER BY d.next_retry_at, d.event_seq
     LIMIT %(size)s
     FOR UPDATE OF d SKIP LOCKED
@@ -100,6 +105,16 @@ class RunResult:
         if self.disabled:
             parts.append(f"endpoints disabled: {', '.join(self.disabled)}")
         return "; ".join(parts)
+
+
+def longest_due_wait() -> timedelta | None:
+    """How long the delivery due longest has been due; None when none is. The dispatchers claim what
+    is due within WEBHOOKS_POLL_SECONDS, so a long wait says none is running. Read in due order through
+    webhook_deliveries_due: it costs the deliveries held up behind an account's earlier one, not the queue."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT now() - d.next_retry_at {DUE} ORDER BY d.next_retry_at LIMIT 1")
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def claim_batch(size: int) -> tuple[Claim, list[Delivery]]:

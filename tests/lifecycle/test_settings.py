@@ -29,6 +29,8 @@ PRODUCTION = {
         ("EMAIL_URL", "pigeon://coop", "EMAIL_URL is not a valid e-mail URL"),
         ("PUBLIC_BASE_URL", "lifecycle.example.com", "PUBLIC_BASE_URL must be an http:// or https:// URL"),
         ("LOG_LEVEL", "LOUD", "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'."),
+        ("LOG_FORMAT", "xml", "LOG_FORMAT must be one of PLAIN, JSON, not 'XML'."),
+        ("READY_CACHE_SECONDS", "0", "READY_CACHE_SECONDS must be at least 1, not 0."),
         # Issue 8, Low list: each of these was a traceback, or a setting that silently broke something.
         (
             "TIME_ZONE",

@@ -1,0 +1,54 @@
+"""The log line formats (settings.LOGGING; README, "Logs"): plain text, or one JSON object per line.
+
+Both hide the secret of an e-mail's link: ``/activate/<secret>`` and ``/recover/<secret>``
+(tokens/urls.py) open an account to whoever holds them, and Django writes a request's path in its
+own lines (``Not Found: /activate/...``, a refused CSRF check, runserver's request line).
+"""
+
+import logging
+import re
+
+from pythonjsonlogger.json import JsonFormatter
+
+# The link pages of tokens/urls.py; /recover/code/ is the page that takes a typed code, and a URL
+# pattern's <str:secret> (lifecycle/request_log.py) names no secret.
+LINK_SECRET = re.compile(r"(/(?:activate|recover)/)(?!code/|<)[^/\s\"'?#]+")
+HIDDEN = r"\1(hidden)"
+
+# A JSON line's fields, in this order; none other (a library's extra attributes, such as Django's
+# request or runserver's socket, would print their repr, the path with its secret included).
+JSON_FIELDS = ["time", "level", "logger", "message", "request_id", "exception", "stack"]
+
+
+def hide_link_secrets(text: str) -> str:
+    return LINK_SECRET.sub(HIDDEN, text)
+
+
+class PlainLines(logging.Formatter):
+    """``2026-11-23 10:15:00,123 INFO django.request 3f2a...: Not Found: /x`` (``-`` outside a request)."""
+
+    def __init__(self):
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(request_id)s: %(message)s", defaults={"request_id": "-"})
+
+    def format(self, record: logging.LogRecord) -> str:
+        return hide_link_secrets(super().format(record))
+
+
+class JsonLines(JsonFormatter):
+    """python-json-logger's formatter: ``{"time": "2026-11-23T10:15:00.123456+00:00", "level": "INFO",
+    "logger": "django.request", "message": "...", "request_id": "3f2a..."}``, the request id only
+    when there is one, ``exception`` when the record has one."""
+
+    def __init__(self):
+        super().__init__(
+            ["levelname", "name", "message"],
+            rename_fields={"levelname": "level", "name": "logger", "exc_info": "exception", "stack_info": "stack"},
+            timestamp="time",
+        )
+
+    def process_log_record(self, log_data: dict) -> dict:
+        return {
+            field: hide_link_secrets(value) if isinstance(value, str) else value
+            for field in JSON_FIELDS
+            if (value := log_data.get(field)) is not None
+        }
