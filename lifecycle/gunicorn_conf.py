@@ -80,8 +80,11 @@ except ImproperlyConfigured as error:
 
 wsgi_app = "lifecycle.wsgi:application"
 proc_name = "lifecycle-web"
-# One line per request on stdout, errors on stderr: the platform keeps the logs.
-accesslog = "-"
+# No access log of gunicorn's own: its request line holds the path, and /activate/<secret> and
+# /recover/<secret> carry a live token. Django logs one line per request instead (lifecycle.requests:
+# method, URL pattern, status, time, request id; JSON with LOG_FORMAT=json; README, "Logs").
+# gunicorn's own messages (workers started, killed, timed out) go to stderr.
+accesslog = None
 errorlog = "-"
 # Not preloaded: each worker imports Django itself, so SIGHUP reloads new code and no database
 # connection is made before the fork.

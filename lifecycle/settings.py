@@ -158,8 +158,13 @@ if runtime_database := read_database_url("DATABASE_URL"):
     }
 else:
     DATABASES = embedded_db.ensure_running()
+# A server that swallows connection attempts (a dead host, a firewall) fails a connection after this
+# many seconds instead of the operating system's two minutes: a page answers 503, /readyz "failing".
+# A connect_timeout in the URL's query wins.
+DATABASE_CONNECT_TIMEOUT = read_int("DATABASE_CONNECT_TIMEOUT", default=10, minimum=1, maximum=300)
 for database in DATABASES.values():
     database["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=0)
+    database.setdefault("OPTIONS", {}).setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT)
 # Behind a pooler in transaction mode (PgBouncer's pool_mode = transaction; docs/deploy.md): a
 # server-side cursor outside a transaction (WITH HOLD: the audit export's iterator) would outlive the
 # server connection the pooler lends for one transaction. Only the web processes go through such a

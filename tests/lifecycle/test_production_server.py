@@ -2,14 +2,18 @@
 lifecycle/gunicorn_conf.py, DEBUG off, the static files collected and served by WhiteNoise, behind a TLS
 proxy that says so in X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER), on the test database."""
 
+import json
 import re
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
 from honcho.environ import parse_procfile
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import ROOT, database_url_for_tests, environment, free_port, manage, wait_for
 
@@ -22,14 +26,29 @@ PRODUCTION = {
 }
 # What the TLS proxy in front adds to every request it passes on.
 BEHIND_TLS = {"X-Forwarded-Proto": "https"}
+METRICS_TOKEN = "m" * 8 + "etrics-token-for-the-production-server-test"
 GUNICORN = [sys.executable, "-m", "gunicorn", "-c", "python:lifecycle.gunicorn_conf", "lifecycle.wsgi"]
 
 
+@dataclass
+class Server:
+    url: str
+    log: Path
+
+
 @pytest.fixture(scope="module")
-def server(django_db_setup, tmp_path_factory):
-    """gunicorn (one worker) on a free port, after collectstatic into a STATIC_ROOT of its own; its URL."""
+def production(django_db_setup, tmp_path_factory):
+    """gunicorn (two workers, their metrics in one directory, JSON logs) on a free port, after
+    collectstatic into a STATIC_ROOT of its own."""
     workdir = tmp_path_factory.mktemp("production-server")
-    env = {**PRODUCTION, "DATABASE_URL": database_url_for_tests(), "STATIC_ROOT": str(workdir / "static")}
+    env = {
+        **PRODUCTION,
+        "DATABASE_URL": database_url_for_tests(),
+        "STATIC_ROOT": str(workdir / "static"),
+        "METRICS_TOKEN": METRICS_TOKEN,
+        "PROMETHEUS_MULTIPROC_DIR": str(workdir / "metrics"),
+        "LOG_FORMAT": "json",
+    }
     collected = manage("collectstatic", "--no-input", **env)
     assert collected.returncode == 0, collected.stderr
     port = free_port()
@@ -39,7 +58,7 @@ def server(django_db_setup, tmp_path_factory):
         process = subprocess.Popen(
             GUNICORN,
             cwd=ROOT,
-            env=environment(**env, WEB_BIND=f"127.0.0.1:{port}", WEB_WORKERS="1"),
+            env=environment(**env, WEB_BIND=f"127.0.0.1:{port}", WEB_WORKERS="2"),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -54,7 +73,7 @@ def server(django_db_setup, tmp_path_factory):
 
     try:
         wait_for(answers, timeout=60, message="gunicorn to answer")
-        yield url
+        yield Server(url, log_path)
     finally:
         process.send_signal(signal.SIGTERM)  # gunicorn's graceful stop
         try:
@@ -62,6 +81,11 @@ def server(django_db_setup, tmp_path_factory):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(production) -> str:
+    return production.url
 
 
 def get(url: str, **headers) -> httpx.Response:
@@ -166,3 +190,40 @@ def test_the_procfile_runs_each_production_process_by_exec_with_no_shell_between
         "mailroom": "exec python manage.py listen_mailroom",
         "webhooks": "exec python manage.py listen_webhooks",
     }
+
+
+def test_a_probe_from_the_host_itself_gets_health_and_readiness_over_plain_http(server):
+    """No TLS proxy, an address for Host (a pod's, not in ALLOWED_HOSTS): no redirect, no 400."""
+    for path in ("/healthz", "/readyz"):
+        answer = httpx.get(f"{server}{path}", headers={"Host": "10.1.2.3:8000"}, timeout=10)
+        assert answer.status_code == 200, (path, answer.text)
+    ready = httpx.get(f"{server}/readyz", timeout=10).json()
+    assert ready["status"] == "ready"
+    assert set(ready["checks"].values()) == {"ok"}
+
+
+def test_metrics_need_the_token_and_add_up_both_workers(server):
+    assert httpx.get(f"{server}/metrics", timeout=10).status_code == 401
+    for _ in range(20):  # spread over both workers
+        get(f"{server}/recover/")
+    scraped = httpx.get(f"{server}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=10)
+    assert scraped.status_code == 200  # plain HTTP: the scraper inside the network is not redirected
+    families = {family.name: family for family in text_string_to_metric_families(scraped.text)}
+    assert "lifecycle_mail_due_emails" in families
+    requests = [
+        sample.value
+        for sample in families["django_http_requests_latency_seconds_by_view_method"].samples
+        if sample.name.endswith("_count") and sample.labels.get("view") == "recover"
+    ]
+    assert sum(requests) >= 20  # from the files of every worker, whichever answered the scrape
+
+
+def test_the_log_is_json_lines_and_never_holds_a_links_secret(production):
+    secret = "S3cr3t" + "x" * 37  # a link's shape: 43 characters
+    get(f"{production.url}/activate/{secret}")
+    get(f"{production.url}/recover/{secret}")
+    text = production.log.read_text()
+    assert secret not in text
+    requests = [json.loads(line) for line in text.splitlines() if '"lifecycle.requests"' in line]
+    assert any(line["message"].startswith("GET /activate/") for line in requests), text[-2000:]
+    assert all(line.get("request_id") for line in requests)

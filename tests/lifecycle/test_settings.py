@@ -112,6 +112,26 @@ def test_database_url_is_used_instead_of_the_embedded_server():
     assert result.stdout.split() == [settings["NAME"], "True"]
 
 
+@pytest.mark.parametrize(
+    ("url_query", "variable", "expected"), [("", None, "10 10"), ("", "3", "3 3"), ("?connect_timeout=7", "3", "7 3")]
+)
+def test_a_database_connection_attempt_gives_up_after_a_bound(url_query, variable, expected):
+    """DATABASE_CONNECT_TIMEOUT, unless the URL says otherwise; for both roles."""
+    result = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.conf import settings;"
+        " print(*(settings.DATABASES[a]['OPTIONS']['connect_timeout'] for a in ('default', 'owner')))",
+        DEBUG="true",
+        DATABASE_URL="postgres://nobody@127.0.0.1:9/nothing" + url_query,
+        DATABASE_OWNER_URL="postgres://owner@127.0.0.1:9/nothing",
+        **({"DATABASE_CONNECT_TIMEOUT": variable} if variable else {}),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == expected.split()
+
+
 @pytest.mark.parametrize(("value", "expected"), [(None, "False"), ("true", "True")])
 def test_server_side_cursors_can_be_turned_off_for_a_transaction_pooler(value, expected):
     """docs/deploy.md, PgBouncer: the web processes behind a pooler in transaction mode set it."""
