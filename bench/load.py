@@ -59,7 +59,7 @@ import httpx  # noqa: E402
 from figures import quantile  # noqa: E402
 
 from tests.smtp import free_port  # noqa: E402
-from tests.soak import CSRF, LIMIT_NAMES, database_url  # noqa: E402
+from tests.soak import CSRF, production_on_loopback  # noqa: E402
 
 CONCURRENCIES = [1, 2, 4, 8, 16, 32]
 DRAIN_WORKERS = [1, 2, 4]
@@ -150,21 +150,11 @@ def cores(cpu: dict[str, float]) -> str:
 
 
 def product_settings(databases: dict, *, static_root: Path, conn_max_age: int) -> dict:
-    """DEBUG off as in production, and what DEBUG off asks for on plain HTTP (tests/soak.py)."""
+    """DEBUG off as in production, on plain HTTP (tests/soak.py), the API's limit raised too."""
     return {
-        "ENV_FILE": "",
-        "DATABASE_URL": database_url(databases["default"]),
-        "DATABASE_OWNER_URL": database_url(databases["owner"]),
-        "DEBUG": "false",
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SECURE_SSL_REDIRECT": "false",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-        "STATIC_ROOT": str(static_root),
+        **production_on_loopback(databases, static_root=static_root, limit=RAISED_LIMIT),
         "CONN_MAX_AGE": str(conn_max_age),
         "LOG_LEVEL": "WARNING",
-        **{f"LIMIT_{name}": RAISED_LIMIT for name in LIMIT_NAMES},
         "API_REQUESTS_PER_MINUTE": RAISED_API_RATE,
     }
 
@@ -656,9 +646,11 @@ def main(argv: list[str] | None = None) -> int:
         connection.close()
         server = Gunicorn(workers=args.workers, env=env, log=workdir / "gunicorn.log")
         from django.conf import settings
+        from django.contrib.staticfiles.storage import staticfiles_storage
 
+        # The name a page links (hashed by collectstatic's manifest), as a browser asks for it.
         static_file = (
-            f"/{settings.STATIC_URL}admin/css/base.css"
+            staticfiles_storage.url("admin/css/base.css")
             if "whitenoise.middleware.WhiteNoiseMiddleware" in settings.MIDDLEWARE
             else None
         )

@@ -203,25 +203,12 @@ class Soak:
         # (the embedded mode would start it again at once, ending the outage the soak makes).
         databases = embedded_db.ensure_running(self.pgdata)
         self.product_env = {
-            "ENV_FILE": "",
-            "DATABASE_URL": database_url(databases["default"]),
-            "DATABASE_OWNER_URL": database_url(databases["owner"]),
-            "DEBUG": "false",
-            "SECRET_KEY": secrets.token_urlsafe(50),
-            "ALLOWED_HOSTS": "127.0.0.1",
+            **production_on_loopback(databases, static_root=self.workdir / "static", limit="1000000"),
             "PUBLIC_BASE_URL": self.base_url,
-            # Plain HTTP on loopback: no redirect to HTTPS, cookies over HTTP.
-            "SECURE_SSL_REDIRECT": "false",
-            "SESSION_COOKIE_SECURE": "false",
-            "CSRF_COOKIE_SECURE": "false",
-            # DEBUG off names the static files by collectstatic's manifest, as in production.
-            "STATIC_ROOT": str(self.workdir / "static"),
             "EMAIL_URL": f"smtp://127.0.0.1:{smtp_port}",
             "EMAIL_TIMEOUT": str(EMAIL_TIMEOUT),
             "MAILROOM_LEASE_SECONDS": str(LEASE_SECONDS),
             "LOG_LEVEL": "INFO",
-            # Every client comes from 127.0.0.1 and asks again and again: the public limits would stop it.
-            **{f"LIMIT_{name}": "1000000" for name in LIMIT_NAMES},
         }
         os.environ.update(self.product_env)
         import django
@@ -810,6 +797,27 @@ class Soak:
         )
         say(f"processes                  {f['processes']}")
         say("RESULT: " + ("every promise held" if f["ok"] else "FAILED"))
+
+
+def production_on_loopback(databases: dict, *, static_root: Path, limit: str) -> dict:
+    """The environment of the product with DEBUG off as in production, by URL to ``databases`` (so a
+    process cannot start the embedded server itself), on plain HTTP on loopback (no redirect to HTTPS,
+    cookies over HTTP), its static files collected into ``static_root`` (named by collectstatic's
+    manifest), and the public limits raised to ``limit`` an hour: every client is 127.0.0.1 and asks
+    again and again. The soak test's and bench/load.py's."""
+    return {
+        "ENV_FILE": "",
+        "DATABASE_URL": database_url(databases["default"]),
+        "DATABASE_OWNER_URL": database_url(databases["owner"]),
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "STATIC_ROOT": str(static_root),
+        **{f"LIMIT_{name}": limit for name in LIMIT_NAMES},
+    }
 
 
 def database_url(settings: dict) -> str:
