@@ -164,6 +164,9 @@ else:
 DATABASE_CONNECT_TIMEOUT = read_int("DATABASE_CONNECT_TIMEOUT", default=10, minimum=1, maximum=300)
 for database in DATABASES.values():
     database["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=0)
+    # A kept connection (CONN_MAX_AGE > 0) is tried before a request reuses it: one broken by a
+    # database restart is replaced at once, not answered with one 503 per worker.
+    database["CONN_HEALTH_CHECKS"] = True
     database.setdefault("OPTIONS", {}).setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT)
 # Behind a pooler in transaction mode (PgBouncer's pool_mode = transaction; docs/deploy.md): a
 # server-side cursor outside a transaction (WITH HOLD: the audit export's iterator) would outlive the

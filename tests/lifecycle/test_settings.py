@@ -113,16 +113,21 @@ def test_database_url_is_used_instead_of_the_embedded_server():
 
 
 @pytest.mark.parametrize(
-    ("url_query", "variable", "expected"), [("", None, "10 10"), ("", "3", "3 3"), ("?connect_timeout=7", "3", "7 3")]
+    ("url_query", "variable", "expected"),
+    [("", None, "10 10 True True"), ("", "3", "3 3 True True"), ("?connect_timeout=7", "3", "7 3 True True")],
 )
-def test_a_database_connection_attempt_gives_up_after_a_bound(url_query, variable, expected):
-    """DATABASE_CONNECT_TIMEOUT, unless the URL says otherwise; for both roles."""
+def test_a_connection_attempt_gives_up_after_a_bound_and_a_kept_one_is_checked_before_reuse(
+    url_query, variable, expected
+):
+    """DATABASE_CONNECT_TIMEOUT, unless the URL says otherwise; for both roles. And a kept connection
+    (CONN_MAX_AGE) is checked before reuse, so a restart costs no request a 503."""
     result = manage(
         "shell",
         "--no-imports",
         "-c",
         "from django.conf import settings;"
-        " print(*(settings.DATABASES[a]['OPTIONS']['connect_timeout'] for a in ('default', 'owner')))",
+        " print(*(settings.DATABASES[a]['OPTIONS']['connect_timeout'] for a in ('default', 'owner')),"
+        " *(settings.DATABASES[a]['CONN_HEALTH_CHECKS'] for a in ('default', 'owner')))",
         DEBUG="true",
         DATABASE_URL="postgres://nobody@127.0.0.1:9/nothing" + url_query,
         DATABASE_OWNER_URL="postgres://owner@127.0.0.1:9/nothing",
