@@ -63,6 +63,9 @@ CATALOGUE = {
         ProblemType("rate-limited", 429, "Too many requests; retry after the time given"),
         ProblemType("server-error", 500, "The server failed; nothing was changed, the request may be retried"),
         ProblemType("no-capacity", 503, "No node of this service can take the account now; retry later"),
+        ProblemType(
+            "unavailable", 503, "The database cannot be reached; nothing was changed, retry after the time given"
+        ),
     ]
 }
 

@@ -57,3 +57,17 @@ def test_a_failing_query_is_no_unreachable_database(statement):
     with database_down(), pytest.raises(DatabaseError) as caught:
         connection.ensure_connection()
     assert database_unreachable(caught.value)
+
+
+def test_the_client_api_answers_503_unavailable_with_retry_after():
+    """As the pages do: an unreachable database is no server error (it was a 500 server-error)."""
+    from platform_events.api.clients import api_client_create
+
+    _, api_key = api_client_create(name="reader", scopes=["accounts:read"], actor=None)
+    client = Client(raise_request_exception=False)
+    with database_down():
+        response = client.get("/api/v1/accounts?login=jane", headers={"Authorization": f"Bearer {api_key}"})
+    assert response.status_code == 503
+    assert response["Retry-After"] == "30"
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["type"].endswith("/problems/unavailable")
