@@ -1,8 +1,10 @@
-"""The log line formats (settings.LOGGING; README, "Logs"): plain text, or one JSON object per line.
+"""The log line formats (settings.LOGGING; README, "Running in production"): plain text, or one JSON object per line.
 
 Both hide the secret of an e-mail's link: ``/activate/<secret>`` and ``/recover/<secret>``
 (tokens/urls.py) open an account to whoever holds them, and Django writes a request's path in its
-own lines (``Not Found: /activate/...``, a refused CSRF check, runserver's request line).
+own lines (``Not Found: /activate/...``, a refused CSRF check, runserver's request line); and any
+other secret-shaped run of characters, wherever it stands. gunicorn's own lines go through them too
+(lifecycle/gunicorn_conf.py).
 """
 
 import logging
@@ -20,8 +22,14 @@ HIDDEN = r"\1(hidden)"
 JSON_FIELDS = ["time", "level", "logger", "message", "request_id", "exception", "stack"]
 
 
+# Whatever the path around it (/ACTIVATE/, /activate//, a mangled link, a request line gunicorn refused):
+# a run of 40 or more URL-safe characters is taken for a secret. A link's secret has 43, an API key 46
+# (lc_ and 43); a request id (a UUID, 36) and the words of a message have fewer.
+SECRET_SHAPED = re.compile(r"[A-Za-z0-9_-]{40,}")
+
+
 def hide_link_secrets(text: str) -> str:
-    return LINK_SECRET.sub(HIDDEN, text)
+    return SECRET_SHAPED.sub("(hidden)", LINK_SECRET.sub(HIDDEN, text))
 
 
 class PlainLines(logging.Formatter):
@@ -52,3 +60,17 @@ class JsonLines(JsonFormatter):
             for field in JSON_FIELDS
             if (value := log_data.get(field)) is not None
         }
+
+
+class Brief(logging.Filter):
+    """One short line, without the traceback: for django.security.DisallowedHost, which any scanner
+    trips with a Host header of its choice (attack finding: an 8,000-byte Host made a 33,000-character
+    ERROR line with a traceback, twice the header in it)."""
+
+    LIMIT = 300
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        record.msg, record.args = (message[: self.LIMIT] + " (cut)" if len(message) > self.LIMIT else message), ()
+        record.exc_info = record.exc_text = None
+        return True

@@ -177,6 +177,18 @@ class TestALinkSecret:
         assert A_SECRET not in json_log.text
         assert "/activate/(hidden)/more" in json_log.text
 
+    @pytest.mark.parametrize(
+        "path",
+        ["/activate//{}", "/ACTIVATE/{}", "/recover//{}", "/activate/./{}", "/resend/{}", "/x{}y", "/activate/{}junk"],
+    )
+    def test_is_hidden_in_a_mangled_link_too(self, path, json_log):
+        """A proxy that doubles a slash, a mail client that changes the case (attack finding: each of
+        these was logged in full, by the request line and by Django's Not Found)."""
+        response = Client().get(path.format(A_SECRET))
+        assert response.status_code == 404
+        assert A_SECRET not in json_log.text
+        assert A_SECRET[:20] not in json_log.text
+
     @pytest.mark.parametrize("formatter", [PlainLines(), JsonLines()], ids=["plain", "json"])
     def test_is_hidden_by_both_formats_and_the_code_page_is_left_alone(self, formatter):
         record = logging.makeLogRecord(
@@ -210,3 +222,11 @@ def test_runserver_prints_json_lines_without_the_secret(server):
         == '"GET /activate/(hidden) HTTP/1.1" 404 ' + by_logger["django.server"]["message"].rsplit(" ", 1)[1]
     )
     assert by_logger["lifecycle.requests"]["request_id"] == by_logger["django.server"]["request_id"]
+
+
+def test_a_host_not_allowed_is_one_short_line_without_a_traceback(json_log):
+    """Any scanner chooses the Host: an 8,000-byte one made a 33,000-character ERROR with a traceback."""
+    response = Client().get("/recover/", HTTP_HOST="evil" + "x" * 8000 + ".example")
+    assert response.status_code == 400
+    [line] = [line for line in json_log.lines if line["logger"] == "django.security.DisallowedHost"]
+    assert len(line["message"]) < 400 and "exception" not in line
