@@ -1,5 +1,5 @@
 """gunicorn's settings, from the environment: ``gunicorn -c python:lifecycle.gunicorn_conf lifecycle.wsgi``
-(the production ``Procfile``; README, "Production serving"). A bad value stops gunicorn with one sentence.
+(the production ``Procfile``; README, "Running in production"). A bad value stops gunicorn with one sentence.
 
 gunicorn rather than granian or uWSGI: mature, a prefork master that restarts a dead worker and reloads
 the code gracefully on SIGHUP, and sync workers, which fit Django and psycopg (blocking calls, one
@@ -11,13 +11,26 @@ These variables are read from the process environment only (Django reads ``.env`
 
 import ipaddress
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-from django.core.exceptions import ImproperlyConfigured
+# prometheus_client's multiprocess mode for the workers (README, "Running in production"): each writes its counts to
+# files there, and whichever answers /metrics adds them all up. Unless PROMETHEUS_MULTIPROC_DIR names a
+# directory, one of this server's own, in memory, removed when it stops. Set before prometheus_client is
+# first imported (just below), which is when it reads the variable; the workers inherit both.
+OWN_METRICS_DIR = None
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    OWN_METRICS_DIR = tempfile.mkdtemp(
+        prefix="lifecycle-metrics-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None
+    )
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = OWN_METRICS_DIR
 
-from lifecycle.configuration import env, read_int
-from lifecycle.metrics import gunicorn as metrics
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402 (after the variable above)
+
+from lifecycle.configuration import env, read_choice, read_int  # noqa: E402
+from lifecycle.metrics import gunicorn as metrics  # noqa: E402
 
 # More workers than this on a large host would only add PostgreSQL connections (one per worker thread,
 # beside the django-q2 cluster's and the listeners'); raise WEB_WORKERS by hand when measured.
@@ -75,6 +88,9 @@ try:
     # SECURE_PROXY_SSL_HEADER is the one switch for "behind a TLS proxy", and gunicorn's own default
     # (loopback) would let any local process claim https.
     forwarded_allow_ips = read_addresses("WEB_FORWARDED_ALLOW_IPS")
+    # gunicorn's own lines in the product's format (LOG_FORMAT), through the same secret hiding
+    # (lifecycle/logs.py): it quotes a refused request line whole, a link's secret included.
+    log_format = read_choice("LOG_FORMAT", "PLAIN", ["PLAIN", "JSON"]).lower()
 except ImproperlyConfigured as error:
     sys.exit(f"Configuration error: {error}")
 
@@ -82,7 +98,7 @@ wsgi_app = "lifecycle.wsgi:application"
 proc_name = "lifecycle-web"
 # No access log of gunicorn's own: its request line holds the path, and /activate/<secret> and
 # /recover/<secret> carry a live token. Django logs one line per request instead (lifecycle.requests:
-# method, URL pattern, status, time, request id; JSON with LOG_FORMAT=json; README, "Logs").
+# method, URL pattern, status, time, request id; JSON with LOG_FORMAT=json; README, "Running in production").
 # gunicorn's own messages (workers started, killed, timed out) go to stderr.
 accesslog = None
 errorlog = "-"
@@ -98,7 +114,7 @@ if Path("/dev/shm").is_dir():
     worker_tmp_dir = "/dev/shm"
 
 
-# prometheus_client's multiprocess mode, when PROMETHEUS_MULTIPROC_DIR is set (README, "Metrics"): the
+# prometheus_client's multiprocess mode, when PROMETHEUS_MULTIPROC_DIR is set (README, "Running in production"): the
 # directory emptied before the first worker starts, each exited worker's live gauges dropped.
 def on_starting(server):
     metrics.on_starting(server)
@@ -106,3 +122,30 @@ def on_starting(server):
 
 def child_exit(server, worker):
     metrics.child_exit(server, worker)
+
+
+def on_exit(server):
+    if OWN_METRICS_DIR:
+        shutil.rmtree(OWN_METRICS_DIR, ignore_errors=True)
+
+
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"lines": {"()": f"lifecycle.logs.{'JsonLines' if log_format == 'json' else 'PlainLines'}"}},
+    "handlers": {
+        "error_console": {"class": "logging.StreamHandler", "formatter": "lines", "stream": "ext://sys.stderr"}
+    },
+    # Django sets the root logger up in each worker (settings.LOGGING); gunicorn's default for it names
+    # a handler this configuration replaces.
+    "root": {"level": "INFO", "handlers": []},
+    "loggers": {
+        "gunicorn.error": {
+            "level": "INFO",
+            "handlers": ["error_console"],
+            "propagate": False,
+            "qualname": "gunicorn.error",
+        },
+        "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": False, "qualname": "gunicorn.access"},
+    },
+}

@@ -293,7 +293,7 @@ NODE_SECRET = env.str("NODE_SECRET", default="")
 # client holding a token for the old node may still sync to it meanwhile. One week, tokenserver's default.
 NODE_PURGE_GRACE_SECONDS = read_int("NODE_PURGE_GRACE_SECONDS", default=604_800, minimum=0, maximum=31_536_000)
 
-# --- Metrics (README, "Metrics"; issue 15): /metrics for Prometheus, lifecycle/metrics/ ---
+# --- Metrics (README, "Running in production"; issue 15): /metrics for Prometheus, lifecycle/metrics/ ---
 # The scraper's bearer token. Empty: /metrics answers 404, as if it did not exist.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="").strip()
 if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or any(c.isspace() for c in METRICS_TOKEN)):
@@ -308,7 +308,7 @@ if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or any(c.isspace() for c in METRIC
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     *MIDDLEWARE,
-    "django_prometheus.middleware.PrometheusAfterMiddleware",
+    "lifecycle.metrics.middleware.RequestLatencyAfter",
 ]
 # Prometheus scrapes over plain HTTP from inside the network, to the web server itself: no redirect
 # to https for /metrics (SecurityMiddleware matches the path without its leading "/"). Safe: the
@@ -360,7 +360,7 @@ if Q_CLUSTER["retry"] <= Q_CLUSTER["timeout"]:
     # django-q2 would hand a still-running task to a second worker.
     raise ImproperlyConfigured("Q_RETRY must be greater than Q_TIMEOUT.")
 
-# Health probes (lifecycle/health.py; README, "Health").
+# Health probes (lifecycle/health.py; README, "Running in production").
 # How long a /readyz result is kept in each process: probes, however many, cannot load the database.
 READY_CACHE_SECONDS = read_int("READY_CACHE_SECONDS", default=5, minimum=1, maximum=300)
 # /readyz fails once the e-mail, or the webhook delivery, due longest has been due this long (the drain
@@ -368,7 +368,7 @@ READY_CACHE_SECONDS = read_int("READY_CACHE_SECONDS", default=5, minimum=1, maxi
 READY_MAIL_MAX_AGE_SECONDS = read_int("READY_MAIL_MAX_AGE_SECONDS", default=600, minimum=0)
 READY_WEBHOOK_MAX_AGE_SECONDS = read_int("READY_WEBHOOK_MAX_AGE_SECONDS", default=600, minimum=0)
 
-# Logs (lifecycle/logs.py, lifecycle/request_log.py; README, "Logs").
+# Logs (lifecycle/logs.py, lifecycle/request_log.py; README, "Running in production").
 # plain: one line of text per record; json: one JSON object per line, for a log collector.
 LOG_FORMAT = read_choice("LOG_FORMAT", "PLAIN", ["PLAIN", "JSON"]).lower()
 # The header a proxy in front sets to a request id of its own (e.g. X-Request-ID), taken when it holds
@@ -378,7 +378,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"()": "lifecycle.logs.PlainLines"}, "json": {"()": "lifecycle.logs.JsonLines"}},
-    "filters": {"request_id": {"()": "platform_events.request_id.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "platform_events.request_id.RequestIdFilter"},
+        "brief": {"()": "lifecycle.logs.Brief"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": read_choice("LOG_LEVEL", "INFO", ["DEBUG", "INFO", "WARNING", "ERROR"])},
     # runserver prints its own reloader line; the embedded server's wheel is chatty at INFO.
@@ -395,10 +398,12 @@ LOGGING = {
         # lifecycle.requests' (lifecycle/request_log.py).
         "django": {"handlers": [], "propagate": True},
         "django.server": {"handlers": [], "propagate": True, "level": "WARNING"},
+        # A Host not in ALLOWED_HOSTS: one short line (the client chose it), no traceback.
+        "django.security.DisallowedHost": {"filters": ["brief"]},
     },
 }
 
-# --- Production serving (issue 15; README, "Production serving"): static files and the CSP ---------------
+# --- Production serving (issue 15; README, "Running in production"): static files and the CSP ---------------
 # gunicorn's own settings are lifecycle/gunicorn_conf.py. Kept as one block that adds to the lists above.
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE  # noqa: E402 (this block's own)
 

@@ -1,10 +1,11 @@
-"""The production web server (issue 15; README, "Production serving"): gunicorn with
+"""The production web server (issue 15; README, "Running in production"): gunicorn with
 lifecycle/gunicorn_conf.py, DEBUG off, the static files collected and served by WhiteNoise, behind a TLS
 proxy that says so in X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER), on the test database."""
 
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -38,15 +39,14 @@ class Server:
 
 @pytest.fixture(scope="module")
 def production(django_db_setup, tmp_path_factory):
-    """gunicorn (two workers, their metrics in one directory, JSON logs) on a free port, after
-    collectstatic into a STATIC_ROOT of its own."""
+    """gunicorn (two workers, JSON logs) on a free port, after collectstatic into a STATIC_ROOT of its
+    own. No PROMETHEUS_MULTIPROC_DIR: the server makes its own (lifecycle/gunicorn_conf.py)."""
     workdir = tmp_path_factory.mktemp("production-server")
     env = {
         **PRODUCTION,
         "DATABASE_URL": database_url_for_tests(),
         "STATIC_ROOT": str(workdir / "static"),
         "METRICS_TOKEN": METRICS_TOKEN,
-        "PROMETHEUS_MULTIPROC_DIR": str(workdir / "metrics"),
         "LOG_FORMAT": "json",
     }
     collected = manage("collectstatic", "--no-input", **env)
@@ -222,8 +222,16 @@ def test_the_log_is_json_lines_and_never_holds_a_links_secret(production):
     secret = "S3cr3t" + "x" * 37  # a link's shape: 43 characters
     get(f"{production.url}/activate/{secret}")
     get(f"{production.url}/recover/{secret}")
+    get(f"{production.url}/ACTIVATE//{secret}")  # a mangled link: no page, Django's "Not Found" line
+    # A request line gunicorn refuses (no HTTP version): gunicorn's own line quotes it.
+    with socket.create_connection(("127.0.0.1", int(production.url.rsplit(":", 1)[1])), timeout=10) as raw:
+        raw.sendall(f"GET /activate/{secret}\r\n\r\n".encode())
+        raw.recv(4096)
+    wait_for(lambda: "Invalid request" in production.log.read_text(), timeout=10, message="gunicorn's line")
     text = production.log.read_text()
     assert secret not in text
-    requests = [json.loads(line) for line in text.splitlines() if '"lifecycle.requests"' in line]
+    lines = [json.loads(line) for line in text.splitlines()]  # gunicorn's own lines too: every line is JSON
+    assert any(line["logger"] == "gunicorn.error" for line in lines)
+    requests = [line for line in lines if line["logger"] == "lifecycle.requests"]
     assert any(line["message"].startswith("GET /activate/") for line in requests), text[-2000:]
     assert all(line.get("request_id") for line in requests)
