@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
@@ -70,40 +70,33 @@ class Migrations(HealthCheck):
 
 
 @dataclasses.dataclass
-class MailQueue(HealthCheck):
-    """The e-mail due longest has waited less than ``max_age``."""
+class QueueAge(HealthCheck):
+    """The item due longest (``longest_wait()``: an e-mail, a webhook delivery) has waited less than
+    ``max_age``."""
 
+    what: str
+    longest_wait: Callable[[], timedelta | None]
     max_age: timedelta
     timeout = CHECK_TIME_LIMIT
 
     def run(self) -> None:
         with _bounded_statements():
-            waited = longest_mail_wait()
+            waited = self.longest_wait()
         if waited is not None and waited > self.max_age:
-            raise ServiceUnavailable(f"an e-mail has been due for {waited.total_seconds():.0f} s")
-
-
-@dataclasses.dataclass
-class WebhookQueue(HealthCheck):
-    """The webhook delivery due longest has waited less than ``max_age``."""
-
-    max_age: timedelta
-    timeout = CHECK_TIME_LIMIT
-
-    def run(self) -> None:
-        with _bounded_statements():
-            waited = longest_due_wait()
-        if waited is not None and waited > self.max_age:
-            raise ServiceUnavailable(f"a webhook delivery has been due for {waited.total_seconds():.0f} s")
+            raise ServiceUnavailable(f"{self.what} has been due for {waited.total_seconds():.0f} s")
 
 
 def readiness_checks() -> dict[str, HealthCheck]:
     """The checks by the name /readyz shows, the database first; a queue whose maximum age is 0 is not checked."""
     checks = {"database": Database(), "migrations": Migrations()}
     if settings.READY_MAIL_MAX_AGE_SECONDS:
-        checks["mail_queue"] = MailQueue(max_age=timedelta(seconds=settings.READY_MAIL_MAX_AGE_SECONDS))
+        checks["mail_queue"] = QueueAge(
+            "an e-mail", longest_mail_wait, timedelta(seconds=settings.READY_MAIL_MAX_AGE_SECONDS)
+        )
     if settings.READY_WEBHOOK_MAX_AGE_SECONDS:
-        checks["webhook_queue"] = WebhookQueue(max_age=timedelta(seconds=settings.READY_WEBHOOK_MAX_AGE_SECONDS))
+        checks["webhook_queue"] = QueueAge(
+            "a webhook delivery", longest_due_wait, timedelta(seconds=settings.READY_WEBHOOK_MAX_AGE_SECONDS)
+        )
     return checks
 
 
