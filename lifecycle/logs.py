@@ -23,9 +23,9 @@ JSON_FIELDS = ["time", "level", "logger", "message", "request_id", "exception", 
 
 
 # Whatever the path around it (/ACTIVATE/, /activate//, a mangled link, a request line gunicorn refused):
-# a run of 40 or more URL-safe characters is taken for a secret. A link's secret has 43, an API key 46
-# (lc_ and 43); a request id (a UUID, 36) and the words of a message have fewer.
-SECRET_SHAPED = re.compile(r"[A-Za-z0-9_-]{40,}")
+# a run of 43 or more URL-safe characters is taken for a secret: a link's secret has 43, an API key 46
+# (lc_ and 43); a request id (a UUID, 36), django-q2's process names (40) and words have fewer.
+SECRET_SHAPED = re.compile(r"[A-Za-z0-9_-]{43,}")
 
 
 def hide_link_secrets(text: str) -> str:

@@ -230,3 +230,11 @@ def test_a_host_not_allowed_is_one_short_line_without_a_traceback(json_log):
     assert response.status_code == 400
     [line] = [line for line in json_log.lines if line["logger"] == "django.security.DisallowedHost"]
     assert len(line["message"]) < 400 and "exception" not in line
+
+
+def test_django_q2_process_names_and_request_ids_are_not_taken_for_secrets():
+    """Only a run as long as a link's secret (43) is hidden: django-q2 names its processes
+    Process-<32 hex digits>, 40 characters, and every line of the worker was "(hidden) processing ..."."""
+    name, request_id = "Process-09966500566f4ca8a9a0450271cfb037", "8d1f0c7e-4a51-4c55-9a3b-2f6d7c1e5b90"
+    record = logging.makeLogRecord({"msg": f"{name} processing {request_id}", "levelname": "INFO"})
+    assert f"{name} processing {request_id}" in PlainLines().format(record)
