@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from platform_events.audit import audit_context
@@ -64,12 +64,16 @@ def old_events() -> RetentionRule:
 
 
 def old_processed_events() -> RetentionRule:
-    """The consumers' records, as long as the events they record (a record older than its event guards nothing)."""
+    """The consumers' records, as long as the events they record: a record is kept while its event is
+    (an event an endpoint is still due outlives the retention period; without its record, the consumer
+    would handle it again)."""
     days = settings.RETENTION_EVENT_DAYS
     return queryset_rule(
         "processed-events",
-        f"internal consumers' processed events: {days} days",
-        ProcessedEvent.objects.filter(processed_at__lt=timezone.now() - timedelta(days=days)),
+        f"internal consumers' processed events: {days} days, once their event is gone",
+        ProcessedEvent.objects.filter(processed_at__lt=timezone.now() - timedelta(days=days)).exclude(
+            Exists(OutboxEvent.objects.filter(id=OuterRef("event_id")))
+        ),
     )
 
 

@@ -311,7 +311,11 @@ def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_sta
             )
         owner.execute(
             "INSERT INTO processed_events (consumer_group, event_id, processed_at) VALUES"
-            " ('g', gen_random_uuid(), now() - interval '31 days'), ('g', gen_random_uuid(), now() - interval '29 days')"
+            " ('g', gen_random_uuid(), now() - interval '31 days'), ('g', gen_random_uuid(), now() - interval '29 days'),"
+            # A record as old, of an event still kept (an endpoint is still due it): without the record the
+            # consumer would handle that event again.
+            " ('g', %s, now() - interval '31 days')",
+            [events["old-due"]],
         )
     assert "events 1, processed-events 1" in cleanup(
         "--only", "events", "--only", "processed-events", "--batch-size", "1"
@@ -320,7 +324,8 @@ def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_sta
         kept = {row[0] for row in conn.execute("SELECT id FROM outbox_events")}
         assert kept == {events["old-due"], events["young"]}
         assert conn.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (2,)
-        assert conn.execute("SELECT count(*) FROM processed_events").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM processed_events").fetchone() == (2,)
+        assert conn.execute("SELECT 1 FROM processed_events WHERE event_id = %s", [events["old-due"]]).fetchone()
 
 
 def test_expired_idempotency_keys_are_deleted_and_live_ones_kept(sql):
