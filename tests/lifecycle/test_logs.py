@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from lifecycle.factories import AccountFactory
-from lifecycle.logs import JsonLines, PlainLines
+from lifecycle.logs import Brief, JsonLines, PlainLines
 from platform_events.models import AuditEvent
 from platform_events.request_id import RequestIdFilter
 from tests.support import run_queued_tasks
@@ -230,6 +230,14 @@ def test_a_host_not_allowed_is_one_short_line_without_a_traceback(json_log):
     assert response.status_code == 400
     [line] = [line for line in json_log.lines if line["logger"] == "django.security.DisallowedHost"]
     assert len(line["message"]) < 400 and "exception" not in line
+    assert line["level"] == "WARNING"
+
+
+def test_the_cut_of_a_long_host_leaves_no_part_of_a_secret():
+    """Hidden before the cut: a secret-shaped run across the 300th character left up to 42 of it."""
+    record = logging.makeLogRecord({"msg": "Invalid HTTP_HOST header: '%s'", "args": ("h" * 280 + "S" * 43,)})
+    Brief().filter(record)
+    assert "S" * 10 not in record.getMessage()
 
 
 def test_django_q2_process_names_and_request_ids_are_not_taken_for_secrets():
