@@ -16,21 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-# prometheus_client's multiprocess mode for the workers (README, "Running in production"): each writes its counts to
-# files there, and whichever answers /metrics adds them all up. Unless PROMETHEUS_MULTIPROC_DIR names a
-# directory, one of this server's own, in memory, removed when it stops. Set before prometheus_client is
-# first imported (just below), which is when it reads the variable; the workers inherit both.
-OWN_METRICS_DIR = None
-if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    OWN_METRICS_DIR = tempfile.mkdtemp(
-        prefix="lifecycle-metrics-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None
-    )
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = OWN_METRICS_DIR
+from django.core.exceptions import ImproperlyConfigured
 
-from django.core.exceptions import ImproperlyConfigured  # noqa: E402 (after the variable above)
-
-from lifecycle.configuration import env, read_choice, read_int  # noqa: E402
-from lifecycle.metrics import gunicorn as metrics  # noqa: E402
+from lifecycle.configuration import env, read_choice, read_int
 
 # More workers than this on a large host would only add PostgreSQL connections (one per worker thread,
 # beside the django-q2 cluster's and the listeners'); raise WEB_WORKERS by hand when measured.
@@ -114,14 +102,30 @@ if Path("/dev/shm").is_dir():
     worker_tmp_dir = "/dev/shm"
 
 
-# prometheus_client's multiprocess mode, when PROMETHEUS_MULTIPROC_DIR is set (README, "Running in production"): the
-# directory emptied before the first worker starts, each exited worker's live gauges dropped.
+# prometheus_client's multiprocess mode for the workers (README, "Running in production"): each writes
+# its counts to files in PROMETHEUS_MULTIPROC_DIR, and whichever answers /metrics adds them all up.
+# Unless the variable names a directory, the server makes one of its own, in memory, when it starts
+# (not when this file is read: --check-config would leave one behind) and removes it when it stops.
+# prometheus_client reads the variable when first imported: here, in the master, before any worker.
+OWN_METRICS_DIR = None
+
+
 def on_starting(server):
-    metrics.on_starting(server)
+    global OWN_METRICS_DIR
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        OWN_METRICS_DIR = tempfile.mkdtemp(
+            prefix="lifecycle-metrics-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None
+        )
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = OWN_METRICS_DIR
+    from lifecycle.metrics import gunicorn as metrics
+
+    metrics.on_starting(server)  # the directory emptied before the first worker starts
 
 
 def child_exit(server, worker):
-    metrics.child_exit(server, worker)
+    from lifecycle.metrics import gunicorn as metrics
+
+    metrics.child_exit(server, worker)  # an exited worker's live gauges dropped
 
 
 def on_exit(server):

@@ -235,3 +235,14 @@ def test_the_log_is_json_lines_and_never_holds_a_links_secret(production):
     requests = [line for line in lines if line["logger"] == "lifecycle.requests"]
     assert any(line["message"].startswith("GET /activate/") for line in requests), text[-2000:]
     assert all(line.get("request_id") for line in requests)
+
+
+def test_reading_the_configuration_makes_no_metrics_directory():
+    """The server's own metrics directory is made when it starts, not when its configuration is read:
+    each --check-config left one in /dev/shm."""
+    shm = Path("/dev/shm")
+    before = set(shm.glob("lifecycle-metrics-*"))
+    env = environment(**PRODUCTION, DATABASE_URL="postgres://nobody@127.0.0.1:9/nothing")
+    checked = subprocess.run([*GUNICORN, "--check-config"], cwd=ROOT, env=env, capture_output=True, timeout=60)
+    assert checked.returncode == 0, checked.stderr
+    assert set(shm.glob("lifecycle-metrics-*")) <= before
