@@ -56,6 +56,9 @@ def add_form(request, model_admin, form, *, fields: list[str], title: str, submi
             "submit": submit,
             "adminform": helpers.AdminForm(form, [(None, {"fields": fields})], {}),
             "errors": helpers.AdminErrorList(form, []),
+            # change_form.html runs prepopulate_init.js, which needs the admin's jQuery: without it the
+            # page threw "$ is not a function" in the browser.
+            "media": model_admin.media + form.media,
         },
     )
 

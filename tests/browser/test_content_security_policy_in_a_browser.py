@@ -37,16 +37,21 @@ def blocked_by_the_policy(page) -> list[str]:
     return blocked
 
 
-def test_no_page_has_anything_blocked_by_the_policy(browser, live_server):
+def test_no_page_has_anything_blocked_by_the_policy_nor_a_script_error(browser, live_server):
+    """Nor an error of a script that ran: the add forms of API clients and webhook endpoints threw
+    "$ is not a function" (prepopulate_init.js without the admin's jQuery)."""
     get_user_model().objects.create_superuser("root", password=PASSWORD)
     account = AccountFactory()
     page = browser.new_page(viewport=SCREEN)
     blocked = blocked_by_the_policy(page)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
     log_in(page, live_server, "root")
     for path in PAGES:
         page.goto(live_server.url + path.format(account=account.pk))
         page.wait_for_load_state("networkidle")
         assert blocked == [], path
+        assert errors == [], path
     # The API docs' Swagger UI drew itself from its own files.
     assert page.locator(".swagger-ui .info .title").inner_text().startswith("Lifecycle")
 

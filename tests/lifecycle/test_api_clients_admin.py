@@ -336,3 +336,14 @@ def test_support_and_auditors_have_no_api_client_page(role):
     assert staff.post(ADD, FORM).status_code == 403
     assert "API client" not in staff.get(reverse("admin:index")).content.decode()
     assert api_client_by_key(key) == client and ApiClient.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "path", ["/admin/platform_events/apiclient/add/", "/admin/platform_events/webhooksubscription/add/"]
+)
+def test_the_add_forms_load_the_admins_jquery_before_the_script_that_needs_it(admin_client, path):
+    """change_form.html runs prepopulate_init.js, which reads django.jQuery: without the admin's media
+    the page threw "$ is not a function" in the browser."""
+    scripts = re.findall(r'<script[^>]*src="([^"]+)"', admin_client.get(path).content.decode())
+    jquery_init = next(i for i, src in enumerate(scripts) if "admin/js/jquery.init" in src)
+    assert jquery_init < next(i for i, src in enumerate(scripts) if "prepopulate_init" in src)
