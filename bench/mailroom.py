@@ -121,7 +121,7 @@ def main() -> None:
             sign_up(args.tokens)
             rendered = drain_rate(args.tokens)
             sign_up(args.tokens)
-            send.render_mail = lambda token: None  # the dummy backend sends anything, even nothing
+            send.render_mail = lambda token, now=None: None  # the dummy backend sends anything, even nothing
             try:
                 bare = drain_rate(args.tokens)
             finally:

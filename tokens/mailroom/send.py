@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import smtplib
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django.core.mail import get_connection
 from django.utils import timezone
 
 from tokens.mailroom.claim import Claim, mark_expired, mark_failed, mark_sent, renew_lease
 from tokens.mailroom.render import render_mail
+from tokens.mailroom.wire import wire_for
 from tokens.models import MailState, Token
 
 if TYPE_CHECKING:
@@ -22,19 +25,24 @@ UNSENDABLE = (ValueError, smtplib.SMTPNotSupportedError)
 
 
 def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None:
-    smtp = get_connection(fail_silently=False)
+    backend = get_connection(fail_silently=False)
     try:
-        smtp.open()
+        backend.open()
     except OSError as error:  # smtplib's errors are OSErrors too: refused, timed out, bad greeting
         result.error = f"SMTP server unreachable: {_describe(error)}"
         for token in batch:
             _failed(token, claim=claim, reason=result.error, permanent=False, result=result)
         return
+    wire = wire_for(backend)
     held = {token.pk for token in batch}
+    # The token whose message the server has whole but has not answered yet (tokens/mailroom/wire.py).
+    in_flight: Token | None = None
+    unrecorded = 0  # batch[unrecorded:] has no outcome yet
     try:
         for position, token in enumerate(batch):
+            unrecorded = position
             if claim.running_out():
-                held = renew_lease(claim, batch[position:])
+                held = renew_lease(claim, [in_flight, *batch[position:]] if in_flight else batch[position:])
             if token.pk not in held:  # another run took it over after our lease ran out: it decides
                 result.lost_claims += 1
                 continue
@@ -46,34 +54,69 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
                 else:
                     result.lost_claims += 1
                 continue
-            try:
-                smtp.send_messages([render_mail(token, now=now)])
-            except UNSENDABLE as error:
-                # This message can never be sent (an address stored before the database refused such
-                # addresses: accounts/sql/0007_address_rules.sql); the rest of the batch goes on.
-                reason = f"cannot be sent to this address: {_describe(error)}"
-                _failed(token, claim=claim, reason=reason, permanent=True, result=result)
-            except (smtplib.SMTPRecipientsRefused, smtplib.SMTPResponseException) as error:
-                code, reason = _smtp_answer(error)
-                _failed(token, claim=claim, reason=reason, permanent=500 <= code < 600, result=result)
-            except OSError as error:
-                # The connection is gone: this token and the rest of the batch wait for their backoff.
-                result.error = f"SMTP connection lost: {_describe(error)}"
-                for unsent in batch[position:]:
-                    _failed(unsent, claim=claim, reason=result.error, permanent=False, result=result)
-                return
-            else:
-                # A run whose lease ran out counts nothing: the run that took the token over decides.
-                if mark_sent(token, claim=claim):
-                    result.sent += 1
-                else:
-                    result.lost_claims += 1
-                result.last_seq = max(result.last_seq or 0, token.pk)
+            message = _attempt(token, _build, wire, token, now, claim=claim, result=result)
+            if message is _FAILED:
+                continue
+            # Built while the server took the previous message: its answer now, then this message.
+            if in_flight is not None:
+                _answered(in_flight, wire, claim=claim, result=result)
+                in_flight = None
+            if _attempt(token, wire.start, message, claim=claim, result=result) is not _FAILED:
+                in_flight = token
+        unrecorded = len(batch)
+        if in_flight is not None:
+            _answered(in_flight, wire, claim=claim, result=result)
+    except ConnectionLost as lost:
+        # This message and the rest of the batch wait for their backoff.
+        result.error = str(lost)
+        for unsent in [in_flight, *batch[unrecorded:]] if in_flight else batch[unrecorded:]:
+            _failed(unsent, claim=claim, reason=result.error, permanent=False, result=result)
     finally:
         try:
-            smtp.close()
+            backend.close()
         except OSError:
             pass
+
+
+class ConnectionLost(Exception):
+    """The SMTP connection is gone: no message of the batch can go out over it any more."""
+
+
+_FAILED = object()
+
+
+def _attempt(token: Token, step: Callable[..., Any], *args: Any, claim: Claim, result: DrainResult) -> Any:
+    """Run one step of sending ``token``'s message: its value, or _FAILED once the token's failure is
+    recorded. Raises ConnectionLost when the connection is gone."""
+    try:
+        return step(*args)
+    except UNSENDABLE as error:
+        # This message can never be sent (an address stored before the database refused such
+        # addresses: accounts/sql/0007_address_rules.sql); the rest of the batch goes on.
+        reason = f"cannot be sent to this address: {_describe(error)}"
+        _failed(token, claim=claim, reason=reason, permanent=True, result=result)
+    except (smtplib.SMTPRecipientsRefused, smtplib.SMTPResponseException) as error:
+        code, reason = _smtp_answer(error)
+        _failed(token, claim=claim, reason=reason, permanent=500 <= code < 600, result=result)
+    except OSError as error:
+        raise ConnectionLost(f"SMTP connection lost: {_describe(error)}") from error
+    return _FAILED
+
+
+def _build(wire, token: Token, now: datetime) -> Any:
+    return wire.prepare(render_mail(token, now=now))
+
+
+def _answered(token: Token, wire, *, claim: Claim, result: DrainResult) -> None:
+    """Read the server's answer to ``token``'s message and record it."""
+    if _attempt(token, wire.finish, claim=claim, result=result) is _FAILED:
+        return
+    # A run whose lease ran out counts nothing: the run that took the token over decides.
+    if mark_sent(token, claim=claim):
+        result.sent += 1
+    else:
+        result.lost_claims += 1
+    result.last_seq = max(result.last_seq or 0, token.pk)
 
 
 def _failed(token: Token, *, claim: Claim, reason: str, permanent: bool, result: DrainResult) -> None:

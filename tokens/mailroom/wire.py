@@ -1,0 +1,106 @@
+"""Putting messages on the wire: one at a time through any Django mail backend, or overlapped with
+the next message's building over Django's SMTP backend.
+
+A plain SMTP client waits for the server's last answer (after the body, while the server parses and
+queues the message) with nothing to do, then builds the next message while the server waits. Over
+Django's SMTP backend the drain writes a message's body, builds the next message, and only then reads
+the answer: the two costs overlap on the two sides of the connection (issue 8: the drain reached about
+half of a bare smtplib loop). Still one message is in flight at a time: the next one starts only
+after the answer to this one was read and its token marked, so a killed run re-sends at most one.
+"""
+
+import re
+import smtplib
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.core.mail.backends.base import BaseEmailBackend
+from django.core.mail.backends.smtp import EmailBackend as SMTPBackend
+from django.core.mail.message import sanitize_address
+
+# A line of the body that starts with a dot gets a second one (RFC 5321 4.5.2), as smtplib.data() does.
+_LEADING_DOT = re.compile(rb"(?m)^\.")
+
+
+class OneAtATime:
+    """Any mail backend (locmem in tests, console, file): each message is sent whole."""
+
+    def __init__(self, backend: BaseEmailBackend):
+        self.backend = backend
+
+    def prepare(self, message: EmailMessage) -> EmailMessage:
+        return message
+
+    def start(self, message: EmailMessage) -> None:
+        self.backend.send_messages([message])
+
+    def finish(self) -> None:
+        """Nothing is left in flight: send_messages() waited for the answer."""
+
+
+class Overlapped:
+    """Django's SMTP backend, whose last answer to a message is read by finish(), after the caller
+    built the next message. Envelope and body are made as the backend's own _send() makes them; the
+    commands and the errors raised are smtplib.sendmail()'s, cut in two after the body is written."""
+
+    def __init__(self, backend: SMTPBackend):
+        self.smtp: smtplib.SMTP = backend.connection
+
+    def prepare(self, message: EmailMessage) -> tuple[str, list[str], bytes]:
+        """The envelope and the body as written on the wire; raises what cannot be sent (ValueError)."""
+        encoding = message.encoding or settings.DEFAULT_CHARSET
+        sender = sanitize_address(message.from_email, encoding)
+        recipients = [sanitize_address(address, encoding) for address in message.recipients()]
+        body = message.message().as_bytes(linesep="\r\n")
+        return sender, recipients, body
+
+    def start(self, prepared: tuple[str, list[str], bytes]) -> None:
+        """MAIL, RCPT and DATA, each answered, then the body, whose answer finish() reads."""
+        sender, recipients, body = prepared
+        smtp = self.smtp
+        smtp.ehlo_or_helo_if_needed()
+        options = [f"size={len(body)}"] if smtp.does_esmtp and smtp.has_extn("size") else []
+        code, answer = smtp.mail(sender, options)
+        if code != 250:
+            self._give_up(code)
+            raise smtplib.SMTPSenderRefused(code, answer, sender)
+        refused = {}
+        for recipient in recipients:
+            code, answer = smtp.rcpt(recipient)
+            if code not in (250, 251):
+                refused[recipient] = (code, answer)
+            if code == 421:
+                smtp.close()
+                raise smtplib.SMTPRecipientsRefused(refused)
+        if len(refused) == len(recipients):
+            self._give_up(code)
+            raise smtplib.SMTPRecipientsRefused(refused)
+        smtp.putcmd("data")
+        code, answer = smtp.getreply()
+        if code != 354:
+            self._give_up(code)
+            raise smtplib.SMTPDataError(code, answer)
+        body = _LEADING_DOT.sub(b"..", body)
+        smtp.send(body + (b"" if body.endswith(b"\r\n") else b"\r\n") + b".\r\n")
+
+    def finish(self) -> None:
+        """Read the answer to the body start() wrote: the server accepted the message, or this raises."""
+        code, answer = self.smtp.getreply()
+        if code != 250:
+            self._give_up(code)
+            raise smtplib.SMTPDataError(code, answer)
+
+    def _give_up(self, code: int) -> None:
+        # As smtplib: 421 means the server is closing the connection; anything else resets the transaction.
+        if code == 421:
+            self.smtp.close()
+            return
+        try:
+            self.smtp.rset()
+        except smtplib.SMTPServerDisconnected:
+            pass  # the next message finds the connection gone, and says so
+
+
+def wire_for(backend: BaseEmailBackend) -> Any:
+    return Overlapped(backend) if isinstance(backend, SMTPBackend) else OneAtATime(backend)
