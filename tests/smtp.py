@@ -27,6 +27,13 @@ class RecordingHandler:
         self.lock = threading.Lock()
         self.refuse_recipients: str | None = None  # e.g. "550 5.1.1 No such mailbox"
         self.delay = 0.0  # seconds before accepting each message
+        # The answer to a whole message (after its body) for these recipients, e.g. "554 5.6.0 Spam".
+        self.refuse_messages_to: dict[str, str] = {}
+        # Recipients whose message the server takes whole and then hangs up on, without an answer.
+        self.hang_up_on_messages_to: set[str] = set()
+        # Called with each message's number (from 1) once its body is in, before it is answered.
+        self.before_answer = None
+        self.received = 0
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if self.refuse_recipients:
@@ -35,8 +42,17 @@ class RecordingHandler:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
+        self.received += 1
+        if self.before_answer:
+            self.before_answer(self.received)
         if self.delay:
             await asyncio.sleep(self.delay)
+        for recipient in envelope.rcpt_tos:
+            if recipient in self.hang_up_on_messages_to:
+                server.transport.close()
+                return "250 never read: the connection is closed"
+            if recipient in self.refuse_messages_to:
+                return self.refuse_messages_to[recipient]
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
         with self.lock:
             self.messages.append(message)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.mail import get_connection
 from django.utils import timezone
 
-from tokens.mailroom.claim import Claim, mark_expired, mark_failed, mark_sent, renew_lease
+from tokens.mailroom.claim import Claim, SentMarks, mark_expired, mark_failed, renew_lease
 from tokens.mailroom.render import render_mail
 from tokens.mailroom.wire import wire_for
 from tokens.models import MailState, Token
@@ -26,12 +26,13 @@ UNSENDABLE = (ValueError, smtplib.SMTPNotSupportedError)
 
 def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None:
     backend = get_connection(fail_silently=False)
+    marks = SentMarks(claim)
     try:
         backend.open()
     except OSError as error:  # smtplib's errors are OSErrors too: refused, timed out, bad greeting
         result.error = f"SMTP server unreachable: {_describe(error)}"
         for token in batch:
-            _failed(token, claim=claim, reason=result.error, permanent=False, result=result)
+            _failed(token, marks=marks, reason=result.error, permanent=False, result=result)
         return
     wire = wire_for(backend)
     held = {token.pk for token in batch}
@@ -42,6 +43,7 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
         for position, token in enumerate(batch):
             unrecorded = position
             if claim.running_out():
+                marks.collect()
                 held = renew_lease(claim, [in_flight, *batch[position:]] if in_flight else batch[position:])
             if token.pk not in held:  # another run took it over after our lease ran out: it decides
                 result.lost_claims += 1
@@ -49,33 +51,39 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
             now = timezone.now()
             if token.expires_at <= now:
                 # Valid when claimed, expired while the batch went out (a slow server, a long batch).
+                marks.collect()
                 if mark_expired(token, claim=claim):
                     result.expired += 1
                 else:
                     result.lost_claims += 1
                 continue
-            message = _attempt(token, _build, wire, token, now, claim=claim, result=result)
+            message = _attempt(token, _build, wire, token, now, marks=marks, result=result)
             if message is _FAILED:
                 continue
+            marks.collect()  # the last mark's answer came while this message was built: off the critical path
             # Built while the server took the previous message: its answer now, then this message.
             if in_flight is not None:
-                _answered(in_flight, wire, claim=claim, result=result)
+                _answered(in_flight, wire, marks=marks, result=result)
                 in_flight = None
-            if _attempt(token, wire.start, message, claim=claim, result=result) is not _FAILED:
+            if _attempt(token, wire.start, message, marks=marks, result=result) is not _FAILED:
                 in_flight = token
         unrecorded = len(batch)
         if in_flight is not None:
-            _answered(in_flight, wire, claim=claim, result=result)
+            _answered(in_flight, wire, marks=marks, result=result)
     except ConnectionLost as lost:
         # This message and the rest of the batch wait for their backoff.
         result.error = str(lost)
         for unsent in [in_flight, *batch[unrecorded:]] if in_flight else batch[unrecorded:]:
-            _failed(unsent, claim=claim, reason=result.error, permanent=False, result=result)
+            _failed(unsent, marks=marks, reason=result.error, permanent=False, result=result)
     finally:
         try:
             backend.close()
         except OSError:
             pass
+        marks.collect()
+        result.sent += marks.matched
+        # A run whose lease ran out counts nothing: the run that took the token over decides.
+        result.lost_claims += marks.unmatched
 
 
 class ConnectionLost(Exception):
@@ -85,7 +93,7 @@ class ConnectionLost(Exception):
 _FAILED = object()
 
 
-def _attempt(token: Token, step: Callable[..., Any], *args: Any, claim: Claim, result: DrainResult) -> Any:
+def _attempt(token: Token, step: Callable[..., Any], *args: Any, marks: SentMarks, result: DrainResult) -> Any:
     """Run one step of sending ``token``'s message: its value, or _FAILED once the token's failure is
     recorded. Raises ConnectionLost when the connection is gone."""
     try:
@@ -94,10 +102,10 @@ def _attempt(token: Token, step: Callable[..., Any], *args: Any, claim: Claim, r
         # This message can never be sent (an address stored before the database refused such
         # addresses: accounts/sql/0007_address_rules.sql); the rest of the batch goes on.
         reason = f"cannot be sent to this address: {_describe(error)}"
-        _failed(token, claim=claim, reason=reason, permanent=True, result=result)
+        _failed(token, marks=marks, reason=reason, permanent=True, result=result)
     except (smtplib.SMTPRecipientsRefused, smtplib.SMTPResponseException) as error:
         code, reason = _smtp_answer(error)
-        _failed(token, claim=claim, reason=reason, permanent=500 <= code < 600, result=result)
+        _failed(token, marks=marks, reason=reason, permanent=500 <= code < 600, result=result)
     except OSError as error:
         raise ConnectionLost(f"SMTP connection lost: {_describe(error)}") from error
     return _FAILED
@@ -107,20 +115,17 @@ def _build(wire, token: Token, now: datetime) -> Any:
     return wire.prepare(render_mail(token, now=now))
 
 
-def _answered(token: Token, wire, *, claim: Claim, result: DrainResult) -> None:
+def _answered(token: Token, wire, *, marks: SentMarks, result: DrainResult) -> None:
     """Read the server's answer to ``token``'s message and record it."""
-    if _attempt(token, wire.finish, claim=claim, result=result) is _FAILED:
+    if _attempt(token, wire.finish, marks=marks, result=result) is _FAILED:
         return
-    # A run whose lease ran out counts nothing: the run that took the token over decides.
-    if mark_sent(token, claim=claim):
-        result.sent += 1
-    else:
-        result.lost_claims += 1
+    marks.mark(token)
     result.last_seq = max(result.last_seq or 0, token.pk)
 
 
-def _failed(token: Token, *, claim: Claim, reason: str, permanent: bool, result: DrainResult) -> None:
-    state = mark_failed(token, claim=claim, reason=reason, permanent=permanent)
+def _failed(token: Token, *, marks: SentMarks, reason: str, permanent: bool, result: DrainResult) -> None:
+    marks.collect()
+    state = mark_failed(token, claim=marks.claim, reason=reason, permanent=permanent)
     if state == MailState.DEAD:
         result.dead += 1
     elif state == MailState.RETRYING:

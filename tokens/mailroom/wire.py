@@ -10,6 +10,7 @@ after the answer to this one was read and its token marked, so a killed run re-s
 """
 
 import re
+import secrets
 import smtplib
 from typing import Any
 
@@ -46,14 +47,21 @@ class Overlapped:
 
     def __init__(self, backend: SMTPBackend):
         self.smtp: smtplib.SMTP = backend.connection
+        self._senders: dict[tuple[str, str], str] = {}
 
     def prepare(self, message: EmailMessage) -> tuple[str, list[str], bytes]:
         """The envelope and the body as written on the wire; raises what cannot be sent (ValueError)."""
         encoding = message.encoding or settings.DEFAULT_CHARSET
-        sender = sanitize_address(message.from_email, encoding)
+        if (message.from_email, encoding) not in self._senders:  # every message of a batch has the same
+            self._senders[message.from_email, encoding] = sanitize_address(message.from_email, encoding)
+        sender = self._senders[message.from_email, encoding]
         recipients = [sanitize_address(address, encoding) for address in message.recipients()]
-        body = message.message().as_bytes(linesep="\r\n")
-        return sender, recipients, body
+        mime = message.message()
+        if mime.is_multipart():
+            # 128 random bits cannot occur in the parts, so the generator need not search them for
+            # its own guess (a regular expression compiled for each message: a tenth of its cost).
+            mime.set_boundary(f"=_{secrets.token_hex(16)}")
+        return sender, recipients, mime.as_bytes(linesep="\r\n")
 
     def start(self, prepared: tuple[str, list[str], bytes]) -> None:
         """MAIL, RCPT and DATA, each answered, then the body, whose answer finish() reads."""

@@ -4,10 +4,11 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
+from django.db import DatabaseError, connection
 
 from lifecycle.factories import AccountFactory
 from tests.support import connect
-from tokens.mailroom.claim import claim_batch, mark_failed, mark_sent, renew_lease
+from tokens.mailroom.claim import SentMarks, claim_batch, mark_failed, renew_lease
 from tokens.models import MailState, Token
 from tokens.selectors import live_token
 
@@ -49,13 +50,51 @@ def test_a_run_whose_lease_ran_out_cannot_mark_a_token_another_run_took_over():
     lease_runs_out(first)
     second, (taken,) = claim_batch(10)
     assert taken.pk == token.pk
-    assert mark_sent(token, claim=first) is False
+    late = SentMarks(first)
+    late.mark(token)
+    late.collect()
+    assert (late.matched, late.unmatched) == (0, 1)
     assert mark_failed(token, claim=first, reason="421 try later", permanent=False) is None
     token.refresh_from_db()
     assert (token.mail_state, token.mail_claim, token.mail_attempts) == (MailState.QUEUED, second.id, 0)
-    assert mark_sent(token, claim=second) is True
+    holder = SentMarks(second)
+    holder.mark(token)
+    holder.collect()
+    assert (holder.matched, holder.unmatched) == (1, 0)
     token.refresh_from_db()
     assert token.mail_state == MailState.SENT
+
+
+def test_a_sent_mark_is_applied_without_waiting_and_its_answer_read_before_the_connection_is_used_again():
+    tokens = [live_token(account=AccountFactory()) for _ in range(2)]
+    claim, batch = claim_batch(10)
+    marks = SentMarks(claim)
+    for token in batch:
+        marks.mark(token)  # the first mark's answer is read before the second is sent
+    marks.collect()
+    marks.collect()  # nothing left to read: a no-op
+    assert (marks.matched, marks.unmatched) == (2, 0)
+    assert set(Token.objects.filter(pk__in=[t.pk for t in tokens]).values_list("mail_state", flat=True)) == {
+        MailState.SENT
+    }
+    assert Token.objects.count() == 2  # the connection is in step again: Django's next query works
+
+
+def test_a_refused_sent_mark_raises_when_its_answer_is_read():
+    token = live_token(account=AccountFactory())
+    claim, _ = claim_batch(10)
+    marks = SentMarks(claim)
+    with connection.cursor() as cursor:
+        cursor.execute("SET default_transaction_read_only = on")
+    try:
+        marks.mark(token)
+        with pytest.raises(DatabaseError, match="read-only transaction"):
+            marks.collect()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET default_transaction_read_only")
+    token.refresh_from_db()
+    assert token.mail_state == MailState.QUEUED
 
 
 def test_renewing_keeps_the_tokens_this_run_holds_and_drops_those_taken_over():

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.core.mail import EmailMessage, get_connection
 from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.utils import timezone
@@ -15,6 +16,7 @@ from tests.support import connect_as_owner, expire, wait_for
 from tokens.mailroom.claim import claim_batch
 from tokens.mailroom.drain import DrainResult, drain
 from tokens.mailroom.send import send_batch
+from tokens.mailroom.wire import wire_for
 from tokens.models import Job, MailState, Token
 from tokens.selectors import live_token
 from tokens.services import token_consume, token_send_password_recovery
@@ -214,6 +216,47 @@ class TestFailures:
         token.refresh_from_db()
         assert token.mail_state == MailState.DEAD
         assert token.mail_error == "gave up after 2 attempts: 451 4.3.0 Try again later"
+
+    @pytest.mark.parametrize(
+        "answer, state",
+        [("554 5.6.0 Message refused", MailState.DEAD), ("452 4.3.1 Out of storage", MailState.RETRYING)],
+    )
+    def test_a_message_refused_after_its_body_fails_alone_and_the_next_goes_out(self, smtp_server, answer, state):
+        """A message's last answer is read after the next message is built (tokens/mailroom/wire.py):
+        a refusal there is still its own token's, and the batch goes on."""
+        first, refused, last = (live_token(account=AccountFactory()) for _ in range(3))
+        smtp_server.handler.refuse_messages_to = {refused.account.email: answer}
+        result = drain()
+        assert (result.sent, result.failed, result.error) == (2, 1, None)
+        refused.refresh_from_db()
+        assert (refused.mail_state, refused.mail_error) == (state, answer)
+        assert smtp_server.token_ids() == [first.pk, last.pk]
+
+    @pytest.mark.parametrize("how", ["hang-up", "421"])
+    def test_a_connection_lost_after_a_body_keeps_that_message_and_the_rest_for_later(self, smtp_server, how):
+        tokens = [live_token(account=AccountFactory()) for _ in range(4)]
+        if how == "hang-up":
+            smtp_server.handler.hang_up_on_messages_to = {tokens[1].account.email}
+        else:
+            smtp_server.handler.refuse_messages_to = {tokens[1].account.email: "421 4.3.2 Going down"}
+        result = drain()
+        assert result.error.startswith("SMTP connection lost: SMTPServerDisconnected")
+        assert (result.sent, result.retrying, result.dead) == (1, 3, 0)
+        states = dict(Token.objects.values_list("pk", "mail_state"))
+        assert states == {tokens[0].pk: MailState.SENT} | {token.pk: MailState.RETRYING for token in tokens[1:]}
+        assert smtp_server.token_ids() == [tokens[0].pk]
+
+    def test_a_line_of_the_body_starting_with_a_dot_arrives_as_written(self, smtp_server):
+        """Such a line gets a second dot on the wire (RFC 5321 4.5.2); a lone dot would end the message."""
+        body = ".hidden\n..two\n.\nend\n"
+        backend = get_connection()
+        backend.open()
+        wire = wire_for(backend)
+        wire.start(wire.prepare(EmailMessage("dots", body, "from@example.com", ["to@example.com"])))
+        wire.finish()
+        backend.close()
+        (received,) = smtp_server.messages
+        assert received.get_content().replace("\r\n", "\n") == body
 
     def test_an_unreachable_server_fails_the_run_and_keeps_the_mail_for_later(self, settings):
         settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"

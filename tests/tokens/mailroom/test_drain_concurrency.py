@@ -96,6 +96,34 @@ def test_a_drain_killed_mid_batch_loses_nothing_and_doubles_at_most_the_one_in_f
     assert set(Token.objects.values_list("mail_state", flat=True)) == {MailState.SENT}
 
 
+def test_a_drain_killed_with_a_message_in_flight_sends_only_that_one_again(psql):
+    """The moment the overlapped drain is most exposed (tokens/mailroom/wire.py): the server has a
+    message's body and no answer has gone back, and the sent-mark of the message before it was written
+    to PostgreSQL without waiting (SentMarks). That mark still lands: only the message in flight is
+    sent twice."""
+    smtp = SMTPServer().start()
+    try:
+        sign_up_many(psql, 60)
+        env = mailroom_env(smtp, MAILROOM_LEASE_SECONDS="8", EMAIL_TIMEOUT="1")
+        run = start_manage("drain_mailroom", "--batch-size", "50", **env)
+        smtp.handler.before_answer = lambda number: number == 30 and run.send_signal(signal.SIGKILL)
+        run.wait(timeout=60)
+        assert run.returncode == -signal.SIGKILL
+        smtp.handler.before_answer = None
+        in_flight = smtp.token_ids()[29]
+        wait_for(
+            lambda: manage("drain_mailroom", **env).returncode == 0 and len(set(smtp.token_ids())) == 60,
+            timeout=60,
+            interval=0.5,
+            message="every token mailed after the restart",
+        )
+        counts = Counter(smtp.token_ids())
+    finally:
+        smtp.stop()
+    assert {token: n for token, n in counts.items() if n > 1} == {in_flight: 2}
+    assert set(Token.objects.values_list("mail_state", flat=True)) == {MailState.SENT}
+
+
 def test_a_killed_runs_row_keeps_its_counts_and_the_next_run_closes_it(psql):
     """Issue 8 (Low): a run killed mid-way left its jobs row unfinished with counts of 0 although it had
     sent mail."""
