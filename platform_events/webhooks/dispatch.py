@@ -13,6 +13,7 @@ Any number of dispatchers may run at once (the cron command, the django-q2 sched
   mid-way leaves its claims to lapse: those deliveries are sent again (at least once, never lost).
 """
 
+import json
 import logging
 import time
 import uuid
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
+from platform_events.db.unawaited import UnawaitedStatement
 from platform_events.models import DeliveryStatus, EndpointStatus, WebhookSubscription
 from platform_events.webhooks import http
 from platform_events.webhooks.endpoints import endpoint_secrets
@@ -120,11 +122,16 @@ def longest_due_wait() -> timedelta | None:
 def claim_batch(size: int) -> tuple[Claim, list[Delivery]]:
     """Lease up to ``size`` due deliveries to this run; rows another run is claiming are skipped."""
     claim = Claim(lease_ends=time.monotonic() + settings.WEBHOOKS_LEASE_SECONDS)
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Sorting off for the claim alone: the one plan left walks webhook_deliveries_due in the claim's
+        # order and stops at the batch, where the planner's own choice read and sorted the whole queue
+        # (platform_events/sql/0014_due_order.sql).
+        cursor.execute("SELECT set_config('enable_sort', 'off', true)")
         cursor.execute(
             CLAIM, {"size": size, "claim": claim.id, "lease": timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)}
         )
         rows = cursor.fetchall()
+        cursor.execute("SELECT set_config('enable_sort', 'on', true)")
     # At most one delivery per (endpoint, account) is due at a time, so the batch's own order is free.
     return claim, [Delivery(*row) for row in rows]
 
@@ -177,27 +184,46 @@ def record_attempt(
         return cursor.rowcount == 1
 
 
-def record_delivered_many(delivered: list[tuple["Delivery", http.Attempt]], *, claim: Claim) -> int:
-    """Record successful attempts in one statement; returns how many this run still held."""
-    if not delivered:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE webhook_deliveries d SET status = 'DELIVERED', attempts = d.attempts + 1,"
-            " http_status = a.http_status, http_response_body_excerpt = a.excerpt, latency_ms = a.latency,"
-            " first_attempt_at = coalesce(d.first_attempt_at, now()), last_attempt_at = now(),"
-            " lease_until = NULL, claim = NULL"
-            " FROM unnest(%s::uuid[], %s::int[], %s::text[], %s::int[]) AS a(id, http_status, excerpt, latency)"
-            " WHERE d.id = a.id AND d.claim = %s",
-            [
-                [d.id for d, _ in delivered],
-                [a.status for _, a in delivered],
-                [a.excerpt[:2048] for _, a in delivered],
-                [a.latency_ms for _, a in delivered],
-                claim.id,
-            ],
-        )
-        return cursor.rowcount
+class DeliveredRecords:
+    """Successful attempts, recorded RECORD_EVERY at a time by one statement sent without waiting for
+    its answer (platform_events/db/unawaited.py): the next POSTs go out while PostgreSQL records them
+    (issue 12). ``collect()`` reads the answer into the run's counts; anything else using the
+    connection calls it first. A record on its way is applied even if the run is killed next."""
+
+    STATEMENT = (
+        "UPDATE webhook_deliveries d SET status = 'DELIVERED', attempts = d.attempts + 1,"
+        " http_status = a.http_status, http_response_body_excerpt = a.excerpt, latency_ms = a.latency,"
+        " first_attempt_at = coalesce(d.first_attempt_at, now()), last_attempt_at = now(),"
+        " lease_until = NULL, claim = NULL"
+        " FROM jsonb_to_recordset($1::jsonb) AS a(id uuid, http_status int, excerpt text, latency int)"
+        " WHERE d.id = a.id AND d.claim = $2::uuid"
+    )
+
+    def __init__(self, claim: Claim, result: "RunResult"):
+        self.claim = claim
+        self.result = result
+        self._statement = UnawaitedStatement()
+        self._sent = 0  # deliveries in the statement whose answer is due
+
+    def send(self, delivered: list[tuple[Delivery, http.Attempt]]) -> None:
+        self.collect()
+        if not delivered:
+            return
+        rows = [
+            {"id": str(d.id), "http_status": a.status, "excerpt": a.excerpt[:2048], "latency": a.latency_ms}
+            for d, a in delivered
+        ]
+        self._statement.send(self.STATEMENT, [json.dumps(rows), str(self.claim.id)])
+        self._sent = len(delivered)
+
+    def collect(self) -> None:
+        recorded = self._statement.collect()
+        if recorded is None:
+            return
+        self.result.delivered += recorded
+        # The rest matched nothing: another run took them over after this run's lease ran out.
+        self.result.lost_claims += self._sent - recorded
+        self._sent = 0
 
 
 def _endpoint_succeeded(endpoint_id: uuid.UUID) -> None:
@@ -243,11 +269,10 @@ def deliver_batch(client, size: int) -> RunResult:
     disabled: set[uuid.UUID] = set()
     succeeded: set[uuid.UUID] = set()
     delivered: list[tuple[Delivery, http.Attempt]] = []  # recorded RECORD_EVERY at a time
+    records = DeliveredRecords(claim, result)
 
     def record_delivered():
-        recorded = record_delivered_many(delivered, claim=claim)
-        result.delivered += recorded
-        result.lost_claims += len(delivered) - recorded
+        records.send(delivered)
         delivered.clear()
 
     for index, delivery in enumerate(deliveries):
@@ -255,6 +280,7 @@ def deliver_batch(client, size: int) -> RunResult:
             continue
         if claim.running_out():
             record_delivered()
+            records.collect()
             held = renew_lease(claim, deliveries[index:])
             if delivery.id not in held:
                 result.lost_claims += 1
@@ -271,6 +297,7 @@ def deliver_batch(client, size: int) -> RunResult:
             if len(delivered) >= RECORD_EVERY:
                 record_delivered()
             continue
+        records.collect()
         if not record_attempt(delivery, attempt, claim=claim, status=status, retry_in=retry_in):
             result.lost_claims += 1
             continue
@@ -284,6 +311,7 @@ def deliver_batch(client, size: int) -> RunResult:
             result.disabled.append(endpoint.url)
             logger.warning("webhook endpoint %s disabled: %s", endpoint.id, reason)
     record_delivered()
+    records.collect()
     for endpoint_id in succeeded - disabled:
         _endpoint_succeeded(endpoint_id)
     release(claim, [d for d in deliveries if d.subscription_id in disabled])

@@ -6,19 +6,17 @@ tokens to send (a batch may take longer than one lease), so a slow server never 
 one token.
 """
 
-import select
 import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
-from psycopg import pq
 
+from platform_events.db.unawaited import UnawaitedStatement
 from tokens.models import MailState, Token
 from tokens.selectors import due_mail
 
@@ -72,18 +70,14 @@ def _lease_until():
 
 class SentMarks:
     """Marks tokens mailed without waiting for the database's answer (issue 8): the next message goes
-    out while PostgreSQL applies the mark. A mark is wholly written to the socket before ``mark()``
-    returns, so a run killed later still marks its token (PostgreSQL runs a statement it received
-    even when its client is gone), and a killed run re-sends at most the one message in flight.
-    Its answer is read by ``collect()``, which anything else using the connection calls first.
-
-    psycopg documents ``Connection.pgconn`` for exactly this: commands it does not wrap. The
-    statement is one round of the extended protocol with its own Sync, as any execute() is.
-    """
+    out while PostgreSQL applies the mark (platform_events/db/unawaited.py). The mark is on its way
+    before ``mark()`` returns, so a run killed later still marks its token, and a killed run re-sends
+    at most the one message in flight. ``collect()`` reads the answer; anything else using the
+    connection calls it first."""
 
     STATEMENT = (
-        b"UPDATE tokens SET mail_state = 'sent', mailed_at = now(), mail_attempts = mail_attempts + 1,"
-        b" mail_lease_until = NULL, mail_claim = NULL, mail_error = NULL WHERE id = $1 AND mail_claim = $2"
+        "UPDATE tokens SET mail_state = 'sent', mailed_at = now(), mail_attempts = mail_attempts + 1,"
+        " mail_lease_until = NULL, mail_claim = NULL, mail_error = NULL WHERE id = $1 AND mail_claim = $2"
     )
 
     def __init__(self, claim: Claim):
@@ -91,40 +85,18 @@ class SentMarks:
         self.matched = 0
         # Marks that matched nothing: the run's lease ran out and another run took the token over.
         self.unmatched = 0
-        self._answer_due = False
+        self._statement = UnawaitedStatement()
 
     def mark(self, token: Token) -> None:
         self.collect()
-        connection.ensure_connection()
-        with connection.wrap_database_errors:
-            pgconn = connection.connection.pgconn
-            pgconn.send_query_params(self.STATEMENT, [str(token.pk).encode(), str(self.claim.id).encode()])
-            self._answer_due = True
-            while pgconn.flush():  # the socket took part of it: wait until it takes the rest
-                select.select([], [pgconn.socket], [])
+        self._statement.send(self.STATEMENT, [str(token.pk), str(self.claim.id)])
 
     def collect(self) -> None:
         """Read the answer to the last mark, if any is due; raises what the statement raised."""
-        if not self._answer_due:
-            return
-        self._answer_due = False
-        with connection.wrap_database_errors:
-            pgconn = connection.connection.pgconn
-            answers = []
-            while True:
-                while pgconn.is_busy():
-                    select.select([pgconn.socket], [], [])
-                    pgconn.consume_input()
-                answer = pgconn.get_result()
-                if answer is None:
-                    break
-                answers.append(answer)
-            failed = [answer for answer in answers if answer.status != pq.ExecStatus.COMMAND_OK]
-            if failed:
-                raise psycopg.errors.error_from_result(failed[0], encoding=connection.connection.info.encoding)
-        if answers[0].command_tuples == 1:
+        rows = self._statement.collect()
+        if rows == 1:
             self.matched += 1
-        else:
+        elif rows is not None:
             self.unmatched += 1
 
 

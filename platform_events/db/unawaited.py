@@ -1,0 +1,58 @@
+"""A statement sent on Django's connection without waiting for its answer (issues 8 and 12).
+
+The mailroom and the webhook dispatcher record each outcome in PostgreSQL and then wait for the next
+SMTP server or receiver: waiting for the record's answer first put PostgreSQL's time and theirs end to
+end. ``UnawaitedStatement.send()`` returns once the statement is wholly written to the socket; the
+answer is read by ``collect()``, which the caller runs before the connection does anything else (the
+next ``send()`` does it too). At most one statement is unanswered at a time.
+
+A statement on its way is as good as committed for a process killed right after ``send()``:
+PostgreSQL runs what it received, client gone or not. The statement is one round of the extended
+protocol with its own Sync, as any execute() in autocommit mode; inside a transaction it belongs to
+that transaction. Parameters go as text. psycopg documents ``Connection.pgconn`` for commands it does
+not wrap; errors come out of ``collect()`` as Django's database errors, like any query's.
+"""
+
+import select
+from collections.abc import Sequence
+
+from django.db import connection
+from psycopg import errors, pq
+
+
+class UnawaitedStatement:
+    def __init__(self):
+        self._answer_due = False
+
+    def send(self, statement: str, params: Sequence[str | None]) -> None:
+        """Send ``statement`` ($1, $2... for ``params``) after reading the answer to the last one."""
+        self.collect()
+        connection.ensure_connection()
+        with connection.wrap_database_errors:
+            pgconn = connection.connection.pgconn
+            pgconn.send_query_params(statement.encode(), [None if p is None else p.encode() for p in params])
+            self._answer_due = True
+            while pgconn.flush():  # the socket took part of it: wait until it takes the rest
+                select.select([], [pgconn.socket], [])
+
+    def collect(self) -> int | None:
+        """Read the answer to the statement sent last: the rows it changed, or None when no answer was
+        due. Raises what the statement raised."""
+        if not self._answer_due:
+            return None
+        self._answer_due = False
+        with connection.wrap_database_errors:
+            pgconn = connection.connection.pgconn
+            answers = []
+            while True:
+                while pgconn.is_busy():
+                    select.select([pgconn.socket], [], [])
+                    pgconn.consume_input()
+                answer = pgconn.get_result()
+                if answer is None:
+                    break
+                answers.append(answer)
+            for answer in answers:
+                if answer.status != pq.ExecStatus.COMMAND_OK:
+                    raise errors.error_from_result(answer, encoding=connection.connection.info.encoding)
+        return answers[0].command_tuples
