@@ -40,19 +40,31 @@ class UnawaitedStatement:
         due. Raises what the statement raised."""
         if not self._answer_due:
             return None
-        self._answer_due = False
         with connection.wrap_database_errors:
             pgconn = connection.connection.pgconn
-            answers = []
-            while True:
-                while pgconn.is_busy():
-                    select.select([pgconn.socket], [], [])
-                    pgconn.consume_input()
-                answer = pgconn.get_result()
-                if answer is None:
-                    break
-                answers.append(answer)
+            try:
+                answers = _answers(pgconn)
+            except (KeyboardInterrupt, SystemExit):
+                # As psycopg does on Ctrl-C: cancel the statement and read its answer, so that what runs
+                # next (the drain recording its run) finds the connection in step.
+                connection.connection.cancel_safe()
+                _answers(pgconn)
+                raise
+            finally:
+                self._answer_due = pgconn.status == pq.ConnStatus.OK and pgconn.is_busy()
             for answer in answers:
                 if answer.status != pq.ExecStatus.COMMAND_OK:
                     raise errors.error_from_result(answer, encoding=connection.connection.info.encoding)
         return answers[0].command_tuples
+
+
+def _answers(pgconn: pq.abc.PGconn) -> list[pq.abc.PGresult]:
+    answers = []
+    while True:
+        while pgconn.is_busy():
+            select.select([pgconn.socket], [], [])
+            pgconn.consume_input()
+        answer = pgconn.get_result()
+        if answer is None:
+            return answers
+        answers.append(answer)

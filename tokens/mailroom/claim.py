@@ -28,8 +28,9 @@ class Claim:
     lease_ends: float
 
     def running_out(self) -> bool:
-        """Whether one more message could outlast the lease (settings.MAILROOM_MESSAGE_SECONDS)."""
-        return time.monotonic() + settings.MAILROOM_MESSAGE_SECONDS >= self.lease_ends
+        """Whether one more message could outlast the lease (settings.MAILROOM_MESSAGE_SECONDS), counting
+        the answer to the message before it, read after this check (tokens/mailroom/wire.py)."""
+        return time.monotonic() + settings.MAILROOM_MESSAGE_SECONDS + settings.EMAIL_TIMEOUT >= self.lease_ends
 
 
 def claim_batch(size: int) -> tuple[Claim, list[Token]]:

@@ -65,7 +65,9 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
             if in_flight is not None:
                 _answered(in_flight, wire, marks=marks, result=result)
                 in_flight = None
-            if _attempt(token, wire.start, message, marks=marks, result=result) is not _FAILED:
+            # The message goes out only once the last mark has landed: a mark refused (a lock timeout, a
+            # terminated session) leaves one delivered e-mail unmarked, as before the overlap, not two.
+            if _attempt(token, _start, wire, message, marks, marks=marks, result=result) is not _FAILED:
                 in_flight = token
         unrecorded = len(batch)
         if in_flight is not None:
@@ -109,6 +111,10 @@ def _attempt(token: Token, step: Callable[..., Any], *args: Any, marks: SentMark
     except OSError as error:
         raise ConnectionLost(f"SMTP connection lost: {_describe(error)}") from error
     return _FAILED
+
+
+def _start(wire, message: Any, marks: SentMarks) -> None:
+    wire.start(message, before_data=marks.collect)
 
 
 def _build(wire, token: Token, now: datetime) -> Any:

@@ -12,6 +12,7 @@ after the answer to this one was read and its token marked, so a killed run re-s
 import re
 import secrets
 import smtplib
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -33,7 +34,8 @@ class OneAtATime:
     def prepare(self, message: EmailMessage) -> EmailMessage:
         return message
 
-    def start(self, message: EmailMessage) -> None:
+    def start(self, message: EmailMessage, *, before_data: Callable[[], None]) -> None:
+        before_data()
         self.backend.send_messages([message])
 
     def finish(self) -> None:
@@ -63,8 +65,9 @@ class Overlapped:
             mime.set_boundary(f"=_{secrets.token_hex(16)}")
         return sender, recipients, mime.as_bytes(linesep="\r\n")
 
-    def start(self, prepared: tuple[str, list[str], bytes]) -> None:
-        """MAIL, RCPT and DATA, each answered, then the body, whose answer finish() reads."""
+    def start(self, prepared: tuple[str, list[str], bytes], *, before_data: Callable[[], None]) -> None:
+        """MAIL and RCPT, ``before_data()``, then DATA and the body, whose answer finish() reads. When
+        ``before_data()`` raises, the transaction is reset and nothing is sent."""
         sender, recipients, body = prepared
         smtp = self.smtp
         smtp.ehlo_or_helo_if_needed()
@@ -84,6 +87,11 @@ class Overlapped:
         if len(refused) == len(recipients):
             self._give_up(code)
             raise smtplib.SMTPRecipientsRefused(refused)
+        try:
+            before_data()
+        except BaseException:
+            self._give_up(0)  # still possible: after DATA, only hanging up would stop the message
+            raise
         smtp.putcmd("data")
         code, answer = smtp.getreply()
         if code != 354:

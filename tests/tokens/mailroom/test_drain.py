@@ -252,7 +252,9 @@ class TestFailures:
         backend = get_connection()
         backend.open()
         wire = wire_for(backend)
-        wire.start(wire.prepare(EmailMessage("dots", body, "from@example.com", ["to@example.com"])))
+        wire.start(
+            wire.prepare(EmailMessage("dots", body, "from@example.com", ["to@example.com"])), before_data=lambda: None
+        )
         wire.finish()
         backend.close()
         (received,) = smtp_server.messages
