@@ -114,7 +114,7 @@ def _attempt(token: Token, step: Callable[..., Any], *args: Any, marks: SentMark
 
 
 def _start(wire, message: Any, marks: SentMarks) -> None:
-    wire.start(message, before_data=marks.collect)
+    wire.start(message, before_body=marks.collect)
 
 
 def _build(wire, token: Token, now: datetime) -> Any:

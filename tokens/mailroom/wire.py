@@ -34,8 +34,8 @@ class OneAtATime:
     def prepare(self, message: EmailMessage) -> EmailMessage:
         return message
 
-    def start(self, message: EmailMessage, *, before_data: Callable[[], None]) -> None:
-        before_data()
+    def start(self, message: EmailMessage, *, before_body: Callable[[], None]) -> None:
+        before_body()
         self.backend.send_messages([message])
 
     def finish(self) -> None:
@@ -65,9 +65,9 @@ class Overlapped:
             mime.set_boundary(f"=_{secrets.token_hex(16)}")
         return sender, recipients, mime.as_bytes(linesep="\r\n")
 
-    def start(self, prepared: tuple[str, list[str], bytes], *, before_data: Callable[[], None]) -> None:
-        """MAIL and RCPT, ``before_data()``, then DATA and the body, whose answer finish() reads. When
-        ``before_data()`` raises, the transaction is reset and nothing is sent."""
+    def start(self, prepared: tuple[str, list[str], bytes], *, before_body: Callable[[], None]) -> None:
+        """MAIL, RCPT and DATA, each answered, ``before_body()``, then the body, whose answer finish()
+        reads. When ``before_body()`` raises, the connection is closed and no message was sent."""
         sender, recipients, body = prepared
         smtp = self.smtp
         smtp.ehlo_or_helo_if_needed()
@@ -87,16 +87,17 @@ class Overlapped:
         if len(refused) == len(recipients):
             self._give_up(code)
             raise smtplib.SMTPRecipientsRefused(refused)
-        try:
-            before_data()
-        except BaseException:
-            self._give_up(0)  # still possible: after DATA, only hanging up would stop the message
-            raise
         smtp.putcmd("data")
         code, answer = smtp.getreply()
         if code != 354:
             self._give_up(code)
             raise smtplib.SMTPDataError(code, answer)
+        try:
+            before_body()
+        except BaseException:
+            # The server is reading a body: hanging up is the one way to stop the message (RFC 5321 3.8).
+            smtp.close()
+            raise
         body = _LEADING_DOT.sub(b"..", body)
         smtp.send(body + (b"" if body.endswith(b"\r\n") else b"\r\n") + b".\r\n")
 

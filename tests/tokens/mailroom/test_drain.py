@@ -253,7 +253,7 @@ class TestFailures:
         backend.open()
         wire = wire_for(backend)
         wire.start(
-            wire.prepare(EmailMessage("dots", body, "from@example.com", ["to@example.com"])), before_data=lambda: None
+            wire.prepare(EmailMessage("dots", body, "from@example.com", ["to@example.com"])), before_body=lambda: None
         )
         wire.finish()
         backend.close()
