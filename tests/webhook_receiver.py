@@ -47,6 +47,11 @@ class _Handler(BaseHTTPRequestHandler):
                 if receiver.times:
                     receiver.times.write(f"{time.time()}\n")
                     receiver.times.flush()
+        with receiver.lock:
+            receiver.requests += 1
+            number = receiver.requests
+        if receiver.on_request:
+            receiver.on_request(number)
         status, extra = receiver.next_answer()
         if receiver.delay:
             time.sleep(receiver.delay)
@@ -82,6 +87,8 @@ class WebhookReceiver:
         self.delay = 0.0
         self.body: bytes | None = None  # the answer's body (unless 204); None: a default per status
         self.times = None  # a file each arrival's time.time() is appended to (record=False)
+        self.on_request = None  # called with each request's number (from 1) before it is answered
+        self.requests = 0
 
     @property
     def url(self) -> str:

@@ -36,7 +36,8 @@ logger = logging.getLogger(__name__)
 
 # Successful attempts are recorded this many at a time: one statement instead of ten halves the cost of
 # a delivery. A run killed between a POST and its record sends those again (the same webhook-id, so
-# a receiver that keeps ids sees each once): at most this many, and only after a kill.
+# a receiver that keeps ids sees each once): at most this many, and only after a kill. A record the
+# database refuses (a lock timeout, a lost session) fails the run with one POST more to send again.
 RECORD_EVERY = 10
 
 # The deliveries ``d`` a run may claim now: waiting and their time come, no run's lease on them, their
@@ -204,6 +205,14 @@ class DeliveredRecords:
         self.result = result
         self._statement = UnawaitedStatement()
         self._sent = 0  # deliveries in the statement whose answer is due
+        self._posts_since = 0  # POSTs that went out since that statement
+
+    def before_post(self) -> None:
+        """Let one POST go out while PostgreSQL records, then read the answer: a record refused (a lock
+        timeout, a terminated session) leaves at most RECORD_EVERY + 1 deliveries to be sent again."""
+        if self._sent and self._posts_since >= 1:
+            self.collect()
+        self._posts_since += 1
 
     def send(self, delivered: list[tuple[Delivery, http.Attempt]]) -> None:
         self.collect()
@@ -215,6 +224,7 @@ class DeliveredRecords:
         ]
         self._statement.send(self.STATEMENT, [json.dumps(rows), str(self.claim.id)])
         self._sent = len(delivered)
+        self._posts_since = 0
 
     def collect(self) -> None:
         recorded = self._statement.collect()
@@ -289,6 +299,7 @@ def deliver_batch(client, size: int) -> RunResult:
         if secrets[endpoint.id] is None:  # nothing to sign with: a failed attempt, of this endpoint's only
             attempt = http.Attempt("retry", None, UNREADABLE_SECRET, 0)
         else:
+            records.before_post()
             attempt = _attempt(client, endpoint, delivery, secrets[endpoint.id])
         status, retry_in = _next_state(delivery, attempt)
         if status == DeliveryStatus.DELIVERED:

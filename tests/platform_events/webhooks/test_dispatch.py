@@ -10,7 +10,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.db.models.functions import Now
 from standardwebhooks.webhooks import Webhook
 
@@ -288,6 +288,46 @@ def test_four_dispatchers_at_once_deliver_every_event_once_in_order_and_a_killed
         if payload["type"] not in first_seen[(request.path, payload["data"]["id"])]:
             first_seen[(request.path, payload["data"]["id"])].append(payload["type"])
     assert all(types == ["account.created", "account.suspended"] for types in first_seen.values())
+
+
+def test_a_record_the_database_refuses_leaves_at_most_one_batch_of_records_and_one_post_to_send_again(receiver):
+    """Successes are recorded by a statement sent without waiting (DeliveredRecords): one POST goes out
+    while PostgreSQL records, then the answer is read. A record refused (here a lock timeout: another
+    session holds the first delivery's row) stops the run before more POSTs go out unrecorded."""
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 30)
+    with connect() as holder:
+
+        def hold_the_first_delivery(number):
+            if number == 2:  # claimed and committed, its POST answered, its record not yet sent
+                holder.execute(
+                    "SELECT 1 FROM webhook_deliveries WHERE event_id = %s FOR UPDATE",
+                    [received_ids()[0]],
+                )
+
+        def received_ids():
+            return [r.headers["webhook-id"] for r in receiver.received]
+
+        receiver.on_request = hold_the_first_delivery
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        try:
+            with pytest.raises(OperationalError, match="lock timeout"):
+                deliver()
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+            holder.rollback()
+    receiver.on_request = None
+    first_run = len(receiver.received)
+    assert first_run == RECORD_EVERY + 1  # the refused record's deliveries and the one POST after it
+    # What the failed run held comes due when its lease ends: end it now.
+    WebhookDelivery.objects.filter(claim__isnull=False).update(lease_until=Now() - timedelta(seconds=1))
+    wait_for(lambda: deliver().claimed == 0 and statuses()["DELIVERED"] == 30, timeout=60, interval=0.5)
+    ids = received_ids()
+    assert len(set(ids)) == 30
+    assert len(ids) - 30 == RECORD_EVERY + 1
 
 
 def test_a_claim_skips_deliveries_another_session_holds_instead_of_waiting(receiver):
