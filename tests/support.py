@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
@@ -167,6 +168,18 @@ def start_manage(*args, **env) -> subprocess.Popen:
 def mailroom_env(smtp, **extra) -> dict:
     """The environment of a manage.py process that drains the test database into ``smtp``."""
     return {"DATABASE_URL": database_url_for_tests(), "EMAIL_URL": smtp.url, **extra}
+
+
+def drain_until_every_token_is_mailed(smtp, env: dict, total: int, *, timeout: float = 60) -> Counter:
+    """Run ``drain_mailroom`` until the SMTP server holds all ``total`` tokens (what a killed run held
+    comes due when its lease ends); how many copies of each arrived."""
+    wait_for(
+        lambda: manage("drain_mailroom", **env).returncode == 0 and len(set(smtp.token_ids())) == total,
+        timeout=timeout,
+        interval=0.5,
+        message="every token mailed after the kill",
+    )
+    return Counter(smtp.token_ids())
 
 
 def wait_for(condition, *, timeout: float = 30, interval: float = 0.05, message: str = "condition"):

@@ -1,18 +1,28 @@
 """Attacks on the overlapped mail drain (tokens/mailroom/wire.py, SentMarks in tokens/mailroom/claim.py),
 with a real SMTP server (tests/smtp.py), a real PostgreSQL and real processes."""
 
+import random
 import signal
+import threading
 import time
+from collections import Counter
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, connections
 
 from lifecycle.factories import AccountFactory
-from tests.support import connect
+from tests.smtp import SMTPServer
+from tests.support import (
+    connect,
+    drain_until_every_token_is_mailed,
+    mailroom_env,
+    start_manage,
+    wait_for,
+)
 from tokens.mailroom.claim import claim_batch
-from tokens.mailroom.drain import DrainResult
+from tokens.mailroom.drain import DrainResult, drain
 from tokens.mailroom.send import send_batch
-from tokens.models import MailState, Token
+from tokens.models import Job, MailState, Token
 from tokens.selectors import live_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,11 +61,6 @@ def test_one_refused_sent_mark_leaves_only_its_own_token_to_be_sent_again(smtp_s
 def test_many_kills_of_concurrent_drains_double_at_most_one_email_per_kill_and_lose_none(psql):
     """Three drains at once over 1200 tokens, one of them SIGKILLed at a random moment every so often
     (and replaced): every token is mailed, and each kill sends at most one e-mail twice."""
-    import random
-    from collections import Counter
-
-    from tests.smtp import SMTPServer
-    from tests.support import mailroom_env, manage, start_manage, wait_for
 
     rng = random.Random(8)
     smtp = SMTPServer().start()
@@ -80,13 +85,7 @@ def test_many_kills_of_concurrent_drains_double_at_most_one_email_per_kill_and_l
             runs[index] = start_manage("drain_mailroom", "--batch-size", "40", **env)
         for run in runs:
             run.communicate(timeout=120)
-        wait_for(
-            lambda: manage("drain_mailroom", **env).returncode == 0 and len(set(smtp.token_ids())) == total,
-            timeout=120,
-            interval=0.5,
-            message="every token mailed",
-        )
-        counts = Counter(smtp.token_ids())
+        counts = drain_until_every_token_is_mailed(smtp, env, total, timeout=120)
     finally:
         smtp.stop()
     doubled = {token: n for token, n in counts.items() if n > 1}
@@ -102,9 +101,6 @@ def test_an_interrupted_drain_waiting_for_a_marks_answer_still_records_its_run(p
     KeyboardInterrupt and leaves the connection usable; collect() has already forgotten the answer is
     due and leaves it unread: the drain's own finally then fails with "another command is already in
     progress", so its jobs row is never finished and the interrupt is hidden behind that error."""
-    from tests.smtp import SMTPServer
-    from tests.support import mailroom_env, start_manage, wait_for
-    from tokens.models import Job
 
     smtp = SMTPServer().start()
     locker = connect()
@@ -148,8 +144,6 @@ def test_a_drain_whose_database_session_is_terminated_leaves_one_delivered_email
     flight. Before the overlap, the next mark failed at once: one e-mail delivered and not marked.
     Now the failure is read only after the next message went out too: two e-mails delivered, neither
     marked, both sent again once the lease ends."""
-    from tests.smtp import SMTPServer
-    from tests.support import mailroom_env, start_manage
 
     smtp = SMTPServer().start()
     killer = connect(autocommit=True)
@@ -292,8 +286,6 @@ MISBEHAVIOURS = {
 
 @pytest.mark.parametrize("name", list(MISBEHAVIOURS))
 def test_a_misbehaving_server_fails_only_what_it_must_and_leaves_nothing_claimed(settings, name):
-    from tokens.mailroom.drain import drain
-    from tokens.models import Job
 
     step, what = MISBEHAVIOURS[name]
     tokens = [live_token(account=AccountFactory()) for _ in range(4)]
@@ -336,12 +328,6 @@ def test_a_slow_server_never_lets_a_lease_run_out_under_a_message_in_flight(sett
     body answer (4) plus the answer to the message before it (1) after the last lease check: 5 x
     EMAIL_TIMEOUT. A server answering each command in just under EMAIL_TIMEOUT lets the lease end while
     the last message is in flight; another run claims that token and mails it again, no kill needed."""
-    import threading
-    from collections import Counter
-
-    from django.db import connections
-
-    from tokens.mailroom.drain import drain
 
     tokens = [live_token(account=AccountFactory()) for _ in range(2)]
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"

@@ -8,7 +8,14 @@ import pytest
 
 from accounts.services import account_provision
 from tests.smtp import SMTPServer, free_port
-from tests.support import connect, mailroom_env, manage, start_manage, wait_for
+from tests.support import (
+    connect,
+    drain_until_every_token_is_mailed,
+    mailroom_env,
+    manage,
+    start_manage,
+    wait_for,
+)
 from tokens.mailroom.drain import drain
 from tokens.models import Job, JobType, MailState, Token
 
@@ -81,13 +88,7 @@ def test_a_drain_killed_mid_batch_loses_nothing_and_doubles_at_most_the_one_in_f
         env = kill_a_drain_midway(psql, smtp, tokens=200, batch_size=50, after=30)
         # A new run picks up what the killed one left: first what nobody claimed, then, once the
         # killed run's lease has ended, the rest of its batch.
-        wait_for(
-            lambda: manage("drain_mailroom", **env).returncode == 0 and len(set(smtp.token_ids())) == 200,
-            timeout=60,
-            interval=0.5,
-            message="every token mailed after the restart",
-        )
-        counts = Counter(smtp.token_ids())
+        counts = drain_until_every_token_is_mailed(smtp, env, 200)
     finally:
         smtp.stop()
     assert len(counts) == 200
@@ -111,13 +112,7 @@ def test_a_drain_killed_with_a_message_in_flight_sends_only_that_one_again(psql)
         assert run.returncode == -signal.SIGKILL
         smtp.handler.before_answer = None
         in_flight = smtp.token_ids()[29]
-        wait_for(
-            lambda: manage("drain_mailroom", **env).returncode == 0 and len(set(smtp.token_ids())) == 60,
-            timeout=60,
-            interval=0.5,
-            message="every token mailed after the restart",
-        )
-        counts = Counter(smtp.token_ids())
+        counts = drain_until_every_token_is_mailed(smtp, env, 60)
     finally:
         smtp.stop()
     assert {token: n for token, n in counts.items() if n > 1} == {in_flight: 2}
