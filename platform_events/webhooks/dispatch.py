@@ -113,26 +113,34 @@ class RunResult:
 def longest_due_wait() -> timedelta | None:
     """How long the delivery due longest has been due; None when none is. The dispatchers claim what
     is due within WEBHOOKS_POLL_SECONDS, so a long wait says none is running. Read in due order through
-    webhook_deliveries_due: it costs the deliveries held up behind an account's earlier one, not the queue."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT now() - d.next_retry_at {DUE} ORDER BY d.next_retry_at LIMIT 1")
+    webhook_deliveries_due (in_due_order): it costs the deliveries held up behind an account's earlier
+    one, not the queue."""
+    with in_due_order() as cursor:
+        cursor.execute(f"SELECT now() - d.next_retry_at {DUE} ORDER BY d.next_retry_at, d.event_seq LIMIT 1")
         row = cursor.fetchone()
     return row[0] if row else None
+
+
+@contextmanager
+def in_due_order():
+    """A cursor in a transaction whose queries may not sort: for an ORDER BY over due deliveries the one
+    plan left walks webhook_deliveries_due in order and stops at the LIMIT. The planner's own choice
+    read, checked and sorted the whole queue: it estimates the "no earlier event of the account"
+    anti-join at a few rows whatever the queue holds (platform_events/sql/0014_due_order.sql)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('enable_sort', 'off', true)")
+        yield cursor
+        cursor.execute("SELECT set_config('enable_sort', 'on', true)")
 
 
 def claim_batch(size: int) -> tuple[Claim, list[Delivery]]:
     """Lease up to ``size`` due deliveries to this run; rows another run is claiming are skipped."""
     claim = Claim(lease_ends=time.monotonic() + settings.WEBHOOKS_LEASE_SECONDS)
-    with transaction.atomic(), connection.cursor() as cursor:
-        # Sorting off for the claim alone: the one plan left walks webhook_deliveries_due in the claim's
-        # order and stops at the batch, where the planner's own choice read and sorted the whole queue
-        # (platform_events/sql/0014_due_order.sql).
-        cursor.execute("SELECT set_config('enable_sort', 'off', true)")
+    with in_due_order() as cursor:
         cursor.execute(
             CLAIM, {"size": size, "claim": claim.id, "lease": timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)}
         )
         rows = cursor.fetchall()
-        cursor.execute("SELECT set_config('enable_sort', 'on', true)")
     # At most one delivery per (endpoint, account) is due at a time, so the batch's own order is free.
     return claim, [Delivery(*row) for row in rows]
 
