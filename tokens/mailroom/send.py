@@ -60,7 +60,6 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
             message = _attempt(token, _build, wire, token, now, marks=marks, result=result)
             if message is _FAILED:
                 continue
-            marks.collect()  # the last mark's answer came while this message was built: off the critical path
             # Built while the server took the previous message: its answer now, then this message.
             if in_flight is not None:
                 _answered(in_flight, wire, marks=marks, result=result)

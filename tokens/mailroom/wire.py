@@ -6,7 +6,8 @@ queues the message) with nothing to do, then builds the next message while the s
 Django's SMTP backend the drain writes a message's body, builds the next message, and only then reads
 the answer: the two costs overlap on the two sides of the connection (issue 8: the drain reached about
 half of a bare smtplib loop). Still one message is in flight at a time: the next one starts only
-after the answer to this one was read and its token marked, so a killed run re-sends at most one.
+after the answer to this one was read and its mark sent (tokens/mailroom/claim.py's SentMarks), and
+its body goes out only once that mark's answer is in, so a killed run re-sends at most one.
 """
 
 import re
