@@ -13,7 +13,7 @@ that transaction. Parameters go as text. psycopg documents ``Connection.pgconn``
 not wrap; errors come out of ``collect()`` as Django's database errors, like any query's.
 """
 
-import select
+import selectors
 from collections.abc import Sequence
 
 from django.db import connection
@@ -33,7 +33,7 @@ class UnawaitedStatement:
             pgconn.send_query_params(statement.encode(), [None if p is None else p.encode() for p in params])
             self._answer_due = True
             while pgconn.flush():  # the socket took part of it: wait until it takes the rest
-                select.select([], [pgconn.socket], [])
+                _wait(pgconn.socket, selectors.EVENT_WRITE)
 
     def collect(self) -> int | None:
         """Read the answer to the statement sent last: the rows it changed, or None when no answer was
@@ -44,11 +44,10 @@ class UnawaitedStatement:
             pgconn = connection.connection.pgconn
             try:
                 answers = _answers(pgconn)
-            except (KeyboardInterrupt, SystemExit):
+            except BaseException:
                 # As psycopg does on Ctrl-C: cancel the statement and read its answer, so that what runs
                 # next (the drain recording its run) finds the connection in step.
-                connection.connection.cancel_safe()
-                _answers(pgconn)
+                self._settle(pgconn)
                 raise
             finally:
                 self._answer_due = pgconn.status == pq.ConnStatus.OK and pgconn.is_busy()
@@ -57,14 +56,38 @@ class UnawaitedStatement:
                     raise errors.error_from_result(answer, encoding=connection.connection.info.encoding)
         return answers[0].command_tuples
 
+    def settle(self) -> None:
+        """Cancel the statement whose answer is due, if any, and read what is left of it: for a caller
+        leaving on an exception (Ctrl-C during an HTTP request), so the connection is in step again."""
+        if self._answer_due:
+            self._answer_due = False
+            self._settle(connection.connection.pgconn)
+
+    @staticmethod
+    def _settle(pgconn: pq.abc.PGconn) -> None:
+        if pgconn.status != pq.ConnStatus.OK:
+            return  # the connection is gone: Django replaces it
+        try:
+            connection.connection.cancel_safe()
+            _answers(pgconn)
+        except Exception:
+            pass  # the exception on its way says what went wrong first
+
 
 def _answers(pgconn: pq.abc.PGconn) -> list[pq.abc.PGresult]:
     answers = []
     while True:
         while pgconn.is_busy():
-            select.select([pgconn.socket], [], [])
+            _wait(pgconn.socket, selectors.EVENT_READ)
             pgconn.consume_input()
         answer = pgconn.get_result()
         if answer is None:
             return answers
         answers.append(answer)
+
+
+def _wait(fd: int, events: int) -> None:
+    # A selector, not select.select(): a busy process's socket may be past FD_SETSIZE (1024).
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, events)
+        selector.select()

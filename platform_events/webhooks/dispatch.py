@@ -128,9 +128,11 @@ def in_due_order():
     read, checked and sorted the whole queue: it estimates the "no earlier event of the account"
     anti-join at a few rows whatever the queue holds (platform_events/sql/0014_due_order.sql)."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('enable_sort', 'off', true)")
+        cursor.execute("SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true)")
+        before = cursor.fetchone()[0]
         yield cursor
-        cursor.execute("SELECT set_config('enable_sort', 'on', true)")
+        # Put back what the caller's transaction had: a released savepoint would keep "off" for it.
+        cursor.execute("SELECT set_config('enable_sort', %s, true)", [before])
 
 
 def claim_batch(size: int) -> tuple[Claim, list[Delivery]]:
@@ -215,6 +217,10 @@ class DeliveredRecords:
         self._sent = 0  # deliveries in the statement whose answer is due
         self._posts_since = 0  # POSTs that went out since that statement
 
+    def settle(self) -> None:
+        self._statement.settle()
+        self._sent = 0
+
     def before_post(self) -> None:
         """Let one POST go out while PostgreSQL records, then read the answer: a record refused (a lock
         timeout, a terminated session) leaves at most RECORD_EVERY + 1 deliveries to be sent again."""
@@ -286,6 +292,7 @@ def deliver_batch(client, size: int) -> RunResult:
     secrets = {endpoint_id: _secrets_or_none(endpoint) for endpoint_id, endpoint in endpoints.items()}
     disabled: set[uuid.UUID] = set()
     succeeded: set[uuid.UUID] = set()
+    held = {d.id for d in deliveries}
     delivered: list[tuple[Delivery, http.Attempt]] = []  # recorded RECORD_EVERY at a time
     records = DeliveredRecords(claim, result)
 
@@ -293,44 +300,50 @@ def deliver_batch(client, size: int) -> RunResult:
         records.send(delivered)
         delivered.clear()
 
-    for index, delivery in enumerate(deliveries):
-        if delivery.subscription_id in disabled:
-            continue
-        if claim.running_out():
-            record_delivered()
-            records.collect()
-            held = renew_lease(claim, deliveries[index:])
-            if delivery.id not in held:
+    try:
+        for index, delivery in enumerate(deliveries):
+            if delivery.subscription_id in disabled:
+                continue
+            # Before the lease check: reading the last record's answer may wait (a row lock), and no
+            # POST may go out after a wait without the lease looked at again.
+            records.before_post()
+            if claim.running_out():
+                record_delivered()
+                records.collect()
+                held = renew_lease(claim, deliveries[index:])
+            if delivery.id not in held:  # another run took it over after this run's lease ran out
                 result.lost_claims += 1
                 continue
-        endpoint = endpoints[delivery.subscription_id]
-        if secrets[endpoint.id] is None:  # nothing to sign with: a failed attempt, of this endpoint's only
-            attempt = http.Attempt("retry", None, UNREADABLE_SECRET, 0)
-        else:
-            records.before_post()
-            attempt = _attempt(client, endpoint, delivery, secrets[endpoint.id])
-        status, retry_in = _next_state(delivery, attempt)
-        if status == DeliveryStatus.DELIVERED:
-            succeeded.add(endpoint.id)
-            delivered.append((delivery, attempt))
-            if len(delivered) >= RECORD_EVERY:
-                record_delivered()
-            continue
+            endpoint = endpoints[delivery.subscription_id]
+            if secrets[endpoint.id] is None:  # nothing to sign with: a failed attempt, of this endpoint's only
+                attempt = http.Attempt("retry", None, UNREADABLE_SECRET, 0)
+            else:
+                attempt = _attempt(client, endpoint, delivery, secrets[endpoint.id])
+            status, retry_in = _next_state(delivery, attempt)
+            if status == DeliveryStatus.DELIVERED:
+                succeeded.add(endpoint.id)
+                delivered.append((delivery, attempt))
+                if len(delivered) >= RECORD_EVERY:
+                    record_delivered()
+                continue
+            records.collect()
+            if not record_attempt(delivery, attempt, claim=claim, status=status, retry_in=retry_in):
+                result.lost_claims += 1
+                continue
+            if status == DeliveryStatus.FAILED:
+                result.retrying += 1
+            else:
+                result.failed += 1
+            reason = _endpoint_failed(endpoint.id, gone=attempt.outcome == "gone")
+            if reason:
+                disabled.add(endpoint.id)
+                result.disabled.append(endpoint.url)
+                logger.warning("webhook endpoint %s disabled: %s", endpoint.id, reason)
+        record_delivered()
         records.collect()
-        if not record_attempt(delivery, attempt, claim=claim, status=status, retry_in=retry_in):
-            result.lost_claims += 1
-            continue
-        if status == DeliveryStatus.FAILED:
-            result.retrying += 1
-        else:
-            result.failed += 1
-        reason = _endpoint_failed(endpoint.id, gone=attempt.outcome == "gone")
-        if reason:
-            disabled.add(endpoint.id)
-            result.disabled.append(endpoint.url)
-            logger.warning("webhook endpoint %s disabled: %s", endpoint.id, reason)
-    record_delivered()
-    records.collect()
+    except BaseException:
+        records.settle()  # Ctrl-C or an error mid-POST: the connection in step again for what runs next
+        raise
     for endpoint_id in succeeded - disabled:
         _endpoint_succeeded(endpoint_id)
     release(claim, [d for d in deliveries if d.subscription_id in disabled])
