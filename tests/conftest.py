@@ -1,8 +1,14 @@
+import os
+
 import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
 from tests.smtp import SMTPServer
 from tests.support import Server, connect, connect_as_owner, staff_client
+from tests.webhook_receiver import WebhookReceiver
+
+# The webhook tests' secret key (WEBHOOK_SECRET_KEYS "t1:<base64>" for their processes).
+WEBHOOK_KEY = os.urandom(32)
 
 
 @pytest.fixture(scope="session")
@@ -138,3 +144,21 @@ def server():
     yield start
     for each in started:
         each.stop()
+
+
+@pytest.fixture
+def webhook_settings(settings):
+    """The dispatcher's settings for the webhook tests: loopback allowed, one key, short timeouts."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    settings.WEBHOOK_SECRET_KEYS = {"t1": WEBHOOK_KEY}
+    settings.WEBHOOKS_RETRY_SCHEDULE = [60, 60, 60]  # tests that retry at once set their own
+    settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS = 2
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 3
+    return settings
+
+
+@pytest.fixture
+def receiver():
+    """A real HTTP receiver on loopback (tests/webhook_receiver.py)."""
+    with WebhookReceiver() as receiver:
+        yield receiver

@@ -11,27 +11,10 @@ import pytest
 from django.db import connection, transaction
 
 from platform_events.webhooks.dispatch import RECORD_EVERY, claim_batch, deliver
-from tests.platform_events.webhooks.test_dispatch import KEY, dispatcher_env, make_endpoint, provision
+from tests.platform_events.webhooks.test_dispatch import dispatcher_env, make_endpoint, provision
 from tests.support import connect, manage
-from tests.webhook_receiver import WebhookReceiver
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def webhook_settings(settings):
-    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
-    settings.WEBHOOK_SECRET_KEYS = {"t1": KEY}
-    settings.WEBHOOKS_RETRY_SCHEDULE = [60, 60, 60]
-    settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS = 2
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 3
-    return settings
-
-
-@pytest.fixture
-def receiver():
-    with WebhookReceiver() as receiver:
-        yield receiver
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("webhook_settings")]
 
 
 def test_ctrl_c_while_a_records_answer_is_pending_leaves_the_connection_usable(receiver):

@@ -4,7 +4,6 @@ schedule, 410 disables, per-account order, late commits, several dispatchers at 
 
 import base64
 import json
-import os
 import signal
 import uuid
 from datetime import timedelta
@@ -17,28 +16,13 @@ from standardwebhooks.webhooks import Webhook
 from platform_events.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from platform_events.webhooks.dispatch import CLAIM, DUE, RECORD_EVERY, deliver, in_due_order
 from platform_events.webhooks.secrets import encrypt_secret, new_signing_secret
+from tests.conftest import WEBHOOK_KEY
 from tests.support import connect, database_url_for_tests, start_manage, wait_for
 from tests.webhook_receiver import WebhookReceiver
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("webhook_settings")]
 
-KEY = os.urandom(32)
-
-
-@pytest.fixture(autouse=True)
-def webhook_settings(settings):
-    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
-    settings.WEBHOOK_SECRET_KEYS = {"t1": KEY}
-    settings.WEBHOOKS_RETRY_SCHEDULE = [60, 60, 60]  # tests that retry at once set their own
-    settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS = 2
-    settings.WEBHOOKS_TIMEOUT_SECONDS = 3
-    return settings
-
-
-@pytest.fixture
-def receiver():
-    with WebhookReceiver() as receiver:
-        yield receiver
+KEY = WEBHOOK_KEY
 
 
 def dispatcher_env(**extra):

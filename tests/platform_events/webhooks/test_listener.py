@@ -6,11 +6,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from accounts.services import account_provision
-from tests.platform_events.webhooks.test_dispatch import dispatcher_env, make_endpoint, webhook_settings  # noqa: F401
+from tests.platform_events.webhooks.test_dispatch import dispatcher_env, make_endpoint
 from tests.support import start_manage, wait_for
 from tests.webhook_receiver import WebhookReceiver
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("webhook_settings")]
 
 
 def test_listen_webhooks_delivers_a_new_event_without_waiting_for_a_poll(psql):
