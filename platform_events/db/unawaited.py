@@ -13,7 +13,7 @@ that transaction. Parameters go as text. psycopg documents ``Connection.pgconn``
 not wrap; errors come out of ``collect()`` as Django's database errors, like any query's.
 """
 
-import selectors
+import select
 from collections.abc import Sequence
 
 from django.db import connection
@@ -33,7 +33,7 @@ class UnawaitedStatement:
             pgconn.send_query_params(statement.encode(), [None if p is None else p.encode() for p in params])
             self._answer_due = True
             while pgconn.flush():  # the socket took part of it: wait until it takes the rest
-                _wait(pgconn.socket, selectors.EVENT_WRITE)
+                _wait(pgconn.socket, select.POLLOUT)
 
     def collect(self) -> int | None:
         """Read the answer to the statement sent last: the rows it changed, or None when no answer was
@@ -78,7 +78,7 @@ def _answers(pgconn: pq.abc.PGconn) -> list[pq.abc.PGresult]:
     answers = []
     while True:
         while pgconn.is_busy():
-            _wait(pgconn.socket, selectors.EVENT_READ)
+            _wait(pgconn.socket, select.POLLIN)
             pgconn.consume_input()
         answer = pgconn.get_result()
         if answer is None:
@@ -87,7 +87,8 @@ def _answers(pgconn: pq.abc.PGconn) -> list[pq.abc.PGresult]:
 
 
 def _wait(fd: int, events: int) -> None:
-    # A selector, not select.select(): a busy process's socket may be past FD_SETSIZE (1024).
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, events)
-        selector.select()
+    # poll(), not select(): a busy process's socket may be past FD_SETSIZE (1024); one call, where a
+    # selector object would open and close an epoll descriptor on every wait.
+    waiting = select.poll()
+    waiting.register(fd, events)
+    waiting.poll()

@@ -196,8 +196,8 @@ def record_attempt(
 
 
 class DeliveredRecords:
-    """Successful attempts, recorded RECORD_EVERY at a time by one statement sent without waiting for
-    its answer (platform_events/db/unawaited.py): the next POSTs go out while PostgreSQL records them
+    """Successful attempts, kept until RECORD_EVERY are in, then recorded by one statement sent without
+    waiting for its answer (platform_events/db/unawaited.py): the next POSTs go out while PostgreSQL records them
     (issue 12). ``collect()`` reads the answer into the run's counts; anything else using the
     connection calls it first. A record on its way is applied even if the run is killed next."""
 
@@ -214,6 +214,7 @@ class DeliveredRecords:
         self.claim = claim
         self.result = result
         self._statement = UnawaitedStatement()
+        self._pending: list[tuple[Delivery, http.Attempt]] = []  # not sent yet
         self._sent = 0  # deliveries in the statement whose answer is due
         self._posts_since = 0  # POSTs that went out since that statement
 
@@ -228,16 +229,23 @@ class DeliveredRecords:
             self.collect()
         self._posts_since += 1
 
-    def send(self, delivered: list[tuple[Delivery, http.Attempt]]) -> None:
+    def add(self, delivery: Delivery, attempt: http.Attempt) -> None:
+        self._pending.append((delivery, attempt))
+        if len(self._pending) >= RECORD_EVERY:
+            self.send()
+
+    def send(self) -> None:
+        """Send what is pending, after reading the answer to the last statement."""
         self.collect()
-        if not delivered:
+        if not self._pending:
             return
         rows = [
             {"id": str(d.id), "http_status": a.status, "excerpt": a.excerpt[:2048], "latency": a.latency_ms}
-            for d, a in delivered
+            for d, a in self._pending
         ]
         self._statement.send(self.STATEMENT, [json.dumps(rows), str(self.claim.id)])
-        self._sent = len(delivered)
+        self._sent = len(self._pending)
+        self._pending.clear()
         self._posts_since = 0
 
     def collect(self) -> None:
@@ -293,13 +301,7 @@ def deliver_batch(client, size: int) -> RunResult:
     disabled: set[uuid.UUID] = set()
     succeeded: set[uuid.UUID] = set()
     held = {d.id for d in deliveries}
-    delivered: list[tuple[Delivery, http.Attempt]] = []  # recorded RECORD_EVERY at a time
     records = DeliveredRecords(claim, result)
-
-    def record_delivered():
-        records.send(delivered)
-        delivered.clear()
-
     try:
         for index, delivery in enumerate(deliveries):
             if delivery.subscription_id in disabled:
@@ -308,7 +310,7 @@ def deliver_batch(client, size: int) -> RunResult:
             # POST may go out after a wait without the lease looked at again.
             records.before_post()
             if claim.running_out():
-                record_delivered()
+                records.send()
                 records.collect()
                 held = renew_lease(claim, deliveries[index:])
             if delivery.id not in held:  # another run took it over after this run's lease ran out
@@ -322,9 +324,7 @@ def deliver_batch(client, size: int) -> RunResult:
             status, retry_in = _next_state(delivery, attempt)
             if status == DeliveryStatus.DELIVERED:
                 succeeded.add(endpoint.id)
-                delivered.append((delivery, attempt))
-                if len(delivered) >= RECORD_EVERY:
-                    record_delivered()
+                records.add(delivery, attempt)
                 continue
             records.collect()
             if not record_attempt(delivery, attempt, claim=claim, status=status, retry_in=retry_in):
@@ -339,7 +339,7 @@ def deliver_batch(client, size: int) -> RunResult:
                 disabled.add(endpoint.id)
                 result.disabled.append(endpoint.url)
                 logger.warning("webhook endpoint %s disabled: %s", endpoint.id, reason)
-        record_delivered()
+        records.send()
         records.collect()
     except BaseException:
         records.settle()  # Ctrl-C or an error mid-POST: the connection in step again for what runs next
