@@ -135,13 +135,14 @@ def in_due_order():
         cursor.execute("SELECT set_config('enable_sort', %s, true)", [before])
 
 
-def claim_batch(size: int) -> tuple[Claim, list[Delivery]]:
-    """Lease up to ``size`` due deliveries to this run; rows another run is claiming are skipped."""
+def claim_batch(size: int, *, sorting_off: bool = False) -> tuple[Claim, list[Delivery]]:
+    """Lease up to ``size`` due deliveries to this run; rows another run is claiming are skipped.
+    ``sorting_off``: the session already runs with enable_sort off (a run's own settings), so the
+    claim needs no transaction of its own to turn it off: one round trip instead of five."""
     claim = Claim(lease_ends=time.monotonic() + settings.WEBHOOKS_LEASE_SECONDS)
-    with in_due_order() as cursor:
-        cursor.execute(
-            CLAIM, {"size": size, "claim": claim.id, "lease": timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)}
-        )
+    params = {"size": size, "claim": claim.id, "lease": timedelta(seconds=settings.WEBHOOKS_LEASE_SECONDS)}
+    with connection.cursor() if sorting_off else in_due_order() as cursor:
+        cursor.execute(CLAIM, params)
         rows = cursor.fetchall()
     # At most one delivery per (endpoint, account) is due at a time, so the batch's own order is free.
     return claim, [Delivery(*row) for row in rows]
@@ -162,6 +163,8 @@ def renew_lease(claim: Claim, deliveries: list[Delivery]) -> set[uuid.UUID]:
 
 def release(claim: Claim, deliveries: list[Delivery]) -> None:
     """Give deliveries back unattempted (their endpoint was disabled by this run)."""
+    if not deliveries:
+        return
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE webhook_deliveries SET lease_until = NULL, claim = NULL WHERE id = ANY(%s) AND claim = %s",
@@ -289,10 +292,10 @@ def _endpoint_failed(endpoint_id: uuid.UUID, *, gone: bool) -> str | None:
     return row[1] if row and row[0] == EndpointStatus.DISABLED_DEAD else None
 
 
-def deliver_batch(client, size: int) -> RunResult:
+def deliver_batch(transport, size: int, *, sorting_off: bool = False) -> RunResult:
     """Claim one batch and attempt each delivery once; what fails is scheduled again or given up."""
     result = RunResult()
-    claim, deliveries = claim_batch(size)
+    claim, deliveries = claim_batch(size, sorting_off=sorting_off)
     result.claimed = len(deliveries)
     if not deliveries:
         return result
@@ -320,7 +323,7 @@ def deliver_batch(client, size: int) -> RunResult:
             if secrets[endpoint.id] is None:  # nothing to sign with: a failed attempt, of this endpoint's only
                 attempt = http.Attempt("retry", None, UNREADABLE_SECRET, 0)
             else:
-                attempt = _attempt(client, endpoint, delivery, secrets[endpoint.id])
+                attempt = _attempt(transport, endpoint, delivery, secrets[endpoint.id])
             status, retry_in = _next_state(delivery, attempt)
             if status == DeliveryStatus.DELIVERED:
                 succeeded.add(endpoint.id)
@@ -365,29 +368,33 @@ def _secrets_or_none(endpoint: WebhookSubscription) -> list[str] | None:
 
 
 @contextmanager
-def _commits_not_flushed():
-    """The run's commits do not wait for the WAL to reach disk (synchronous_commit off, this session only).
+def _run_settings():
+    """The session's settings while a run lasts; yields whether they were set (not in a caller's
+    transaction, which keeps its own rules).
 
-    A record lost to a crash of PostgreSQL itself (not of this process: a commit it saw stays) only
-    sends that delivery again, with the same webhook-id, which is at least once as promised; waiting
-    for the flush made the records cost 0.8 ms each, most of a delivery."""
-    if connection.in_atomic_block:  # a caller's transaction: its own rules
-        yield
+    * synchronous_commit off: the run's commits do not wait for the WAL to reach disk. A record lost
+      to a crash of PostgreSQL itself (not of this process: a commit it saw stays) only sends that
+      delivery again, with the same webhook-id, which is at least once as promised; waiting for the
+      flush made the records cost 0.8 ms each, most of a delivery.
+    * enable_sort off, as in_due_order() sets it for one transaction: the claim walks the due index.
+      None of the run's other statements sorts."""
+    if connection.in_atomic_block:
+        yield False
         return
     with connection.cursor() as cursor:
-        cursor.execute("SET synchronous_commit TO off")
+        cursor.execute("SELECT set_config('synchronous_commit', 'off', false), set_config('enable_sort', 'off', false)")
     try:
-        yield
+        yield True
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("RESET synchronous_commit")
+            cursor.execute("RESET synchronous_commit; RESET enable_sort")
 
 
-def _attempt(client, endpoint: WebhookSubscription, delivery: Delivery, secrets: list[str]) -> http.Attempt:
+def _attempt(transport, endpoint: WebhookSubscription, delivery: Delivery, secrets: list[str]) -> http.Attempt:
     body = delivery.body.encode()
     headers = signature_headers(msg_id=str(delivery.event_id), timestamp=datetime.now(UTC), body=body, secrets=secrets)
     headers["content-type"] = "application/json"
-    return http.post(client, endpoint.url, body=body, headers=headers)
+    return http.post(transport, endpoint.url, body=body, headers=headers)
 
 
 def _next_state(delivery: Delivery, attempt: http.Attempt) -> tuple[DeliveryStatus, float | None]:
@@ -411,10 +418,10 @@ def deliver(
     the listener. ``on_batch`` hears each batch's result (the command's progress lines)."""
     size = batch_size or settings.WEBHOOKS_BATCH_SIZE
     total = RunResult()
-    with http.new_client() as client, _commits_not_flushed():
+    with http.new_transport() as transport, _run_settings() as sorting_off:
         batches = 0
         while max_batches is None or batches < max_batches:
-            result = deliver_batch(client, size)
+            result = deliver_batch(transport, size, sorting_off=sorting_off)
             batches += 1
             if on_batch and result.claimed:
                 on_batch(result)

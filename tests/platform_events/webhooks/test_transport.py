@@ -134,8 +134,8 @@ def test_dns_rebinding_cannot_reach_loopback(settings, monkeypatch):
             socket, "getaddrinfo", lambda *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
         )
         settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
-        with http.new_client() as client:
-            attempt = http.post(client, f"http://rebind.example.com:{port}/hook", body=b"{}", headers={})
+        with http.new_transport() as transport:
+            attempt = http.post(transport, f"http://rebind.example.com:{port}/hook", body=b"{}", headers={})
         assert attempt.outcome == "retry" and attempt.status is None
         assert "refused: rebind.example.com resolves to 127.0.0.1, a loopback address" in attempt.excerpt
         assert receiver.received == []
@@ -172,9 +172,27 @@ def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_attempts_deadline
 
     thread = threading.Thread(target=trickle, daemon=True)
     thread.start()
-    with http.new_client() as client:
-        attempt = http.post(client, f"http://127.0.0.1:{port}/", body=b"{}", headers={})
+    with http.new_transport() as transport:
+        attempt = http.post(transport, f"http://127.0.0.1:{port}/", body=b"{}", headers={})
     stop.set()
     listener.close()
     assert attempt.outcome == "retry" and "timed out" in attempt.excerpt
     assert len(sent) < len(drip)  # cut off by the deadline, not by the end of the drip
+
+
+def test_a_receivers_cookie_is_not_sent_back_and_no_compressed_answer_is_asked_for(settings):
+    """Attempts go straight to httpx's transport, not through a client: a Set-Cookie from one
+    receiver's answer is never sent with the next delivery (an httpx.Client keeps it in its jar and
+    sends it back), and no Accept-Encoding asks for an answer whose compressed bytes would fill the
+    excerpt. The User-Agent names the sender."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    with WebhookReceiver() as receiver, http.new_transport() as transport:
+        receiver.statuses = [503]
+        receiver.headers = {"Set-Cookie": "session=from-the-receiver; Path=/"}
+        first = http.post(transport, receiver.url, body=b"{}", headers={})
+        second = http.post(transport, receiver.url, body=b"{}", headers={})
+    assert (first.status, second.status) == (503, 200)
+    assert [r.headers.get("cookie") for r in receiver.received] == [None, None]
+    assert [r.headers.get("accept-encoding") for r in receiver.received] == [None, None]
+    assert receiver.received[1].headers["user-agent"] == http.USER_AGENT
+    assert second.excerpt == '{"ok": true}'
