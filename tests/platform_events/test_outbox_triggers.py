@@ -248,3 +248,25 @@ def test_the_runtime_role_cannot_redirect_or_drop_a_due_delivery():
         provision(conn, "john")
         conn.execute("DELETE FROM webhook_subscriptions")  # its due deliveries go with it, audited
         assert conn.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (0,)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "subscription_id = (SELECT id FROM webhook_subscriptions WHERE id <> subscription_id LIMIT 1)",
+        "event_id = (SELECT id FROM outbox_events WHERE id <> event_id LIMIT 1)",
+        "event_seq = event_seq + 1",
+        "ordering_key = 'account:someone-else'",
+    ],
+)
+def test_no_part_of_a_deliverys_identity_can_be_changed(change):
+    """The rules' trigger fires only when its WHEN sees the identity change (0015): each column of it."""
+    with connect(autocommit=True) as conn:
+        endpoint(conn, "account.created")
+        endpoint(conn, "account.suspended")
+        provision(conn, "jane")
+        provision(conn, "john")
+        with pytest.raises(psycopg.DatabaseError, match="cannot be changed"):
+            conn.execute(f"UPDATE webhook_deliveries SET {change}")
+        # What the dispatcher and staff change is still allowed.
+        conn.execute("UPDATE webhook_deliveries SET status = 'FAILED', attempts = attempts + 1, lease_until = NULL")
