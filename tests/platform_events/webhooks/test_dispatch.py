@@ -14,6 +14,7 @@ from django.db.models.functions import Now
 from standardwebhooks.webhooks import Webhook
 
 from platform_events.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
+from platform_events.webhooks import dispatch
 from platform_events.webhooks.dispatch import CLAIM, DUE, RECORD_EVERY, deliver, in_due_order
 from platform_events.webhooks.secrets import encrypt_secret, new_signing_secret
 from tests.conftest import WEBHOOK_KEY
@@ -389,3 +390,37 @@ def test_an_endpoint_whose_secret_does_not_decrypt_fails_alone(receiver, webhook
     failed = WebhookDelivery.objects.filter(subscription=stranded).first()
     assert "cannot be decrypted" in failed.http_response_body_excerpt and failed.status == DeliveryStatus.FAILED
     assert len(receiver.received) == 2
+
+
+def session_settings():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('enable_sort'), current_setting('synchronous_commit')")
+        return cursor.fetchone()
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_run_claims_with_sorting_off_and_puts_the_sessions_settings_back(receiver, monkeypatch, fails):
+    """A run turns sorting (and waiting for the WAL flush) off for its session, so its claims walk the
+    due index as one statement each, and puts both back after, also when it stops on an error."""
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 3)
+    seen = []
+    real_claim = dispatch.claim_batch
+
+    def claim_batch(size, *, sorting_off=False):
+        seen.append((sorting_off, session_settings()))
+        if fails and len(seen) == 2:
+            raise KeyboardInterrupt
+        return real_claim(size, sorting_off=sorting_off)
+
+    monkeypatch.setattr(dispatch, "claim_batch", claim_batch)
+    before = session_settings()
+    assert before == ("on", "on")
+    if fails:
+        with pytest.raises(KeyboardInterrupt):
+            deliver(batch_size=2)
+    else:
+        assert deliver(batch_size=2).delivered == 3
+    assert seen[0] == (True, ("off", "off"))
+    assert session_settings() == before
