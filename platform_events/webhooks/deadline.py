@@ -46,7 +46,18 @@ class DeadlineStream(httpcore.NetworkStream):
         return self._stream.read(max_bytes, bounded(timeout, httpcore.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, bounded(timeout, httpcore.WriteTimeout))
+        # Not the stream's own write: httpcore's loops send() under one socket timeout, and a receiver
+        # reading a little within each kept a large body's write going past the deadline.
+        sock = self._stream.get_extra_info("socket")
+        view = memoryview(buffer)
+        try:
+            while view:
+                sock.settimeout(bounded(timeout, httpcore.WriteTimeout))
+                view = view[sock.send(view) :]
+        except TimeoutError as error:
+            raise httpcore.WriteTimeout(error) from error
+        except OSError as error:
+            raise httpcore.WriteError(error) from error
 
     def close(self) -> None:
         self._stream.close()

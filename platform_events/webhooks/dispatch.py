@@ -377,17 +377,26 @@ def _run_settings():
       delivery again, with the same webhook-id, which is at least once as promised; waiting for the
       flush made the records cost 0.8 ms each, most of a delivery.
     * enable_sort off, as in_due_order() sets it for one transaction: the claim walks the due index.
-      None of the run's other statements sorts."""
+      None of the run's other statements sorts.
+
+    After the run the session has what it had before, its own SET included (RESET would put back the
+    server's defaults instead)."""
     if connection.in_atomic_block:
         yield False
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('synchronous_commit', 'off', false), set_config('enable_sort', 'off', false)")
+        cursor.execute(
+            "SELECT current_setting('synchronous_commit'), current_setting('enable_sort'),"
+            " set_config('synchronous_commit', 'off', false), set_config('enable_sort', 'off', false)"
+        )
+        before = cursor.fetchone()[:2]
     try:
         yield True
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("RESET synchronous_commit; RESET enable_sort")
+            cursor.execute(
+                "SELECT set_config('synchronous_commit', %s, false), set_config('enable_sort', %s, false)", before
+            )
 
 
 def _attempt(transport, endpoint: WebhookSubscription, delivery: Delivery, secrets: list[str]) -> http.Attempt:

@@ -57,6 +57,16 @@ class GuardedTransport(httpx.HTTPTransport):
             network_backend=GuardedBackend(),
         )
 
+    def drop_out_of_step_connections(self) -> None:
+        """Close a kept-alive connection holding bytes its receiver sent after its answer (a second
+        answer, a body longer than its Content-Length): reused, they were read as the next delivery's
+        answer, before that request was even sent. httpcore checks an idle connection's socket, not
+        what h11 already read from it (h11's public ``trailing_data``, behind httpcore's attributes)."""
+        for connection in self._pool.connections:
+            h11_state = getattr(getattr(connection, "_connection", None), "_h11_state", None)
+            if h11_state is not None and h11_state.trailing_data[0]:
+                connection.close()
+
 
 def _timeouts() -> dict[str, float]:
     """What httpx's transport takes as a request's ``timeout`` extension."""
@@ -101,6 +111,8 @@ def post(transport: httpx.BaseTransport, url: str, *, body: bytes, headers: dict
                 excerpt = _read_excerpt(response, deadline)
             finally:
                 response.close()
+            if isinstance(transport, GuardedTransport):
+                transport.drop_out_of_step_connections()
         status = response.status_code
         retry_after = _retry_after(response.headers.get("retry-after"))
         location = response.headers.get("location")
@@ -158,7 +170,7 @@ def _retry_after(value: str | None) -> float | None:
     else:
         try:
             when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an offset past a C int
             return None
         if when is None:
             return None
