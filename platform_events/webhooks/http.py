@@ -3,13 +3,13 @@
 Requests go straight to httpx's transport (``HTTPTransport.handle_request``, httpx's documented
 transport API) rather than through an ``httpx.Client``: the client's per-request work is all for
 what a webhook must not do (keep a receiver's cookies and send them back, follow redirects, ask for a
-compressed answer whose raw bytes would then fill the excerpt, take a proxy from the environment) and
-cost about a third of a POST (issue 12). So no redirect is followed (a 3xx is a failed attempt, its
-Location in the excerpt), no cookie is kept, no proxy is used, every connection goes through the SSRF
-guard (addresses.py), and at most
-``EXCERPT_CHARS`` of an answer are read and kept: a receiver that answers a gigabyte, or trickles,
-costs one excerpt and at most ``WEBHOOKS_CONNECT_TIMEOUT_SECONDS`` + ``WEBHOOKS_TIMEOUT_SECONDS``: one
-deadline bounds the whole attempt (deadline.py), where httpx's timeouts bound each read alone.
+compressed answer whose raw bytes would then fill the excerpt) and cost about a third of a POST
+(issue 12). So no redirect is followed (a 3xx is a failed attempt, its Location in the excerpt), no
+cookie is kept, no proxy is used, every connection goes through the SSRF guard (addresses.py), and at
+most ``EXCERPT_CHARS`` of an answer are read and kept: a receiver that answers a gigabyte, or
+trickles, costs one excerpt and at most ``WEBHOOKS_CONNECT_TIMEOUT_SECONDS`` +
+``WEBHOOKS_TIMEOUT_SECONDS``: one deadline bounds the whole attempt (deadline.py), where httpx's
+timeouts bound each read alone.
 """
 
 import functools
@@ -79,7 +79,7 @@ def attempt_seconds() -> float:
     return settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS + settings.WEBHOOKS_TIMEOUT_SECONDS
 
 
-def new_transport() -> httpx.HTTPTransport:
+def new_transport() -> GuardedTransport:
     """A transport (a pool of keep-alive connections) for one run's attempts; close it when done."""
     limits = httpx.Limits(max_connections=20, max_keepalive_connections=20, keepalive_expiry=30)
     return GuardedTransport(limits=limits)
@@ -89,7 +89,7 @@ def new_transport() -> httpx.HTTPTransport:
 _parsed_url = functools.lru_cache(maxsize=1024)(httpx.URL)
 
 
-def post(transport: httpx.BaseTransport, url: str, *, body: bytes, headers: dict[str, str]) -> Attempt:
+def post(transport: GuardedTransport, url: str, *, body: bytes, headers: dict[str, str]) -> Attempt:
     """POST ``body``; never raises for what the network or the receiver does."""
     started = time.perf_counter()
     deadline = started + attempt_seconds()
@@ -111,8 +111,7 @@ def post(transport: httpx.BaseTransport, url: str, *, body: bytes, headers: dict
                 excerpt = _read_excerpt(response, deadline)
             finally:
                 response.close()
-            if isinstance(transport, GuardedTransport):
-                transport.drop_out_of_step_connections()
+            transport.drop_out_of_step_connections()
         status = response.status_code
         retry_after = _retry_after(response.headers.get("retry-after"))
         location = response.headers.get("location")
