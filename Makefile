@@ -33,12 +33,12 @@ install: $(VENV)/.installed ## make .venv and install the project in it
 	@echo "wrote .env (development settings; not for production)"
 
 run: install .env ## set up, load the demo data, serve the admin on 127.0.0.1:PORT (8000) with the worker and mail listener
-	@$(BIN)/python -m lifecycle.local_run --port $(PORT)
+	@$(BIN)/python -m lifecycle.ops.local_run --port $(PORT)
 
 test: install ## run the whole suite on a throwaway embedded PostgreSQL (PYTEST_ARGS=...)
 	@status=0; \
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(PYTEST_ARGS) || status=$$?; \
-	LIFECYCLE_PGDATA=$(TEST_PGDATA) $(BIN)/python -m lifecycle.embedded_db stop --delete >/dev/null; \
+	LIFECYCLE_PGDATA=$(TEST_PGDATA) $(BIN)/python -m lifecycle.ops.embedded_db stop --delete >/dev/null; \
 	exit $$status
 
 lint: install ## ruff, the formatter's check and the import layers
@@ -47,7 +47,7 @@ lint: install ## ruff, the formatter's check and the import layers
 	$(BIN)/lint-imports --no-logo
 
 stop: ## stop the embedded PostgreSQL that make run and manage.py use
-	$(BIN)/python -m lifecycle.embedded_db stop
+	$(BIN)/python -m lifecycle.ops.embedded_db stop
 
 clean: stop ## stop it and delete .venv and .local (the database too)
 	rm -rf $(VENV) .local

@@ -36,7 +36,7 @@ class Account(models.Model):
             ("send_password_recovery", "Can send password-recovery e-mails"),
         ]
 
-    # An account acting on itself is audited as account:<id>, apart from staff:<id> (platform_events/audit.py).
+    # An account acting on itself is audited as account:<id>, apart from staff:<id> (platform_events/audit/context.py).
     audit_kind = "account"
 
     def __str__(self):

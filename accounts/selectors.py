@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce, Lower
 from django.db.models.lookups import Contains, EndsWith, Exact, StartsWith
 
 from accounts.models import Account
-from platform_events.models import AuditAction, AuditEvent, ResourceType
+from platform_events.audit.models import AuditAction, AuditEvent, ResourceType
 
 
 def accounts_by_identifier(identifier: str) -> QuerySet[Account]:

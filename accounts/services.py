@@ -4,7 +4,7 @@ Each service is atomic and returns the account as the triggers left it. The rule
 in the database (accounts/sql/); a refusal arrives as a LifecycleError (accounts/errors.py). Every
 service that changes state takes the acting party, ``actor`` (a staff user, an account acting for
 itself, or None: the system, audited as the database role), and opens the audit context with it
-(platform_events/audit.py).
+(platform_events/audit/context.py).
 """
 
 from datetime import datetime
@@ -25,7 +25,7 @@ from accounts.errors import (
 )
 from accounts.models import Account, AccountPassword, AccountStatus
 from accounts.selectors import ABANDONED, ABANDONED_SIGN_UPS, accounts_by_identifier, email_is_claimed
-from platform_events.audit import audit_context
+from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 
 

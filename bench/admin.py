@@ -42,7 +42,7 @@ from django.utils import timezone  # noqa: E402
 
 from accounts.models import Account  # noqa: E402
 from accounts.selectors import account_trail  # noqa: E402
-from platform_events.models import AuditEvent  # noqa: E402
+from platform_events.audit.models import AuditEvent  # noqa: E402
 from tokens.models import Token  # noqa: E402
 
 # A stock admin of the same models, on a site of its own, for the comparison.

@@ -60,7 +60,7 @@ from figures import percentiles  # noqa: E402
 from accounts.models import Account  # noqa: E402
 from accounts.services import account_provision  # noqa: E402
 from platform_events.api.clients import api_client_create  # noqa: E402
-from platform_events.models import ApiScope  # noqa: E402
+from platform_events.api.models import ApiScope  # noqa: E402
 from tests.smtp import free_port  # noqa: E402
 from tests.support import database_url_for_tests, environment, wait_for  # noqa: E402
 

@@ -8,7 +8,7 @@ Everything runs on an embedded PostgreSQL of its own (a new data directory, remo
 tests/soak.py does: migrated, seeded as bench/admin.py seeds (accounts in every state over a year,
 their tokens, audit rows in monthly partitions), an API client with every scope and a superuser;
 collectstatic into a temporary directory. Then gunicorn serves lifecycle.wsgi (sync workers,
-``--workers``; lifecycle/gunicorn_conf.py as its config when it exists, the flags given here win)
+``--workers``; lifecycle/ops/gunicorn_conf.py as its config when it exists, the flags given here win)
 with DEBUG off, the public limits and the API's rate raised so that they refuse nothing (every client
 is 127.0.0.1).
 
@@ -173,7 +173,7 @@ def seed(accounts: int) -> Data:
 
     from accounts.models import Account
     from platform_events.api.clients import api_client_create
-    from platform_events.models import ApiScope
+    from platform_events.api.models import ApiScope
 
     seed_accounts_and_audit(accounts, 3 * accounts)
     _, key = api_client_create(name="load", scopes=list(ApiScope.values), actor=None)
@@ -192,7 +192,7 @@ class Gunicorn:
         command = [sys.executable, "-m", "gunicorn", "lifecycle.wsgi:application"]
         self.config = ROOT / "lifecycle" / "gunicorn_conf.py"
         if self.config.exists():
-            command += ["--config", "python:lifecycle.gunicorn_conf"]
+            command += ["--config", "python:lifecycle.ops.gunicorn_conf"]
         command += ["--workers", str(workers), "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"]
         self.command = command
         with open(log, "w") as output:
@@ -512,7 +512,7 @@ def measure_workers(label: str, unit: str, queue, run, count: int, sink_pid: int
 
 
 def postmaster_pid() -> int:
-    from lifecycle import embedded_db
+    from lifecycle.ops import embedded_db
 
     return int((embedded_db.pgdata_path() / "postmaster.pid").read_text().split()[0])
 
@@ -522,7 +522,7 @@ def mail_and_webhooks(count: int) -> dict:
     import webhooks
     from django.conf import settings
 
-    from platform_events.models import EventType
+    from platform_events.outbox.models import EventType
     from platform_events.webhooks import dispatch
     from platform_events.webhooks.endpoints import endpoint_create
     from tests.smtp import SMTPServerProcess
@@ -620,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.chmod(0o711)  # run as root, the server's own user must reach its data directory inside
     pgdata = workdir / "pg"
     os.environ["LIFECYCLE_PGDATA"] = str(pgdata)
-    from lifecycle import embedded_db
+    from lifecycle.ops import embedded_db
 
     server = None
     figures: dict = {"ok": False}

@@ -75,7 +75,7 @@ def main() -> None:
     settings.PUBLIC_LIMITS_PER_HOUR = dict.fromkeys(settings.PUBLIC_LIMITS_PER_HOUR, 10**9)
     name = scratch.create()
     try:
-        from lifecycle.factories import AccountFactory
+        from lifecycle.demo.factories import AccountFactory
 
         AccountFactory(login="waiting", email="waiting@example.com")
         AccountFactory(login="living", email="living@example.com", active=True)

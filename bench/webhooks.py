@@ -41,7 +41,7 @@ from django.db import connection, connections  # noqa: E402
 from figures import percentiles  # noqa: E402
 
 from accounts.services import account_provision  # noqa: E402
-from platform_events.models import EventType, OutboxEvent  # noqa: E402
+from platform_events.outbox.models import EventType, OutboxEvent  # noqa: E402
 from platform_events.webhooks import dispatch, http  # noqa: E402
 from platform_events.webhooks.endpoints import endpoint_create  # noqa: E402
 from platform_events.webhooks.signing import signature_headers  # noqa: E402

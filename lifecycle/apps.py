@@ -4,7 +4,7 @@ from django.db.models.signals import post_migrate
 
 
 class LifecycleAdminConfig(AdminConfig):
-    default_site = "lifecycle.admin_site.LifecycleAdminSite"
+    default_site = "lifecycle.backoffice.site.LifecycleAdminSite"
 
 
 class LifecycleConfig(AppConfig):
@@ -13,7 +13,7 @@ class LifecycleConfig(AppConfig):
     name = "lifecycle"
 
     def ready(self):
-        from lifecycle.roles import ensure_roles
+        from lifecycle.backoffice.roles import ensure_roles
 
         # The roles are auth groups: kept in step once per migrate, when auth's post_migrate is sent.
         post_migrate.connect(ensure_roles, sender=apps.get_app_config("auth"), dispatch_uid="lifecycle.ensure_roles")

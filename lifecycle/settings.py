@@ -11,7 +11,6 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from lifecycle import embedded_db
 from lifecycle.configuration import (
     env,
     read_bool,
@@ -26,6 +25,7 @@ from lifecycle.configuration import (
     read_time_zone,
     read_url,
 )
+from lifecycle.ops import embedded_db
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 ENV_FILE = env.str("ENV_FILE", default=str(BASE_DIR / ".env"))
@@ -70,7 +70,7 @@ CSRF_TRUSTED_ORIGINS = read_list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = read_url("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 
 INSTALLED_APPS = [
-    "lifecycle.apps.LifecycleAdminConfig",  # Django's admin, with the dashboard (lifecycle/admin_site.py)
+    "lifecycle.apps.LifecycleAdminConfig",  # Django's admin, with the dashboard (lifecycle/backoffice/site.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -89,12 +89,12 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # Health probes: first of all, so that a plain-HTTP probe with an address for Host is answered
-    # (/healthz, /readyz only; no HTTPS redirect, ALLOWED_HOSTS, session or CSRF; lifecycle/health.py).
-    "lifecycle.health.health_probes",
-    # Each request's id and log line: before everything that logs or audits (lifecycle/request_log.py).
-    "lifecycle.request_log.request_log",
+    # (/healthz, /readyz only; no HTTPS redirect, ALLOWED_HOSTS, session or CSRF; lifecycle/ops/health.py).
+    "lifecycle.ops.health.health_probes",
+    # Each request's id and log line: before everything that logs or audits (lifecycle/ops/request_log.py).
+    "lifecycle.ops.request_log.request_log",
     # No header reaches a view, django-axes or the audit trail with a NUL in it.
-    "lifecycle.request_headers.nul_free_headers",
+    "lifecycle.ops.request_headers.nul_free_headers",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -293,7 +293,7 @@ NODE_SECRET = env.str("NODE_SECRET", default="")
 # client holding a token for the old node may still sync to it meanwhile. One week, tokenserver's default.
 NODE_PURGE_GRACE_SECONDS = read_int("NODE_PURGE_GRACE_SECONDS", default=604_800, minimum=0, maximum=31_536_000)
 
-# --- Metrics (README, "Running in production"; issue 15): /metrics for Prometheus, lifecycle/metrics/ ---
+# --- Metrics (README, "Running in production"; issue 15): /metrics for Prometheus, lifecycle/ops/metrics/ ---
 # The scraper's bearer token. Empty: /metrics answers 404, as if it did not exist.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="").strip()
 if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or any(c.isspace() for c in METRICS_TOKEN)):
@@ -308,7 +308,7 @@ if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or any(c.isspace() for c in METRIC
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     *MIDDLEWARE,
-    "lifecycle.metrics.middleware.RequestLatencyAfter",
+    "lifecycle.ops.metrics.middleware.RequestLatencyAfter",
 ]
 # Prometheus scrapes over plain HTTP from inside the network, to the web server itself: no redirect
 # to https for /metrics (SecurityMiddleware matches the path without its leading "/"). Safe: the
@@ -360,7 +360,7 @@ if Q_CLUSTER["retry"] <= Q_CLUSTER["timeout"]:
     # django-q2 would hand a still-running task to a second worker.
     raise ImproperlyConfigured("Q_RETRY must be greater than Q_TIMEOUT.")
 
-# Health probes (lifecycle/health.py; README, "Running in production").
+# Health probes (lifecycle/ops/health.py; README, "Running in production").
 # How long a /readyz result is kept in each process: probes, however many, cannot load the database.
 READY_CACHE_SECONDS = read_int("READY_CACHE_SECONDS", default=5, minimum=1, maximum=300)
 # /readyz fails once the e-mail, or the webhook delivery, due longest has been due this long (the drain
@@ -368,7 +368,7 @@ READY_CACHE_SECONDS = read_int("READY_CACHE_SECONDS", default=5, minimum=1, maxi
 READY_MAIL_MAX_AGE_SECONDS = read_int("READY_MAIL_MAX_AGE_SECONDS", default=600, minimum=0)
 READY_WEBHOOK_MAX_AGE_SECONDS = read_int("READY_WEBHOOK_MAX_AGE_SECONDS", default=600, minimum=0)
 
-# Logs (lifecycle/logs.py, lifecycle/request_log.py; README, "Running in production").
+# Logs (lifecycle/ops/logs.py, lifecycle/ops/request_log.py; README, "Running in production").
 # plain: one line of text per record; json: one JSON object per line, for a log collector.
 LOG_FORMAT = read_choice("LOG_FORMAT", "PLAIN", ["PLAIN", "JSON"]).lower()
 # The header a proxy in front sets to a request id of its own (e.g. X-Request-ID), taken when it holds
@@ -377,10 +377,10 @@ REQUEST_ID_HEADER = env.str("REQUEST_ID_HEADER", default="").strip()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"()": "lifecycle.logs.PlainLines"}, "json": {"()": "lifecycle.logs.JsonLines"}},
+    "formatters": {"plain": {"()": "lifecycle.ops.logs.PlainLines"}, "json": {"()": "lifecycle.ops.logs.JsonLines"}},
     "filters": {
         "request_id": {"()": "platform_events.request_id.RequestIdFilter"},
-        "brief": {"()": "lifecycle.logs.Brief"},
+        "brief": {"()": "lifecycle.ops.logs.Brief"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": read_choice("LOG_LEVEL", "INFO", ["DEBUG", "INFO", "WARNING", "ERROR"])},
@@ -395,7 +395,7 @@ LOGGING = {
         # Through the one handler above, in LOG_FORMAT, like every other logger: Django's defaults give
         # "django" a second console handler (a duplicate line when DEBUG is on) and "django.server"
         # (runserver's request lines) one of its own. runserver's 2xx and 3xx lines would only repeat
-        # lifecycle.requests' (lifecycle/request_log.py).
+        # lifecycle.requests' (lifecycle/ops/request_log.py).
         "django": {"handlers": [], "propagate": True},
         "django.server": {"handlers": [], "propagate": True, "level": "WARNING"},
         # A Host not in ALLOWED_HOSTS: one short line (the client chose it), no traceback.
@@ -404,7 +404,7 @@ LOGGING = {
 }
 
 # --- Production serving (issue 15; README, "Running in production"): static files and the CSP ---------------
-# gunicorn's own settings are lifecycle/gunicorn_conf.py. Kept as one block that adds to the lists above.
+# gunicorn's own settings are lifecycle/ops/gunicorn_conf.py. Kept as one block that adds to the lists above.
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE  # noqa: E402 (this block's own)
 
 INSTALLED_APPS.append("csp")  # its system checks (a CSP setting in the pre-4.0 format is an error)

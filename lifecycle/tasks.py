@@ -1,6 +1,6 @@
 """django-q2 tasks (scheduled by lifecycle/migrations/0001_cleanup_schedule.py)."""
 
-from lifecycle.retention import apply_retention, retention_rules
+from lifecycle.ops.retention import apply_retention, retention_rules
 from platform_events.db.locks import advisory_lock
 
 

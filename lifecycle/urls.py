@@ -3,7 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from lifecycle.api import site as api_site
-from lifecycle.metrics.views import metrics
+from lifecycle.ops.metrics.views import metrics
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
@@ -14,6 +14,6 @@ urlpatterns = [
     path("", include("tokens.urls")),
 ]
 
-handler500 = "lifecycle.database_unavailable.server_error"
+handler500 = "lifecycle.ops.database_unavailable.server_error"
 # The back-office's "not part of your role" page for staff there, the public look elsewhere.
 handler403 = "lifecycle.error_pages.permission_denied"

@@ -1,7 +1,7 @@
 """The id of the request being served, shared by its log lines, its audit rows and the work it queued.
 
-``lifecycle/request_log.py`` gives every request its id; ``RequestIdFilter`` writes it on each log
-record; the audit trail records the same one (``platform_events.audit.request_origin``); a django-q2
+``lifecycle/ops/request_log.py`` gives every request its id; ``RequestIdFilter`` writes it on each log
+record; the audit trail records the same one (``platform_events.audit.context.request_origin``); a django-q2
 task given the request's origin logs under it again while it runs (``audit_context(origin=...)``).
 """
 

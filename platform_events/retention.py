@@ -1,7 +1,7 @@
 """Retention rules: what ``manage.py cleanup`` deletes, one rule per table that grows.
 
 Each app declares its own rules (accounts/retention.py, tokens/retention.py, and below the rate
-limits'); lifecycle/retention.py lists them all with those of the libraries' tables. A rule counts
+limits'); lifecycle/ops/retention.py lists them all with those of the libraries' tables. A rule counts
 what it would delete (for ``--dry-run``) and deletes one batch at a time, each batch a transaction of
 its own, so a long cleanup holds no lock for long and stops cleanly between batches.
 """
@@ -15,8 +15,11 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
-from platform_events.audit import audit_context
-from platform_events.models import DeliveryStatus, IdempotencyKey, OutboxEvent, ProcessedEvent, RateLimit
+from platform_events.api.models import IdempotencyKey
+from platform_events.audit.context import audit_context
+from platform_events.limits.models import RateLimit
+from platform_events.outbox.models import OutboxEvent, ProcessedEvent
+from platform_events.webhooks.models import DeliveryStatus
 
 # Long enough for the admin or an operator to look at yesterday's hits; the limits need only the current window.
 RATE_LIMITS_KEPT = timedelta(days=1)

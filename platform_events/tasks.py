@@ -1,7 +1,7 @@
 """django-q2 tasks (scheduled by platform_events/migrations/0002_partition_schedule.py and
 0011_webhook_schedule.py)."""
 
-from platform_events.partitions import ensure_partitions
+from platform_events.audit.partitions import ensure_partitions
 from platform_events.webhooks.dispatch import deliver
 
 

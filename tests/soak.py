@@ -197,7 +197,7 @@ class Soak:
         self.smtp = Controller(self.mailbox, hostname="127.0.0.1", port=smtp_port)
         self.smtp.start()
         self.base_url = f"http://127.0.0.1:{self.web_port}"
-        from lifecycle import embedded_db
+        from lifecycle.ops import embedded_db
 
         # As in production: the processes name the database by URL and cannot start it themselves
         # (the embedded mode would start it again at once, ending the outage the soak makes).
@@ -326,7 +326,7 @@ class Soak:
         self.say(f"  {self.elapsed(started)}: killed listener-1 (SIGKILL); starting it again")
         self.start("listener-1", "listen_mailroom", "--poll-seconds", "5")
 
-        from lifecycle import embedded_db
+        from lifecycle.ops import embedded_db
 
         self.sleep_until(started + 0.6 * self.seconds)
         self.log_sizes_at_restart = {name: len(self.log(name)) for name in self.processes}
@@ -852,7 +852,7 @@ def main(
     workdir.chmod(0o711)  # run as root, the server's own user must reach its data directory inside
     pgdata = workdir / "pg"
     os.environ["DJANGO_SETTINGS_MODULE"] = "lifecycle.settings"
-    from lifecycle import embedded_db
+    from lifecycle.ops import embedded_db
 
     soak = Soak(clients=args.clients, seconds=args.seconds, workdir=workdir, pgdata=pgdata)
     ok = False

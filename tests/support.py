@@ -260,7 +260,7 @@ def expire(token) -> None:
 def tokens_in_every_state() -> dict:
     """One activation token in each state of tokens.models.TokenState, each of its own account
     (logins valid, used, expired, replaced, blocked), made as the product makes them."""
-    from lifecycle.factories import AccountFactory
+    from lifecycle.demo.factories import AccountFactory
     from tokens.models import MaxCodeAttempts, Token, TokenState
     from tokens.selectors import live_token
     from tokens.services import token_resend_activation

@@ -8,8 +8,8 @@ from django.utils.text import Truncator
 from django.utils.translation import ngettext
 from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
-from platform_events.audit import audit_context
-from platform_events.read_only_admin import ReadOnlyModelAdmin
+from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
+from platform_events.audit.context import audit_context
 from tokens.mailroom.retry import retry_now
 from tokens.models import Job, Token, TokenState
 from tokens.selectors import MAIL_RUN_TROUBLE, mail_runs, token_state, tokens_in_state, tokens_search
@@ -38,7 +38,7 @@ def shown(*leave_out: str) -> list[str]:
 
 
 class TokenInline(admin.TabularInline):
-    """An account's tokens on its page (accounts/admin.py)."""
+    """An account's tokens on its page (lifecycle/backoffice/accounts.py)."""
 
     model = Token
     fields = readonly_fields = shown(
@@ -139,7 +139,7 @@ class TokenAdmin(ReadOnlyModelAdmin):
 
 
 class MailRunStartedFilter(admin.SimpleListFilter):
-    """Runs started in the last day or week, as the dashboard counts them (lifecycle/dashboard.py)."""
+    """Runs started in the last day or week, as the dashboard counts them (lifecycle/backoffice/dashboard.py)."""
 
     title = "when it started"
     parameter_name = "started"

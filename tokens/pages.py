@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse_lazy
 
-from platform_events.limits import LimitExceeded
+from platform_events.limits.counters import LimitExceeded
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from accounts.errors import AccountGone
 from accounts.models import Account, AccountPassword, AccountStatus
 from accounts.selectors import accounts_by_identifier
 from accounts.services import account_password_check, account_password_hash, account_set_password
-from platform_events.audit import audit_context
+from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
-from platform_events.limits import Limit, LimitExceeded, limits_hit
+from platform_events.limits.counters import Limit, LimitExceeded, limits_hit
 from tokens.errors import PasswordNeeded, TokenNotFound, WrongAccountState, WrongCode
 from tokens.links import secret_from_text
 from tokens.models import MailState, MaxCodeAttempts, Token, TokenAction

@@ -12,7 +12,7 @@ from django_q.tasks import async_task
 
 from accounts.errors import EmailAlreadyClaimed, InvalidEmail, InvalidLogin, LoginTaken
 from accounts.services import account_sign_up
-from platform_events.audit import audit_context
+from platform_events.audit.context import audit_context
 from platform_events.db.unreachable import database_unreachable
 from tokens.mailroom.drain import drain
 from tokens.models import TokenAction

@@ -19,10 +19,10 @@ from django.views.decorators.http import require_http_methods
 from accounts.errors import EmailAlreadyClaimed
 from accounts.models import AccountPassword, AccountStatus
 from accounts.services import account_password_check, account_password_hash
-from platform_events.audit import audit_context, request_origin
+from platform_events.audit.context import audit_context, request_origin
 from platform_events.client_ip import client_ip
 from platform_events.db.refusals import LifecycleError
-from platform_events.limits import LimitExceeded, limits_hit
+from platform_events.limits.counters import LimitExceeded, limits_hit
 from tokens.errors import (
     AccountSuspended,
     PasswordNeeded,

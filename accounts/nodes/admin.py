@@ -1,6 +1,6 @@
 """Node assignment in the back-office (issue 14): services, their storage nodes, and the assignments.
 
-Registered by accounts/admin.py (Django discovers only that module), which also puts an account's
+Registered by lifecycle/backoffice/accounts.py (Django discovers only that module), which also puts an account's
 assignments on its page (``NodeAssignmentInline``). Every change goes through accounts/nodes/services.py
 with the staff member and, for the actions, a required reason, so the database's triggers audit it
 (node.added, node.changed, node.unassigned). Nobody deletes a service or a node here: removing a node
@@ -30,9 +30,9 @@ from django.utils.translation import ngettext
 from accounts.nodes.errors import NodeError, NodeExists, ServiceExists
 from accounts.nodes.models import Node, NodeAssignment, Service
 from accounts.nodes.services import MAX_GENERATION, node_add, node_unassign, node_update, service_add
-from platform_events.audit import audit_context
-from platform_events.declared_lookups import DeclaredLookupsOnly
-from platform_events.read_only_admin import ReadOnlyModelAdmin
+from platform_events.admin_kit.lookups import DeclaredLookupsOnly
+from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
+from platform_events.audit.context import audit_context
 
 # The database's own rules (accounts/sql/0014_nodes.sql's CHECKs), asked first so that a refusal is a
 # form error naming the field rather than a constraint's name.
@@ -561,7 +561,7 @@ class AssignmentColumns:
 
 
 class NodeAssignmentInline(AssignmentColumns, admin.TabularInline):
-    """An account's assignments on its page (accounts/admin.py), per service, the newest first."""
+    """An account's assignments on its page (lifecycle/backoffice/accounts.py), per service, the newest first."""
 
     model = NodeAssignment
     fk_name = "account"

@@ -22,7 +22,7 @@ from django.db import connection, transaction
 
 from accounts.nodes.errors import AlreadyAssigned, InvalidUpdate, InvalidValue, UnknownName
 from accounts.nodes.models import Node, NodeAssignment, Service
-from platform_events.audit import audit_context
+from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 
 # tokenserver's MAX_GENERATION: a retired account's rows carry it, and nothing goes past it.

@@ -7,9 +7,9 @@ from django.conf import settings
 from ninja.security.http import HttpAuthBase
 
 from platform_events.api.clients import api_client_by_key
+from platform_events.api.models import ApiClient, ApiScope
 from platform_events.api.problems import Problem
-from platform_events.limits import Limit, LimitExceeded, limits_hit
-from platform_events.models import ApiClient, ApiScope
+from platform_events.limits.counters import Limit, LimitExceeded, limits_hit
 
 
 def per_client_limit() -> Limit:

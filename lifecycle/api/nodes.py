@@ -21,7 +21,7 @@ from lifecycle.api.refusals import as_node_problem
 from lifecycle.api.schemas import SERVICE_PATTERN, AssignmentOut, NodeReportIn
 from lifecycle.api.views import READ, WRITE, AccountId, problems
 from platform_events.api.problems import Problem
-from platform_events.audit import audit_context
+from platform_events.audit.context import audit_context
 
 router = Router(tags=["nodes"])
 

@@ -15,7 +15,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from lifecycle.api.nodes import router as nodes_router
 from lifecycle.api.schemas import ProblemOut, ProblemTypeOut
 from lifecycle.api.views import router as accounts_router
-from lifecycle.database_unavailable import RETRY_AFTER_SECONDS
+from lifecycle.ops.database_unavailable import RETRY_AFTER_SECONDS
 from platform_events.api.problems import BY_STATUS, CATALOGUE, MEDIA_TYPE, Problem
 from platform_events.db.unreachable import database_unreachable
 
@@ -119,7 +119,7 @@ def _too_large(request, error):
 
 @api.exception_handler(Exception)
 def _server_error(request, error: Exception):
-    if database_unreachable(error):  # a restart, an outage: as the pages' 503 (lifecycle/database_unavailable.py)
+    if database_unreachable(error):  # a restart, an outage: as the pages' 503 (lifecycle/ops/database_unavailable.py)
         logger.warning("api: %s %s: the database is unreachable", request.method, request.resolver_match.route)
         return Problem(
             "unavailable",

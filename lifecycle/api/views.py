@@ -42,10 +42,10 @@ from lifecycle.api.schemas import (
     Text,
 )
 from platform_events.api.idempotency import Outcome, idempotency_key, request_fingerprint, run_once
+from platform_events.api.models import ApiScope
 from platform_events.api.problems import Problem
-from platform_events.audit import audit_context
-from platform_events.limits import Limit, LimitExceeded, limits_hit, limits_reached
-from platform_events.models import ApiScope
+from platform_events.audit.context import audit_context
+from platform_events.limits.counters import Limit, LimitExceeded, limits_hit, limits_reached
 from tokens.services import token_resend_activation, token_send_password_recovery
 
 router = Router(tags=["accounts"])

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from accounts.models import Account
-from platform_events.models import ResourceType
+from platform_events.audit.models import ResourceType
 from tokens.models import Token
 
 EMPTY = "—"

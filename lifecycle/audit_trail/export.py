@@ -19,8 +19,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from lifecycle.audit_trail.diffs import without_credentials
-from platform_events.audit import audit_context
-from platform_events.models import AuditEvent
+from platform_events.audit.context import audit_context
+from platform_events.audit.models import AuditEvent
 
 # At most this many rows in one file (a month of a busy trail is more; narrow it by date or account).
 EXPORT_ROW_LIMIT = 100_000

@@ -18,7 +18,7 @@ from django.db.models.functions import Cast, Coalesce, JSONObject, Lower
 
 from accounts.models import Account
 from accounts.selectors import account_trail, accounts_by_identifier
-from platform_events.models import AuditAction, AuditEvent, ResourceType
+from platform_events.audit.models import AuditAction, AuditEvent, ResourceType
 
 # A search names at most this many accounts (an address shared by many unverified, swept sign-ups):
 # the newest. Their trails are one OR of index scans each.

@@ -15,8 +15,8 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from platform_events.audit import audit_context
-from platform_events.models import ApiClient, ApiScope
+from platform_events.api.models import ApiClient, ApiScope
+from platform_events.audit.context import audit_context
 
 KEY_PREFIX = "lc_"
 SHOWN_CHARACTERS = 11  # "lc_" and 8 of the random part: 48 bits, enough to tell keys apart

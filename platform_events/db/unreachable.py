@@ -1,5 +1,5 @@
 """Whether a database error says the server could not be reached (a restart, an outage), rather than
-that a query failed: the web's 503 page (lifecycle/database_unavailable.py), the commands' one
+that a query failed: the web's 503 page (lifecycle/ops/database_unavailable.py), the commands' one
 sentence (manage.py) and the queued public requests' retry (tokens/tasks.py) ask the same question."""
 
 from django.db import InterfaceError, OperationalError

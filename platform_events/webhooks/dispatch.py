@@ -26,9 +26,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from platform_events.db.unawaited import UnawaitedStatement
-from platform_events.models import DeliveryStatus, EndpointStatus, WebhookSubscription
 from platform_events.webhooks import http
 from platform_events.webhooks.endpoints import endpoint_secrets
+from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookSubscription
 from platform_events.webhooks.secrets import SecretKeyError
 from platform_events.webhooks.signing import signature_headers
 

@@ -23,9 +23,10 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from platform_events.audit import audit_context
-from platform_events.models import DeliveryStatus, EndpointStatus, EventType, WebhookDelivery, WebhookSubscription
+from platform_events.audit.context import audit_context
+from platform_events.outbox.models import EventType
 from platform_events.webhooks.addresses import check_url
+from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from platform_events.webhooks.secrets import current_key_id, decrypt_secret, encrypt_secret, new_signing_secret
 
 SECRET_PREFIX = "whsec_"

@@ -7,7 +7,7 @@ import psycopg
 import pytest
 from django.db import transaction
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
 from tests.support import connect, connect_as_owner
 

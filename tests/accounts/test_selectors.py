@@ -13,7 +13,7 @@ from accounts.selectors import (
     accounts_search_order,
     accounts_search_tiers,
 )
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 
 pytestmark = pytest.mark.django_db
 

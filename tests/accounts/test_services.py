@@ -17,7 +17,7 @@ from accounts.errors import (
 )
 from accounts.models import Account, AccountStatus
 from accounts.services import account_provision, account_suspend, account_unsuspend
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.support import BAD_EMAILS, BAD_LOGINS, connect, in_threads, wait_until_blocked
 from tokens.models import Token, TokenAction
 from tokens.selectors import live_token

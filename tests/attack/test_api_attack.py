@@ -14,9 +14,9 @@ import httpx
 import pytest
 from django.db import DatabaseError, transaction
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.api.clients import api_client_by_key, api_client_create, api_client_revoke
-from platform_events.models import IdempotencyKey
+from platform_events.api.models import IdempotencyKey
 from tests.lifecycle.api.conftest import Api, new_key
 from tests.support import connect, connect_as_owner, wait_for, wait_until_blocked
 from tokens.models import Token

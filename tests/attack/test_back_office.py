@@ -1,7 +1,7 @@
 """Attacks on the back-office surfaces of issue 11 (account actions, audit list and export, token
 list, declared lookups, lock-out and unlock pages, dashboard). Each test states an attack and asserts
 the safe outcome. Its two findings (a queued or failed sign-up task showing its password hash; axes' cleanup
-action answering 500) are fixed: lifecycle/task_admin.py, lifecycle/lockout_admin.py."""
+action answering 500) are fixed: platform_events/task_queue/admin.py, platform_events/lockouts/admin.py."""
 
 import csv
 import io
@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
-from lifecycle.factories import AccountFactory
-from platform_events.audit import audit_context
-from platform_events.models import AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.context import audit_context
+from platform_events.audit.models import AuditEvent
 from tests.support import staff_client
 from tokens.links import secret_to_text
 from tokens.models import Token

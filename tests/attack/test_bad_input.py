@@ -5,7 +5,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import Account
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.attack.helpers import NEW_PASSWORD
 from tokens.links import landing_path
 from tokens.selectors import live_token

@@ -5,7 +5,7 @@ from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.attack.helpers import deliver
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from django.db import DatabaseError, connection, connections
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.smtp import SMTPServer
 from tests.support import (
     connect,

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import Account, AccountPassword
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.attack.helpers import NEW_PASSWORD, PASSWORD, deliver, page_text
 from tests.support import run_queued_tasks
 from tokens.links import landing_path

@@ -31,7 +31,7 @@ def shoot(page, name: str) -> None:
 
 
 def staff_user(username: str, role: str):
-    """A staff member in one of the roles (lifecycle/roles.py), signing in with PASSWORD."""
+    """A staff member in one of the roles (lifecycle/backoffice/roles.py), signing in with PASSWORD."""
     user = get_user_model().objects.create_user(username, password=PASSWORD, is_staff=True)
     user.groups.set([Group.objects.get(name=role)])
     return user

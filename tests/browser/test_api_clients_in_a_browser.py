@@ -8,7 +8,8 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 
 from platform_events.api.clients import api_client_by_key, api_client_create
-from platform_events.models import ApiClient, AuditEvent
+from platform_events.api.models import ApiClient
+from platform_events.audit.models import AuditEvent
 from tests.browser.conftest import SCREEN, log_in, navigating, needs_chromium, shoot, staff_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]

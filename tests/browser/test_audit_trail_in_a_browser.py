@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from accounts.services import account_suspend
-from lifecycle.factories import AccountFactory
-from platform_events.audit import audit_context
-from platform_events.models import AuditAction, AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.context import audit_context
+from platform_events.audit.models import AuditAction, AuditEvent
 from tests.browser.conftest import SCREEN, log_in, needs_chromium, shoot, staff_user
 from tokens.services import token_send_password_recovery
 

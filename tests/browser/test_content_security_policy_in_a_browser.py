@@ -5,7 +5,7 @@ the date range filters) still works."""
 import pytest
 from django.contrib.auth import get_user_model
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.browser.conftest import PASSWORD, SCREEN, log_in, navigating, needs_chromium
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]

@@ -7,7 +7,7 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.browser.conftest import SCREEN, log_in, navigating, needs_chromium, shoot, staff_user
 from tests.support import tokens_in_every_state
 

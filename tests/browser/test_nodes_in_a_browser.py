@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 
 from accounts.nodes import services
 from accounts.nodes.models import Node
-from lifecycle.factories import AccountFactory
-from platform_events.models import AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.browser.conftest import PASSWORD, SCREEN, log_in, navigating, needs_chromium, shoot, staff_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from accounts.models import Account, AccountStatus
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.browser.conftest import log_in, navigating, needs_chromium, shoot, staff_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]

@@ -7,9 +7,9 @@ With SCREENSHOTS set, each page is also saved there at 1366×768."""
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from lifecycle.factories import AccountFactory
-from platform_events.models import WebhookSubscription
+from lifecycle.demo.factories import AccountFactory
 from platform_events.webhooks.endpoints import endpoint_secrets
+from platform_events.webhooks.models import WebhookSubscription
 from tests.browser.conftest import SCREEN, log_in, navigating, needs_chromium, shoot, staff_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]

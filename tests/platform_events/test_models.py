@@ -6,7 +6,8 @@ from pathlib import Path
 
 from django.apps import apps
 
-from platform_events.models import TEST_EVENT_TYPE, AuditAction, EventType, ResourceType
+from platform_events.audit.models import AuditAction, ResourceType
+from platform_events.outbox.models import TEST_EVENT_TYPE, EventType
 
 # The SQL files in force (the reverse files only restore earlier definitions).
 FILES = [

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.support import max_code_attempts, tokens_in_every_state
 from tokens.links import secret_to_text
 from tokens.models import Job, JobType, MailState, MaxCodeAttempts, Token, TokenState

@@ -7,7 +7,7 @@ import pytest
 from django.db import transaction
 from django.urls import reverse
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
 from tests.support import max_code_attempts, wrong_code
 from tokens.mailroom.drain import drain

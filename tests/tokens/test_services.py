@@ -5,7 +5,7 @@ import pytest
 from accounts.errors import EmailAlreadyClaimed
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.support import connect_as_owner, expire, in_threads, max_code_attempts, wait_until_blocked, wrong_code
 from tokens.errors import (
     AccountSuspended,

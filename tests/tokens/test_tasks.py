@@ -9,8 +9,8 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django_q.models import Schedule
 
 from accounts.services import account_provision
-from lifecycle.factories import AccountFactory
-from platform_events.models import AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.smtp import SMTPServer
 from tests.support import mailroom_env, start_manage, wait_for
 from tokens import tasks

@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from accounts.models import Account, AccountPassword, AccountStatus
 from accounts.services import account_suspend
-from lifecycle.factories import AccountFactory
-from platform_events.models import AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.support import expire, in_threads, max_code_attempts, run_queued_tasks, wrong_code
 from tokens.links import landing_path, secret_to_text
 from tokens.models import MailState, Token, TokenAction

@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.db.models.functions import Now
 
-from platform_events.audit import audit_context
+from platform_events.audit.context import audit_context
 from tokens.models import MailState
 
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from lifecycle.retention import apply_retention, retention_rules
+from lifecycle.ops.retention import apply_retention, retention_rules
 from platform_events.db.locks import advisory_lock
 
 MAX_BATCH_SIZE = 100_000

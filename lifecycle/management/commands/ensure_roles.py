@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from lifecycle.roles import ROLES, ensure_roles
+from lifecycle.backoffice.roles import ROLES, ensure_roles
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from lifecycle.configuration import env
-from lifecycle.demo import STAFF, demo_accounts_loaded, ensure_staff_logins, load_demo_accounts
+from lifecycle.demo.data import STAFF, demo_accounts_loaded, ensure_staff_logins, load_demo_accounts
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from platform_events.partitions import MONTHS_AHEAD, PartitionsBusy, ensure_partitions
+from platform_events.audit.partitions import MONTHS_AHEAD, PartitionsBusy, ensure_partitions
 
 
 class Command(BaseCommand):

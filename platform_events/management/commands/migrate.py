@@ -6,7 +6,7 @@ rows into the default partition (issue 9; the daily schedule keeps them ahead fr
 from django.core.management.commands.migrate import Command as DjangoMigrate
 from django.db import connections
 
-from platform_events.partitions import MONTHS_AHEAD, ensure_partitions
+from platform_events.audit.partitions import MONTHS_AHEAD, ensure_partitions
 
 OWNER_ALIAS = "owner"
 

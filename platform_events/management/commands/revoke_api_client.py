@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from platform_events.api.clients import ApiClientError, api_client_name_problem, api_client_revoke
-from platform_events.models import ApiClient
+from platform_events.api.models import ApiClient
 
 
 class Command(BaseCommand):

@@ -1,8 +1,8 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from platform_events.models import WebhookSubscription
 from platform_events.webhooks.endpoints import EndpointError, endpoint_rotate_secret
+from platform_events.webhooks.models import WebhookSubscription
 from platform_events.webhooks.secrets import SecretKeyError
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from accounts.nodes import services
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 
 SERVICE = "sync-1.5"
 # tokenserver's tests' default node.

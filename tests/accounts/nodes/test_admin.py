@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from accounts.nodes import services
 from accounts.nodes.models import Node, NodeAssignment, Service
-from lifecycle.factories import AccountFactory
-from platform_events.models import AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.accounts.nodes.conftest import NODE_URL, SERVICE
 from tests.support import staff_client
 

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from accounts.nodes.services import service_id
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.accounts.nodes.conftest import NODE_URL, SERVICE
 from tests.support import connect, wait_until_blocked
 

@@ -20,7 +20,7 @@ from accounts.nodes import services
 from accounts.nodes.models import Node
 from accounts.nodes.purge import LOCK, purge_old_records
 from accounts.nodes.selectors import assignment_records
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.db.locks import lock_key
 from tests.accounts.nodes.conftest import SERVICE
 from tests.accounts.nodes.storage_node import StorageNode

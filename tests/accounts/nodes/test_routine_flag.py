@@ -4,8 +4,8 @@ operator's change later in the same transaction (a request's, a test's) is audit
 import pytest
 
 from accounts.nodes import services
-from lifecycle.factories import AccountFactory
-from platform_events.models import AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.accounts.nodes.conftest import NODE_URL, SERVICE
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from django.core.management import CommandError, call_command
 
 from accounts.nodes.models import Node, NodeAssignment, Service
 from accounts.nodes.selectors import assignments_count
-from lifecycle.factories import AccountFactory
-from platform_events.models import AuditAction, AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditAction, AuditEvent
 from tests.accounts.nodes.conftest import NODE_URL, SERVICE
 
 pytestmark = pytest.mark.django_db

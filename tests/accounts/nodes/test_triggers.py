@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from accounts.nodes.services import service_id
-from platform_events.models import AuditEvent
+from platform_events.audit.models import AuditEvent
 from tests.accounts.nodes.conftest import NODE_URL, SERVICE
 from tests.support import connect
 

@@ -3,7 +3,7 @@ import secrets
 import pytest
 
 from platform_events.api.clients import api_client_create
-from platform_events.models import ApiScope
+from platform_events.api.models import ApiScope
 
 
 def new_key() -> str:

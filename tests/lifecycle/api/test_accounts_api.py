@@ -4,8 +4,8 @@ database holds after it."""
 import pytest
 
 from accounts.models import Account, AccountPassword, AccountStatus
-from lifecycle.factories import AccountFactory
-from platform_events.models import ActorType, AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import ActorType, AuditEvent
 
 pytestmark = pytest.mark.django_db
 

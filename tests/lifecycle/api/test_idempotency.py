@@ -6,9 +6,9 @@ import json
 import pytest
 
 from accounts.models import Account
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.api.idempotency import request_fingerprint
-from platform_events.models import IdempotencyKey
+from platform_events.api.models import IdempotencyKey
 from tests.lifecycle.api.conftest import new_key
 
 pytestmark = pytest.mark.django_db

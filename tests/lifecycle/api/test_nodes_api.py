@@ -11,8 +11,8 @@ import pytest
 from accounts.nodes import services
 from accounts.nodes.selectors import assignment_records
 from accounts.nodes.services import MAX_GENERATION
-from lifecycle.factories import AccountFactory
-from platform_events.models import AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.lifecycle.api.conftest import new_key
 from tests.support import connect, connect_as_owner, wait_until_blocked
 
@@ -111,7 +111,7 @@ def test_the_same_put_twice_leaves_the_same_state(api, account_id):
 
 def test_put_needs_no_idempotency_key(api, account_id):
     """Idempotency-Keys guard POSTs only: a PUT without one is served, and leaves no key row."""
-    from platform_events.models import IdempotencyKey
+    from platform_events.api.models import IdempotencyKey
 
     response = api.put(path(account_id), {})
 

@@ -11,9 +11,9 @@ import schemathesis
 
 from accounts.nodes import services
 from lifecycle.api.site import api
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.api.clients import api_client_create
-from platform_events.models import ApiScope
+from platform_events.api.models import ApiScope
 
 # The schema the API serves at /api/v1/openapi.json (a test below holds the two together). Loaded
 # here rather than from the live server: schemathesis's lazy loader does not run under pytest 9.

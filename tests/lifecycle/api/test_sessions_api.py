@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.services import account_password_hash, account_set_password
-from lifecycle.factories import AccountFactory
-from platform_events.models import IdempotencyKey
+from lifecycle.demo.factories import AccountFactory
+from platform_events.api.models import IdempotencyKey
 
 pytestmark = pytest.mark.django_db
 

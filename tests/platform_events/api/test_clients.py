@@ -12,7 +12,8 @@ from platform_events.api.clients import (
     api_client_create,
     api_client_revoke,
 )
-from platform_events.models import ApiClient, AuditEvent
+from platform_events.api.models import ApiClient
+from platform_events.audit.models import AuditEvent
 from tests.support import in_threads, wait_until_blocked
 
 

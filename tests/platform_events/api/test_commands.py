@@ -8,7 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from platform_events.api.clients import api_client_by_key, api_client_create
-from platform_events.models import ApiClient, AuditEvent
+from platform_events.api.models import ApiClient
+from platform_events.audit.models import AuditEvent
 from tests.support import database_url_for_tests, manage
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.support import analyze
 
 pytestmark = pytest.mark.django_db

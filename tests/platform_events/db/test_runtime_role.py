@@ -6,8 +6,8 @@ import psycopg
 import pytest
 
 from accounts.services import account_suspend
-from lifecycle.factories import AccountFactory
-from platform_events.models import AuditEvent
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.support import connect, connect_as_owner
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.db.tiered_pages import TieredPaginator
 
 pytestmark = pytest.mark.django_db

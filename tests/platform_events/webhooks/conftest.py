@@ -1,7 +1,7 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from platform_events.models import EventType
+from platform_events.outbox.models import EventType
 from platform_events.webhooks.endpoints import endpoint_create
 
 URL = "https://hooks.example.com/lifecycle"

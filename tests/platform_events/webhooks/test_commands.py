@@ -7,8 +7,9 @@ import uuid
 import pytest
 from django.core.management import CommandError, call_command
 
-from platform_events.models import AuditEvent, WebhookSubscription
+from platform_events.audit.models import AuditEvent
 from platform_events.webhooks.endpoints import endpoint_secrets
+from platform_events.webhooks.models import WebhookSubscription
 from tests.platform_events.webhooks.conftest import URL
 
 pytestmark = pytest.mark.django_db

@@ -13,9 +13,9 @@ from django.db import OperationalError, connection
 from django.db.models.functions import Now
 from standardwebhooks.webhooks import Webhook
 
-from platform_events.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from platform_events.webhooks import dispatch
 from platform_events.webhooks.dispatch import CLAIM, DUE, RECORD_EVERY, deliver, in_due_order
+from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from platform_events.webhooks.secrets import encrypt_secret, new_signing_secret
 from tests.conftest import WEBHOOK_KEY
 from tests.support import connect, database_url_for_tests, start_manage, wait_for

@@ -12,16 +12,9 @@ from django.core.management import CommandError, call_command
 from django.db import connections
 from django.utils import timezone
 
-from lifecycle.factories import AccountFactory
-from platform_events.models import (
-    AuditEvent,
-    DeliveryStatus,
-    EndpointStatus,
-    EventType,
-    OutboxEvent,
-    WebhookDelivery,
-    WebhookSubscription,
-)
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
+from platform_events.outbox.models import EventType, OutboxEvent
 from platform_events.webhooks.endpoints import (
     EndpointError,
     deliveries_redeliver,
@@ -34,6 +27,7 @@ from platform_events.webhooks.endpoints import (
     endpoint_send_test,
     reencrypt_secrets,
 )
+from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from platform_events.webhooks.secrets import SecretKeyError, decrypt_secret
 from tests.platform_events.webhooks.conftest import URL
 from tests.support import connect, in_threads, wait_until_blocked

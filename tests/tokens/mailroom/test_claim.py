@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 from django.db import DatabaseError, connection
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.support import connect
 from tokens.mailroom.claim import SentMarks, claim_batch, mark_failed, renew_lease
 from tokens.models import MailState, Token

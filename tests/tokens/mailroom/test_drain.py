@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.services import account_suspend
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
 from tests.smtp import free_port
 from tests.support import connect_as_owner, expire, wait_for

@@ -7,7 +7,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
 from tokens.links import secret_to_text
 from tokens.mailroom.drain import drain

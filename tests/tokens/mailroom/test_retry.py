@@ -2,7 +2,7 @@
 
 import pytest
 
-from lifecycle.factories import AccountFactory
+from lifecycle.demo.factories import AccountFactory
 from tests.support import expire
 from tokens.mailroom.drain import drain
 from tokens.mailroom.retry import retry_now

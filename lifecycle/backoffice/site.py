@@ -1,0 +1,25 @@
+"""The admin site: Django's, with the dashboard on its index page, and list filters limited to the
+ones each admin declares (platform_events/admin_kit/lookups.py), for every model registered here."""
+
+from django.contrib import admin
+
+from lifecycle.backoffice.dashboard import dashboard
+from platform_events.admin_kit.lookups import DeclaredLookupsOnly
+
+
+class LifecycleAdminSite(admin.AdminSite):
+    site_header = "Lifecycle back-office"
+    site_title = "Lifecycle back-office"
+    index_title = "Dashboard"
+
+    def index(self, request, extra_context=None):
+        return super().index(request, {**(extra_context or {}), "dashboard": dashboard(request, self)})
+
+    def register(self, model_or_iterable, admin_class=None, **options):
+        admin_class = admin_class or admin.ModelAdmin
+        if not issubclass(admin_class, DeclaredLookupsOnly):
+            # Django's, django-q2's and django-axes' admins too: no model is filtered by an undeclared field.
+            admin_class = type(
+                admin_class.__name__, (DeclaredLookupsOnly, admin_class), {"__module__": admin_class.__module__}
+            )
+        super().register(model_or_iterable, admin_class, **options)

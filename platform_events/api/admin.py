@@ -1,0 +1,335 @@
+"""API clients in the back-office (issue 13): add one (its key shown once), change its scopes, revoke
+it with a reason.
+
+In the composition, beside platform_events/webhooks/admin.py, whose pages it shares (platform_events/admin_kit/pages.py);
+platform_events, where the model and services live (platform_events/api/clients.py), imports no app.
+
+A key is shown once, on a page of its own answering the POST that made it: never in a URL, a message
+kept in the session, a form field afterwards, a log or the audit trail (only its SHA-256 is stored,
+and the first characters, which tell keys apart). Every change goes through the services, whose
+triggers audit it (api_client.created, changed, revoked). A revoked client's page is read-only, and
+no client is ever deleted here: the audit trail names clients by id (``api-client:7`` acted,
+``api_client`` 7 was changed), and a deleted client's name could be given to another.
+"""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.decorators import method_decorator
+from django.utils.html import format_html
+from django.utils.text import Truncator
+from django.utils.translation import ngettext
+from django.views.decorators.debug import sensitive_variables
+
+from platform_events.admin_kit.lookups import DeclaredLookupsOnly
+from platform_events.admin_kit.pages import NAMED_ON_CONFIRMATION, Concealed, add_form, confirmation, shown_once, when
+from platform_events.api.clients import (
+    ApiClientError,
+    api_client_change_scopes,
+    api_client_create,
+    api_client_name_problem,
+    api_client_revoke,
+)
+from platform_events.api.models import ApiClient, ApiScope
+from platform_events.audit.context import audit_context
+
+# The list shows this many characters of a revocation's reason; the whole of it on hover and on its page.
+REASON_SHOWN = 60
+
+# The key page's example: a call each scope allows, the first the client holds (ApiScope's order).
+CURL_EXAMPLES = {
+    ApiScope.ACCOUNTS_READ: ("api:look_up_accounts", 'curl -H "Authorization: Bearer {key}" "{url}?login=ada"'),
+    ApiScope.ACCOUNTS_WRITE: (
+        "api:provision_account",
+        'curl -X POST -H "Authorization: Bearer {key}" -H "Idempotency-Key: $(openssl rand -hex 16)"'
+        ' -H "Content-Type: application/json" -d \'{{"email": "ada@example.com", "login": "ada"}}\' "{url}"',
+    ),
+    ApiScope.SESSIONS: (
+        "api:check_password",
+        'curl -X POST -H "Authorization: Bearer {key}" -H "Content-Type: application/json"'
+        ' -d \'{{"identifier": "ada", "password": "..."}}\' "{url}"',
+    ),
+}
+
+
+class ScopesField(forms.MultipleChoiceField):
+    """The scopes as checkboxes, one a line with what each allows; none is a form error."""
+
+    widget = forms.CheckboxSelectMultiple
+    default_error_messages = {"required": "Choose at least one scope: each operation needs one."}
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=ApiScope.choices, help_text="What its key may do.", **kwargs)
+
+
+class ApiClientAddForm(forms.Form):
+    """A new client's name and scopes, checked by the service's own rules before it is asked."""
+
+    name = forms.CharField(
+        max_length=100,
+        widget=forms.TextInput(attrs={"size": 40, "autocomplete": "off"}),
+        help_text="Who calls the API with this key (a partner or a service), shown in the audit trail when it"
+        " acts: letters, digits, '.', '_', '-' and spaces.",
+    )
+    scopes = ScopesField()
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if problem := api_client_name_problem(name):
+            raise forms.ValidationError(problem)
+        return name
+
+
+class ApiClientChangeForm(forms.ModelForm):
+    """A client's page: its scopes, the one thing that changes (its name and key do not)."""
+
+    scopes = ScopesField()
+
+    class Meta:
+        model = ApiClient
+        fields = ["scopes"]
+
+
+class RevokeForm(forms.Form):
+    reason = forms.CharField(
+        label="Reason (kept in the audit trail)", max_length=1000, widget=forms.Textarea(attrs={"rows": 3, "cols": 60})
+    )
+
+
+class RevokedFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "revoked"
+
+    def lookups(self, request, model_admin):
+        return [("no", "Working"), ("yes", "Revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return queryset.filter(revoked_at__isnull=self.value() == "no")
+
+
+class ScopeFilter(admin.SimpleListFilter):
+    title = "scope"
+    parameter_name = "scope"
+
+    def lookups(self, request, model_admin):
+        return [(scope.value, scope.value) for scope in ApiScope]
+
+    def queryset(self, request, queryset):
+        return queryset if self.value() is None else queryset.filter(scopes__contains=[self.value()])
+
+
+@admin.register(ApiClient)
+class ApiClientAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
+    list_display = ["name", "key_start", "scope_list", "created", "last_used", "revocation"]
+    list_filter = [RevokedFilter, ScopeFilter]
+    show_facets = admin.ShowFacets.NEVER
+    search_fields = ["name"]
+    search_help_text = "Part of the client's name."
+    actions = ["revoke"]
+    form = ApiClientChangeForm
+    readonly_fields = ["name", "key_start", "created", "last_used", "revoked", "id"]
+    fieldsets = [
+        (None, {"fields": ["name", "key_start", "scopes"]}),
+        ("State", {"fields": ["created", "last_used", "revoked", "id"]}),
+    ]
+
+    def get_urls(self):
+        revoke = self.admin_site.admin_view(self.revoke_view)
+        return [
+            path("<path:object_id>/revoke/", revoke, name="platform_events_apiclient_revoke"),
+            *super().get_urls(),
+        ]
+
+    # Who may do what
+
+    def has_change_permission(self, request, obj=None):
+        # A revoked client's page is read-only: its scopes no longer matter.
+        if obj is not None and obj.revoked_at is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        # Nobody, superusers included: revoking ends a key, and deleting would leave the audit trail's
+        # api-client ids pointing at nothing (and free the name for another client).
+        return False
+
+    def has_revoke_permission(self, request):
+        return request.user.has_perm("platform_events.change_apiclient")
+
+    # The columns
+
+    @admin.display(description="key starts with")
+    def key_start(self, client):
+        return format_html("<code>{}…</code>", client.key_prefix)
+
+    @admin.display(description="scopes")
+    def scope_list(self, client):
+        return ", ".join(client.scopes)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, client):
+        return when(client.created_at)
+
+    @admin.display(description="last used", ordering="last_used_at")
+    def last_used(self, client):
+        return when(client.last_used_at) if client.last_used_at else "never"
+
+    @admin.display(description="revoked")
+    def revoked(self, client):
+        """On its page: when and why, whole."""
+        if client.revoked_at is None:
+            return "No: its key works."
+        return f"{when(client.revoked_at)}: {client.revoked_reason}"
+
+    @admin.display(description="revoked", ordering="revoked_at")
+    def revocation(self, client):
+        """In the list: when, and the reason's start (the whole of it on hover)."""
+        if client.revoked_at is None:
+            return "—"
+        return format_html(
+            '<span style="color: #b00020;">{}</span><br><span title="{}">{}</span>',
+            when(client.revoked_at),
+            client.revoked_reason,
+            Truncator(client.revoked_reason).chars(REASON_SHOWN),
+        )
+
+    # Adding: the key's page answers the POST
+
+    @method_decorator(sensitive_variables("key"))
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = ApiClientAddForm(request.POST if request.method == "POST" else None)
+        if form.is_valid():
+            try:
+                with audit_context(request=request):
+                    client, key = api_client_create(
+                        name=form.cleaned_data["name"], scopes=form.cleaned_data["scopes"], actor=request.user
+                    )
+            except ApiClientError as refusal:
+                form.add_error(refusal.field, str(refusal))
+            else:
+                return shown_once(
+                    request,
+                    self,
+                    client,
+                    template="admin/platform_events/apiclient/key.html",
+                    title="The API client's key",
+                    label="API key",
+                    secret=key,
+                    curl=curl_example(request, client, key),
+                )
+        return add_form(
+            request,
+            self,
+            form,
+            fields=["name", "scopes"],
+            title="Add an API client",
+            submit="Add the client and show its key",
+        )
+
+    # Changing: the scopes, through the service
+
+    def save_model(self, request, obj, form, change):
+        with audit_context(request=request):
+            api_client_change_scopes(client=obj, scopes=form.cleaned_data["scopes"], actor=request.user)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        client = self.get_object(request, object_id)
+        if client is None:
+            return super().change_view(request, object_id, form_url, extra_context)
+        context = {"action_buttons": [], "trail_url": None, "acted_url": None}
+        if client.revoked_at is None and self.has_revoke_permission(request):
+            context["action_buttons"] = [
+                (reverse("admin:platform_events_apiclient_revoke", args=[client.pk]), "Revoke")
+            ]
+        if request.user.has_perm("platform_events.view_auditevent"):
+            trail = reverse("admin:platform_events_auditevent_changelist")
+            context["trail_url"] = f"{trail}?resource_type=api_client&resource_id={client.pk}"
+            context["acted_url"] = f"{trail}?q={client.audit_kind}:{client.pk}"
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
+
+    # Revoking: one from its page, or a selection from the list; a reason either way
+
+    def revoke_view(self, request, object_id):
+        if not self.has_revoke_permission(request):
+            raise PermissionDenied
+        client = self.get_object(request, object_id)
+        if client is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        page = reverse("admin:platform_events_apiclient_change", args=[client.pk])
+        answer = self._confirm_and_revoke(
+            request, self.get_queryset(request).filter(pk=client.pk), back=page, title=f"Revoke {client.name}'s key"
+        )
+        return answer or HttpResponseRedirect(page)
+
+    @admin.action(permissions=["revoke"], description="Revoke the selected clients' keys")
+    def revoke(self, request, queryset):
+        _, _, description = self.get_action("revoke")
+        back = reverse("admin:platform_events_apiclient_changelist")
+        return self._confirm_and_revoke(request, queryset, back=back, title=description)
+
+    def _confirm_and_revoke(self, request, queryset, *, back, title):
+        """The confirmation page asking why; once answered, each client revoked (one service call each,
+        under one audit context) and a report naming those revoked and counting those revoked already."""
+        form = RevokeForm(request.POST if request.POST.get("confirm") else None)
+        if not form.is_valid():
+            return confirmation(
+                request,
+                self,
+                title=title,
+                question=ngettext(
+                    "This client's key stops working at once, for good (a new key is a new client). Why?",
+                    "These clients' keys stop working at once, for good (a new key is a new client). Why?",
+                    len(queryset),
+                ),
+                items=[
+                    f"{client.name} (key {client.key_prefix}…, {', '.join(client.scopes)})"
+                    + (" — already revoked" if client.revoked_at else "")
+                    for client in queryset[:NAMED_ON_CONFIRMATION]
+                ],
+                more=max(0, len(queryset) - NAMED_ON_CONFIRMATION),
+                selected=[client.pk for client in queryset],
+                action="revoke",
+                form=form,
+                button="Revoke",
+                back=back,
+            )
+        revoked, already = [], 0
+        with audit_context(request=request):
+            for client in queryset:
+                if api_client_revoke(client=client, reason=form.cleaned_data["reason"], actor=request.user):
+                    revoked.append(client.name)
+                else:
+                    already += 1
+        message = "No client revoked."
+        if revoked:
+            message = ngettext(
+                "%(count)d client revoked: %(names)s; its key no longer works.",
+                "%(count)d clients revoked: %(names)s; their keys no longer work.",
+                len(revoked),
+            ) % {"count": len(revoked), "names": named(revoked)}
+        if already:
+            message += " " + ngettext("%(count)d was revoked already.", "%(count)d were revoked already.", already) % {
+                "count": already
+            }
+        self.message_user(request, message, messages.SUCCESS if revoked else messages.INFO)
+        return None
+
+
+def named(names: list[str]) -> str:
+    """'a, b and 3 more': the first few names, then a count of the rest."""
+    shown = ", ".join(names[:NAMED_ON_CONFIRMATION])
+    return shown + (f" and {len(names) - NAMED_ON_CONFIRMATION} more" if len(names) > NAMED_ON_CONFIRMATION else "")
+
+
+@sensitive_variables("key")
+def curl_example(request, client: ApiClient, key: str) -> Concealed:
+    """A command line that calls the API with this key, for an operation its scopes allow."""
+    scope = next(scope for scope in ApiScope if scope in client.scopes)
+    url_name, line = CURL_EXAMPLES[scope]
+    return Concealed(line.format(key=key, url=request.build_absolute_uri(reverse(url_name))))

@@ -1,0 +1,67 @@
+"""API clients and their idempotency keys (platform_events/sql/0013_api.sql)."""
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models.functions import Now
+
+
+class ApiScope(models.TextChoices):
+    """What an API client may do (platform_events/sql/0013_api.sql lists the same)."""
+
+    ACCOUNTS_READ = "accounts:read", "accounts:read (read and look up accounts)"
+    ACCOUNTS_WRITE = "accounts:write", "accounts:write (provision, suspend, unsuspend, send e-mails)"
+    SESSIONS = "sessions", "sessions (check a password for sign-in)"
+
+
+class ApiClient(models.Model):
+    """A service that calls the client API with a bearer key. Only the key's SHA-256 is stored
+    (platform_events/api/clients.py makes and checks keys); a revoked client stays revoked."""
+
+    id = models.BigAutoField(primary_key=True)
+    name = models.CharField(max_length=100, unique=True)
+    key_prefix = models.CharField("key starts with", max_length=16, editable=False)
+    key_hash = models.BinaryField(editable=False)
+    scopes = ArrayField(models.TextField(choices=ApiScope))
+    created_at = models.DateTimeField(db_default=Now())
+    last_used_at = models.DateTimeField("last used", null=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, editable=False)
+    revoked_reason = models.TextField(null=True, blank=True, editable=False)
+
+    class Meta:
+        managed = False
+        db_table = "api_clients"
+        ordering = ["name"]
+        verbose_name = "API client"
+
+    # A call made with its key is audited as api-client:<id>, actor type SERVICE (platform_events/audit.py).
+    audit_kind = "api-client"
+
+    def __str__(self):
+        return self.name
+
+    def get_username(self) -> str:
+        """The name the audit trail shows for this client when it acts (``actor_display``)."""
+        return self.name
+
+
+class IdempotencyKey(models.Model):
+    """A client's Idempotency-Key and the response it was first answered with (platform_events/api/idempotency.py)."""
+
+    # The key is (client_id, key); Django is given a composite primary key.
+    pk = models.CompositePrimaryKey("client_id", "key")
+    client = models.ForeignKey(ApiClient, on_delete=models.DO_NOTHING, related_name="+")
+    key = models.CharField(max_length=128)
+    request_hash = models.CharField(max_length=64)
+    response_status = models.IntegerField(null=True)
+    response_body = models.JSONField(null=True)
+    lease_claim = models.UUIDField(null=True)
+    lease_until = models.DateTimeField(null=True)
+    created_at = models.DateTimeField(db_default=Now())
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        managed = False
+        db_table = "idempotency_keys"
+
+    def __str__(self):
+        return f"{self.client_id}: {self.key[:8]}…"

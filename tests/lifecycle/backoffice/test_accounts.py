@@ -1,0 +1,428 @@
+"""The accounts in the admin as support staff and auditors use them: actions with a reason and their
+reports, what each role may do, search (exact, prefix, any part) and date ranges."""
+
+import datetime
+
+import pytest
+from django.contrib import admin
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts.models import Account, AccountStatus
+from lifecycle.backoffice.accounts import NAMED_IN_REPORTS, skipped_report
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
+from tests.support import admin_action
+from tokens.models import Token, TokenAction
+
+pytestmark = pytest.mark.django_db
+CHANGELIST = reverse("admin:accounts_account_changelist")
+
+
+def reported(response) -> list[str]:
+    """The messages an action left for the next page, in order."""
+    return [str(message) for message in response.context["messages"]]
+
+
+def statuses(*accounts):
+    return [Account.objects.get(pk=a.pk).status for a in accounts]
+
+
+class TestActions:
+    def test_an_action_first_asks_for_a_reason_and_changes_nothing(self, support):
+        account = AccountFactory(active=True)
+        response = admin_action(support, "suspend", [account])
+        assert response.status_code == 200
+        assert "Reason (kept in the audit trail)" in response.content.decode()
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_an_empty_reason_is_refused(self, support):
+        account = AccountFactory(active=True)
+        response = admin_action(support, "suspend", [account], reason="   ")
+        assert "This field is required." in response.content.decode()
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_suspending_one_account_leaves_an_audit_row_with_the_staff_user_and_reason(self, support):
+        account = AccountFactory(active=True)
+        response = admin_action(support, "suspend", [account], reason="chargeback")
+        assert reported(response) == ["1 account suspended."]
+        event = (
+            AuditEvent.objects.filter(resource_type="account", resource_id=str(account.pk))
+            .order_by("occurred_at")
+            .last()
+        )
+        assert (event.action, event.actor_type, event.actor_display, event.reason) == (
+            "account.suspended",
+            "USER",
+            "support1",
+            "chargeback",
+        )
+        assert str(event.actor_ip) == "127.0.0.1"
+        assert event.request_id is not None
+
+    def test_behind_a_trusted_proxy_the_audit_row_names_the_client_not_the_proxy(self, support, settings):
+        """Issue 8, item 6."""
+        settings.TRUSTED_PROXY_COUNT = 1
+        account = AccountFactory(active=True)
+        admin_action(
+            support,
+            "suspend",
+            [account],
+            reason="chargeback",
+            REMOTE_ADDR="10.0.0.2",
+            HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7",
+        )
+        event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+        assert str(event.actor_ip) == "203.0.113.7"
+
+    def test_without_a_trusted_proxy_a_forged_forwarded_header_is_not_recorded(self, support):
+        account = AccountFactory(active=True)
+        admin_action(support, "suspend", [account], reason="chargeback", HTTP_X_FORWARDED_FOR="203.0.113.7")
+        event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+        assert str(event.actor_ip) == "127.0.0.1"
+
+    def test_a_nul_byte_in_the_user_agent_is_a_space_not_a_server_error(self, support):
+        """Issue 8, Low list: it answered 500 (PostgreSQL text cannot hold NUL)."""
+        account = AccountFactory(active=True)
+        response = admin_action(support, "suspend", [account], reason="chargeback", HTTP_USER_AGENT="curl\x00/8")
+        assert response.status_code == 200
+        event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+        assert event.actor_user_agent == "curl /8"  # each NUL a space, as RFC 9110 (section 5.5) allows
+
+    def test_a_long_user_agent_is_cut_to_512_characters_in_the_audit_row(self, support):
+        """Any client writes its own User-Agent; the trail keeps enough of it to tell browsers apart."""
+        account = AccountFactory(active=True)
+        admin_action(support, "suspend", [account], reason="chargeback", HTTP_USER_AGENT="Mozilla/5.0 " + "x" * 5000)
+        event = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+        assert event.actor_user_agent == ("Mozilla/5.0 " + "x" * 5000)[:512]
+
+    def test_several_accounts_report_what_was_done_and_name_what_was_skipped(self, support):
+        accounts = AccountFactory.create_batch(3, active=True) + [AccountFactory(suspended=True, login="jdoe")]
+        response = admin_action(support, "suspend", accounts, reason="spam wave")
+        assert reported(response) == ["3 accounts suspended.", "1 account skipped (already suspended): jdoe."]
+        assert statuses(*accounts) == [AccountStatus.SUSPENDED] * 4
+
+    def test_skips_are_grouped_by_reason_in_the_order_of_the_list(self, support):
+        accounts = [
+            AccountFactory(suspended=True),
+            AccountFactory(active=True, login="ann"),
+            AccountFactory(login="bob"),
+        ]
+        response = admin_action(support, "unsuspend", accounts, reason="cleared")
+        assert reported(response) == ["1 account unsuspended.", "2 accounts skipped (not suspended): bob, ann."]
+        assert statuses(*accounts) == [AccountStatus.ACTIVE, AccountStatus.ACTIVE, AccountStatus.PROVISIONED]
+
+    def test_a_long_skip_list_names_the_first_few_and_counts_the_rest(self, support):
+        accounts = [AccountFactory(suspended=True, login=f"user{n}") for n in range(1, 8)]
+        response = admin_action(support, "suspend", accounts, reason="spam wave")
+        assert reported(response) == [
+            "0 accounts suspended.",
+            "7 accounts skipped (already suspended): user7, user6, user5, user4, user3 and 2 more.",
+        ]
+
+    def test_resend_activation(self, support):
+        accounts = [AccountFactory(), AccountFactory(active=True, login="ann")]
+        response = admin_action(support, "resend_activation", accounts, reason="lost the e-mail")
+        assert reported(response) == [
+            "1 activation e-mail queued.",
+            "1 account skipped (active, not provisioned): ann.",
+        ]
+        assert Token.objects.filter(account=accounts[0], action=TokenAction.ACTIVATION).count() == 2
+
+    def test_send_password_recovery(self, support):
+        accounts = [AccountFactory(active=True), AccountFactory(login="bob")]
+        response = admin_action(support, "send_password_recovery", accounts, reason="asked by phone")
+        assert reported(response) == [
+            "1 password-recovery e-mail queued.",
+            "1 account skipped (provisioned, not active): bob.",
+        ]
+        assert Token.objects.filter(account=accounts[0], action=TokenAction.PASSWORD_RECOVERY).count() == 1
+
+
+class TestRoles:
+    def test_support_cannot_delete_or_edit_accounts(self, support):
+        account = AccountFactory(active=True)
+        assert "delete_selected" not in support.get(CHANGELIST).content.decode()
+        change = reverse("admin:accounts_account_change", args=[account.pk])
+        assert support.post(change, {"status": "suspended", "activated_at": ""}).status_code == 403
+        assert (
+            support.post(reverse("admin:accounts_account_delete", args=[account.pk]), {"post": "yes"}).status_code
+            == 403
+        )
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_support_reads_the_audit_trail_but_cannot_change_it(self, support):
+        AccountFactory()
+        assert support.get(reverse("admin:platform_events_auditevent_changelist")).status_code == 200
+        assert support.get(reverse("admin:platform_events_auditevent_add")).status_code == 403
+
+    def test_an_auditor_reads_the_audit_trail_only(self, auditor):
+        account = AccountFactory()
+        assert auditor.get(reverse("admin:platform_events_auditevent_changelist")).status_code == 200
+        assert auditor.get(CHANGELIST).status_code == 403
+        response = admin_action(auditor, "suspend", [account], reason="not mine to do")
+        assert response.status_code == 403
+        assert statuses(account) == [AccountStatus.PROVISIONED]
+
+    def test_anonymous_users_are_sent_to_login(self, client):
+        for url in (CHANGELIST, reverse("admin:platform_events_auditevent_changelist")):
+            response = client.get(url)
+            assert response.status_code == 302 and reverse("admin:login") in response["Location"]
+
+
+def listed(response) -> list[str]:
+    return [account.login for account in response.context["cl"].result_list]
+
+
+class TestSearch:
+    def test_exact_and_prefix_ignoring_case(self, support):
+        jane = AccountFactory(email="Jane.Doe@example.com", login="jdoe")
+        AccountFactory(email="john@example.com", login="john")
+        for term in ("jane.doe@example.com", "JANE", "jdo", " jdoe "):
+            response = support.get(CHANGELIST, {"q": term})
+            assert list(response.context["cl"].result_list) == [jane], term
+
+    def test_a_domain_or_a_middle_part_finds_the_accounts_exact_match_first(self, support):
+        AccountFactory(login="jane", email="jane@acme.test")
+        AccountFactory(login="bob", email="bob@example.com")
+        AccountFactory(login="joe", email="joe@acme.test")
+        AccountFactory(login="acme.test", email="it@example.com")
+        assert listed(support.get(CHANGELIST, {"q": "acme.test"})) == ["acme.test", "joe", "jane"]
+        assert listed(support.get(CHANGELIST, {"q": "@ACME"})) == ["joe", "jane"]
+        assert listed(support.get(CHANGELIST, {"q": "ane"})) == ["jane"]
+
+    def test_pages_of_a_search_keep_its_order(self, support, monkeypatch):
+        """Past one page the pages are read tier by tier (TieredPaginator): the same order."""
+        monkeypatch.setattr(admin.site._registry[Account], "list_per_page", 2)
+        for login in ("mary-jane", "janet", "jane", "bob", "jan"):
+            AccountFactory(login=login)
+        pages = [listed(support.get(CHANGELIST, {"q": "jane", "p": page})) for page in (1, 2)]
+        assert pages == [["jane", "janet"], ["mary-jane"]]
+
+    def test_a_column_sort_chosen_by_staff_wins_over_the_search_order(self, support, monkeypatch):
+        monkeypatch.setattr(admin.site._registry[Account], "list_per_page", 2)
+        for login in ("mary-jane", "janet", "jane"):
+            AccountFactory(login=login)
+        pages = [listed(support.get(CHANGELIST, {"q": "jane", "o": "1", "p": page})) for page in (1, 2)]
+        assert pages == [["jane", "janet"], ["mary-jane"]]
+        assert listed(support.get(CHANGELIST, {"q": "jane", "o": "-1"})) == ["mary-jane", "janet"]
+
+    def test_the_help_text_says_what_a_term_finds(self, support):
+        page = support.get(CHANGELIST).content.decode()
+        assert "the exact one first, then those that start with it, then those that hold it" in page
+        assert "A term without 3 letters or digits in a row finds only starts." in page
+
+    @pytest.mark.parametrize("term", ["%", "_", "\\", "a%", "%%%example", "x" * 5000, "'; --"])
+    def test_odd_terms_are_matched_as_written_never_a_server_error(self, support, term):
+        AccountFactory(login="jane", email="jane@example.com")
+        response = support.get(CHANGELIST, {"q": term})
+        assert response.status_code == 200
+        assert listed(response) == []
+
+    @pytest.mark.parametrize("term", ["\x00", "ja\x00ne"])
+    def test_a_term_holding_a_nul_is_refused_with_a_message_and_the_list_unsearched(self, support, term, monkeypatch):
+        """Django's search form refuses it; the order and the pages follow the same (empty) term."""
+        monkeypatch.setattr(admin.site._registry[Account], "list_per_page", 1)
+        AccountFactory(login="jane")
+        AccountFactory(login="bob")
+        responses = [support.get(CHANGELIST, {"q": term, "p": page}) for page in (1, 2)]
+        assert [response.status_code for response in responses] == [200, 200]
+        assert [listed(response) for response in responses] == [["bob"], ["jane"]]
+        assert reported(responses[0]) == ["Null characters are not allowed."]
+
+    def test_an_action_on_searched_accounts_runs_on_the_selected_ones(self, support):
+        """The search's order reaches the action's queryset too (get_ordering): it still runs."""
+        jane, janet = AccountFactory(login="jane", active=True), AccountFactory(login="janet", active=True)
+        data = {"action": "suspend", "_selected_action": [jane.pk], "confirm": "yes", "reason": "fraud"}
+        response = support.post(f"{CHANGELIST}?q=jane", data, follow=True)
+        assert reported(response) == ["1 account suspended."]
+        assert statuses(jane, janet) == [AccountStatus.SUSPENDED, AccountStatus.ACTIVE]
+
+
+class TestDateRanges:
+    @pytest.fixture
+    def accounts(self):
+        """Made now: dates relative to today."""
+        return AccountFactory(login="new"), AccountFactory(login="on", suspended=True)
+
+    @pytest.mark.parametrize("field", ["created_at", "activated_at", "suspended_at"])
+    def test_each_date_filters_by_a_range(self, support, accounts, field):
+        today = timezone.localdate()
+        inside = {f"{field}__range__gte": str(today), f"{field}__range__lte": str(today)}
+        before = {f"{field}__range__lte": str(today - datetime.timedelta(days=1))}
+        expected = ["on", "new"] if field == "created_at" else ["on"]
+        assert listed(support.get(CHANGELIST, inside)) == expected
+        assert listed(support.get(CHANGELIST, before)) == []
+
+    def test_the_presets_and_never_set_dates_are_still_offered(self, support, accounts):
+        response = support.get(CHANGELIST, {"activated_at__isnull": "True"})
+        assert listed(response) == ["new"]
+        page = response.content.decode()
+        assert "Past 7 days" in page and "No date" in page and 'placeholder="From date"' in page
+
+    def test_a_range_and_a_search_together(self, support, accounts):
+        today = str(timezone.localdate())
+        response = support.get(CHANGELIST, {"q": "example.com", "suspended_at__range__gte": today})
+        assert listed(response) == ["on"]
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "created_at__range__gte=yesterday",
+            "created_at__range__gte=2026-02-30",
+            "created_at__range__lte=2026-01-01%00",
+            "created_at__range__gte=0001-01-01",
+            "created_at__range__lte=9999-12-31",
+            "created_at__range__between=2026-01-01",
+            "status__range__gte=2026-01-01",
+            "created_at__gte=2026-01-01",  # the old preset's parameter: not a filter any more
+        ],
+    )
+    def test_a_date_or_parameter_the_filters_cannot_use_answers_400(self, support, query):
+        assert support.get(f"{CHANGELIST}?{query}").status_code == 400
+
+    def test_the_last_day_of_the_calendar_west_of_utc_is_a_400_not_a_500(self, support, settings):
+        """Its last moment in New York is past year 9999 in UTC: Python's datetime overflowed."""
+        settings.TIME_ZONE = "America/New_York"
+        assert support.get(CHANGELIST, {"created_at__range__lte": "9999-12-31"}).status_code == 400
+        assert support.get(CHANGELIST, {"created_at__range__lte": "9999-12-30"}).status_code == 200
+
+
+class TestSkippedReport:
+    """The report of accounts an action skipped: named, the first few only, singular or plural."""
+
+    def accounts(self, *logins):
+        return [Account(login=login) for login in logins]
+
+    def test_one_account(self):
+        assert skipped_report("already suspended", self.accounts("jane")) == (
+            "1 account skipped (already suspended): jane."
+        )
+
+    def test_two_accounts(self):
+        assert skipped_report("already suspended", self.accounts("jane", "joe")) == (
+            "2 accounts skipped (already suspended): jane, joe."
+        )
+
+    def test_as_many_as_are_named_are_all_named(self):
+        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 1)]
+        assert skipped_report("not suspended", self.accounts(*logins)) == (
+            f"{NAMED_IN_REPORTS} accounts skipped (not suspended): {', '.join(logins)}."
+        )
+
+    def test_past_that_the_rest_are_counted(self):
+        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 4)]
+        named = ", ".join(logins[:NAMED_IN_REPORTS])
+        assert skipped_report("not suspended", self.accounts(*logins)) == (
+            f"{NAMED_IN_REPORTS + 3} accounts skipped (not suspended): {named} and 3 more."
+        )
+
+    def test_one_more(self):
+        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 2)]
+        assert skipped_report("not suspended", self.accounts(*logins)).endswith(" and 1 more.")
+
+
+def test_the_admin_cannot_change_state_behind_the_services(admin_client):
+    account = AccountFactory()
+    response = admin_client.post(reverse("admin:accounts_account_change", args=[account.pk]), {"status": "active"})
+    assert response.status_code == 403
+    assert Account.objects.get(pk=account.pk).status == AccountStatus.PROVISIONED
+
+
+def test_anonymous_users_are_sent_to_login(client):
+    response = client.get(reverse("admin:accounts_account_changelist"))
+    assert response.status_code == 302
+    assert reverse("admin:login") in response["Location"]
+
+
+def change_page(account):
+    return reverse("admin:accounts_account_change", args=[account.pk])
+
+
+def act_url(account, action):
+    return reverse("admin:accounts_account_act", args=[account.pk, action])
+
+
+class TestAccountPage:
+    def test_offers_the_actions_that_apply_to_the_accounts_status(self, support):
+        """An active account offers Suspend and the recovery e-mail; a suspended one only Unsuspend."""
+        active, suspended = AccountFactory(active=True), AccountFactory(suspended=True)
+        assert support.get(change_page(active)).context["action_buttons"] == [
+            (act_url(active, "suspend"), "Suspend"),
+            (act_url(active, "send_password_recovery"), "Send a password-recovery e-mail"),
+        ]
+        assert support.get(change_page(suspended)).context["action_buttons"] == [
+            (act_url(suspended, "unsuspend"), "Unsuspend")
+        ]
+
+    def test_an_auditor_gets_no_action_buttons_and_is_refused_the_action(self, auditor, support):
+        """The buttons follow the permissions, and so does the action's own URL."""
+        account = AccountFactory(active=True)
+        assert auditor.get(change_page(account)).status_code == 403  # an Auditor does not see accounts
+        assert auditor.post(act_url(account, "suspend"), {"confirm": "yes", "reason": "x"}).status_code == 403
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_suspending_from_the_page_asks_why_then_suspends_and_returns_to_the_page(self, support):
+        account = AccountFactory(active=True)
+        asked = support.get(act_url(account, "suspend"))
+        assert asked.status_code == 200 and "This account is selected. Why?" in asked.content.decode()
+        assert asked.context["back"] == change_page(account)
+        assert asked.context["title"] == f"Suspend: {account.login}"
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+        done = support.post(act_url(account, "suspend"), {"confirm": "yes", "reason": "chargeback"}, follow=True)
+        assert done.redirect_chain == [(change_page(account), 302)]
+        assert reported(done) == ["1 account suspended."]
+        assert statuses(account) == [AccountStatus.SUSPENDED]
+
+    def test_a_get_never_acts(self, support):
+        """Only the confirmation's POST acts: a GET with every field in its query string asks again."""
+        account = AccountFactory(active=True)
+        support.get(act_url(account, "suspend") + "?confirm=yes&reason=x")
+        assert statuses(account) == [AccountStatus.ACTIVE]
+
+    def test_an_action_that_no_longer_applies_is_reported_not_done(self, support):
+        """Suspending an account someone else suspended meanwhile says it was skipped, and why."""
+        account = AccountFactory(suspended=True)
+        done = support.post(act_url(account, "suspend"), {"confirm": "yes", "reason": "twice"}, follow=True)
+        assert reported(done)[0] == "0 accounts suspended."
+        assert account.login in reported(done)[1]
+
+    def test_unknown_action_or_account_is_a_clear_answer_not_a_500(self, support):
+        account = AccountFactory(active=True)
+        assert support.get(act_url(account, "delete")).status_code == 404
+        gone = reverse("admin:accounts_account_act", args=[999_999, "suspend"])
+        assert support.get(gone, follow=True).redirect_chain[-1][0] == reverse("admin:index")
+
+    def test_shows_why_by_whom_and_since_when_it_is_suspended(self, support):
+        account = AccountFactory(active=True)
+        support.post(act_url(account, "suspend"), {"confirm": "yes", "reason": "chargeback <b>reported</b>"})
+        page = support.get(change_page(account)).content.decode()
+        assert "by support1" in page
+        assert "reason: chargeback &lt;b&gt;reported&lt;/b&gt;" in page
+
+    def test_shows_whether_the_account_has_a_password_never_the_hash(self, support):
+        from accounts.services import account_password_hash, account_set_password
+
+        account = AccountFactory(active=True)
+        assert "none (the account cannot sign in" in support.get(change_page(account)).content.decode()
+        password_hash = account_password_hash("a long enough passphrase 7")
+        account_set_password(account=account, password_hash=password_hash, actor=account)
+        page = support.get(change_page(account)).content.decode()
+        assert "password" in page and password_hash not in page and "argon2" not in page
+
+    def test_lists_the_accounts_latest_audit_rows_with_its_tokens(self, support):
+        """The account's trail on its page holds its token rows too (the recovery e-mail support sent)."""
+        account = AccountFactory(active=True)
+        support.post(act_url(account, "send_password_recovery"), {"confirm": "yes", "reason": "asked by phone"})
+        trail = support.get(change_page(account)).context["recent_trail"]
+        assert [(e.action, e.resource_type, e.reason) for e in trail[:1]] == [
+            ("token.issued", "token", "asked by phone")
+        ]
+        assert {e.action for e in trail} >= {"account.created", "account.activated", "token.issued"}
+
+    def test_history_is_the_accounts_audit_trail(self, support):
+        account = AccountFactory(active=True)
+        response = support.get(reverse("admin:accounts_account_history", args=[account.pk]))
+        assert response.status_code == 302
+        assert response["Location"] == reverse("admin:platform_events_auditevent_changelist") + f"?account={account.pk}"

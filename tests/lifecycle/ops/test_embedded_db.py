@@ -1,0 +1,388 @@
+"""The embedded PostgreSQL: started once, reused by every later process, stopped cleanly."""
+
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
+
+from lifecycle.ops import embedded_db
+from tests.support import ROOT, manage
+
+pytestmark = pytest.mark.django_db
+on_embedded_server = pytest.mark.skipif(
+    bool(os.environ.get("DATABASE_URL")), reason="the suite runs on the server DATABASE_URL names, not the embedded one"
+)
+
+
+@on_embedded_server
+def embedded_db_command(action: str, *, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m lifecycle.ops.embedded_db <action>`` as an operator would run it (``env``: the whole environment)."""
+    return subprocess.run(
+        [sys.executable, "-m", "lifecycle.ops.embedded_db", action],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+
+
+def test_the_tests_run_on_the_embedded_server_over_a_unix_socket():
+    assert connection.settings_dict["HOST"].startswith("/")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('listen_addresses'), version()")
+        listen_addresses, version = cursor.fetchone()
+    assert listen_addresses == ""  # no TCP port to collide with
+    assert version.startswith("PostgreSQL ")
+
+
+@on_embedded_server
+def test_a_running_server_is_reused():
+    before = embedded_db.ensure_running()
+    pid = embedded_db._running_postmaster(embedded_db.pgdata_path()).pid
+    again = embedded_db.ensure_running()
+    assert again == before
+    assert embedded_db._running_postmaster(embedded_db.pgdata_path()).pid == pid
+
+
+@on_embedded_server
+def test_a_command_typed_by_hand_reaches_the_same_server():
+    result = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.db import connection as c; print(c.settings_dict['HOST'])",
+        DEBUG="true",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == connection.settings_dict["HOST"]
+
+
+@on_embedded_server
+def test_status_reports_the_running_server():
+    result = embedded_db_command("status")
+    assert result.returncode == 0
+    assert "embedded PostgreSQL running" in result.stdout
+
+
+@pytest.fixture
+def scratch(tmp_path_factory):
+    """A directory for a server of its own, where the server's user can reach it (pytest's tmp_path
+    lies under a 0700 directory, and the server no longer widens anyone's directories)."""
+    (ROOT / ".local").mkdir(exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="t-", dir=ROOT / ".local"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def superuser_connection(pgdata, databases, dbname="postgres", **kwargs):
+    passwords = json.loads((pgdata / embedded_db.CREDENTIALS_FILE).read_text())
+    place = {"host": databases["owner"]["HOST"], "port": databases["owner"]["PORT"], "autocommit": True}
+    return psycopg.connect(dbname=dbname, user=embedded_db.SUPERUSER, password=passwords["postgres"], **place | kwargs)
+
+
+def test_a_server_is_started_and_stopped_in_a_fresh_directory(scratch):
+    pgdata = scratch / "pgdata"
+    databases = embedded_db.ensure_running(pgdata)
+    try:
+        assert {alias: settings["USER"] for alias, settings in databases.items()} == {
+            "default": "lifecycle_app",
+            "owner": "lifecycle_owner",
+        }
+        assert databases["default"]["HOST"] == str(pgdata)
+        assert embedded_db._running_postmaster(pgdata) is not None
+    finally:
+        assert embedded_db.stop(pgdata, delete=True) is True
+    assert not pgdata.exists()
+    assert embedded_db.stop(pgdata) is False
+
+
+def test_a_stop_and_a_start_at_the_same_moment_never_fail(scratch):
+    """Found by the soak test (issue 9): a process that needed the server while ``stop`` was shutting
+    it down started it again halfway, and the stop failed with pg_ctl's traceback. The two now take
+    turns: the server ends up running, started again after the stop."""
+    pgdata = scratch / "pgdata"
+    embedded_db.ensure_running(pgdata)
+    env = {**os.environ, "LIFECYCLE_PGDATA": str(pgdata)}
+    command = [sys.executable, "-m", "lifecycle.ops.embedded_db"]
+    try:
+        for _ in range(3):
+            stopping = subprocess.Popen([*command, "stop"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+            starts = [
+                subprocess.run([*command, "start"], cwd=ROOT, env=env, capture_output=True, text=True) for _ in range(3)
+            ]
+            stopping.wait(timeout=60)
+            assert stopping.returncode == 0, stopping.stderr.read()
+            assert [start.returncode for start in starts] == [0, 0, 0], [start.stderr for start in starts]
+            embedded_db.ensure_running(pgdata)
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
+def test_a_database_an_earlier_version_made_as_the_superuser_is_handed_to_the_owner_role(scratch):
+    pgdata = scratch / "pgdata"
+    databases = embedded_db.ensure_running(pgdata)
+    try:
+        with superuser_connection(pgdata, databases) as superuser:
+            superuser.execute("ALTER DATABASE lifecycle OWNER TO postgres")
+        with superuser_connection(pgdata, databases, "lifecycle") as superuser:
+            superuser.execute("CREATE TYPE mood AS ENUM ('calm')")
+            superuser.execute("CREATE TABLE things (id bigserial PRIMARY KEY, mood mood)")
+            superuser.execute("CREATE FUNCTION answer() RETURNS int LANGUAGE sql AS 'SELECT 42'")
+        embedded_db.ensure_running(pgdata)
+        with superuser_connection(pgdata, databases, "lifecycle") as superuser:
+            owners = superuser.execute(
+                "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'lifecycle'"
+                " UNION ALL SELECT pg_get_userbyid(relowner) FROM pg_class"
+                " WHERE relname IN ('things', 'things_id_seq', 'things_pkey')"
+                " UNION ALL SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE proname = 'answer'"
+                " UNION ALL SELECT pg_get_userbyid(typowner) FROM pg_type WHERE typname = 'mood'"
+            ).fetchall()
+        assert owners == [(embedded_db.OWNER,)] * 6
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
+# Issue 8, item 4: as root, a long data path put the socket in a world-writable directory (any local
+# user became superuser), start-up widened every parent directory to o+rx, and authentication was trust.
+
+
+@on_embedded_server
+@pytest.mark.parametrize("role", [embedded_db.SUPERUSER, embedded_db.OWNER, embedded_db.RUNTIME_LOGIN])
+def test_no_role_signs_in_without_its_password(role):
+    host = connection.settings_dict["HOST"]
+    with pytest.raises(psycopg.OperationalError, match="no password supplied|password authentication failed"):
+        psycopg.connect(host=host, dbname="postgres", user=role)
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(host=host, dbname="postgres", user=role, password="guess")
+
+
+@on_embedded_server
+def test_the_passwords_are_readable_by_their_owner_only():
+    credentials = embedded_db.pgdata_path() / embedded_db.CREDENTIALS_FILE
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
+    assert stat.S_IMODE(embedded_db.pgdata_path().stat().st_mode) == 0o700
+
+
+def test_a_long_data_path_gets_a_private_socket_directory(scratch):
+    pgdata = scratch / ("d" * (110 - len(str(scratch)))) / "pgdata"
+    assert len(str(pgdata)) > embedded_db.SOCKET_PATH_MAX
+    databases = embedded_db.ensure_running(pgdata)
+    socket_dir = Path(databases["default"]["HOST"])
+    try:
+        assert socket_dir != pgdata
+        assert stat.S_IMODE(socket_dir.stat().st_mode) == 0o700  # not world-writable, not shared
+        with superuser_connection(pgdata, databases) as superuser:
+            assert superuser.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+    assert not socket_dir.exists()
+
+
+def test_starting_leaves_the_parent_directories_modes_as_they_were(scratch):
+    parent = scratch / "parent"
+    parent.mkdir(mode=0o711)  # searchable, not listable, by others
+    parent.chmod(0o711)
+    before = {path: stat.S_IMODE(path.stat().st_mode) for path in [parent, scratch, *scratch.parents]}
+    pgdata = parent / "pgdata"
+    try:
+        embedded_db.ensure_running(pgdata)
+        after = {path: stat.S_IMODE(path.stat().st_mode) for path in before}
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+    assert after == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
+def test_a_data_directory_the_servers_user_cannot_reach_is_refused_with_the_directory_named(scratch):
+    closed = scratch / "closed"
+    closed.mkdir(mode=0o700)
+    with pytest.raises(ImproperlyConfigured, match=f"cannot reach its data directory .*: {closed} is not searchable"):
+        embedded_db.ensure_running(closed / "pgdata")
+    assert stat.S_IMODE(closed.stat().st_mode) == 0o700
+
+
+def test_an_unwritable_data_directory_is_one_sentence_naming_the_setting():
+    result = embedded_db_command("start", env={**os.environ, "LIFECYCLE_PGDATA": "/proc/lifecycle/pgdata"})
+    assert result.returncode == 1
+    assert result.stderr.startswith("Configuration error: LIFECYCLE_PGDATA: cannot use /proc/lifecycle/pgdata")
+    assert "Traceback" not in result.stderr
+
+
+def test_a_data_directory_an_earlier_version_made_with_trust_gets_passwords(scratch):
+    pgdata = scratch / "pgdata"
+    databases = embedded_db.ensure_running(pgdata)
+    try:
+        # What an earlier version left: trust for everyone, no passwords kept.
+        with superuser_connection(pgdata, databases) as superuser:
+            (pgdata / "pg_hba.conf").write_text("local all all trust\n")
+            superuser.execute("SELECT pg_reload_conf()")
+        (pgdata / embedded_db.CREDENTIALS_FILE).unlink()
+        place = {"host": databases["owner"]["HOST"], "port": databases["owner"]["PORT"], "dbname": "postgres"}
+        psycopg.connect(user=embedded_db.RUNTIME_LOGIN, **place).close()  # trust: no password asked
+
+        upgraded = embedded_db.ensure_running(pgdata)
+        with pytest.raises(psycopg.OperationalError, match="no password supplied"):
+            psycopg.connect(user=embedded_db.RUNTIME_LOGIN, **place)
+        psycopg.connect(user=embedded_db.RUNTIME_LOGIN, password=upgraded["default"]["PASSWORD"], **place).close()
+        rules = [
+            line.split() for line in (pgdata / "pg_hba.conf").read_text().splitlines() if line[:1] not in ("", "#")
+        ]
+        assert rules == [["local", "all", "all", "scram-sha-256"]]
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
+def test_a_server_an_earlier_version_left_running_on_a_shared_socket_directory_is_restarted_privately(scratch):
+    """A server still running with its socket in a world-writable directory (the wheel's fallback) is
+    restarted with a private one: in the shared one anyone could put a fake server in its place. The
+    shared directory itself is left where it was (it might be /tmp)."""
+    pgdata = scratch / "pgdata"
+    embedded_db.ensure_running(pgdata)
+    embedded_db.stop(pgdata)
+    shared = scratch / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "someone-elses").write_text("kept")
+    start = [embedded_db._bin("pg_ctl"), "-D", str(pgdata), "-w", "-l", str(pgdata / "log")]
+    start += ["-o", f"-h '' -k '{shared}'", "start"]
+    subprocess.run(start, check=True, capture_output=True, **embedded_db._as(embedded_db._server_user()))
+    try:
+        databases = embedded_db.ensure_running(pgdata)
+        assert databases["default"]["HOST"] == str(pgdata)
+        assert sorted(path.name for path in shared.iterdir()) == ["someone-elses"]
+        with superuser_connection(pgdata, databases) as superuser:
+            assert superuser.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
+def test_a_directory_that_is_not_a_data_directory_is_refused_and_left_as_it_was(scratch):
+    """Run as root, a mistyped LIFECYCLE_PGDATA naming someone's directory is refused before its owner changes."""
+    (scratch / "notes.txt").write_text("mine")
+    before = scratch.stat()
+    with pytest.raises(ImproperlyConfigured, match="is neither empty nor a PostgreSQL data directory"):
+        embedded_db.ensure_running(scratch)
+    after = scratch.stat()
+    assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
+    assert sorted(path.name for path in scratch.iterdir()) == ["notes.txt"]
+
+
+def server_process_ids(pid: int) -> dict[str, list[int]]:
+    """The user and group ids of a running process, as the kernel holds them (real, effective, saved, fs)."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return {key: [int(value) for value in status[key].split()] for key in ("Uid", "Gid", "Groups")}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
+def test_run_as_root_the_server_holds_none_of_roots_groups(scratch):
+    """The server runs as its user with that user's group only: with root's gid 0, COPY ... PROGRAM
+    (a superuser's) ran with the root group's rights (issue 8, item 4)."""
+    pgdata = scratch / "pgdata"
+    embedded_db.ensure_running(pgdata)
+    try:
+        ids = server_process_ids(embedded_db._running_postmaster(pgdata).pid)
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+    user = pwd.getpwnam(embedded_db.SERVER_USER)
+    assert ids == {"Uid": [user.pw_uid] * 4, "Gid": [user.pw_gid] * 4, "Groups": []}
+
+
+# The path of someone running `make run` as themselves: tried here, as root, in a child that becomes `nobody`.
+
+as_ordinary_user = pytest.mark.skipif(os.geteuid() != 0, reason="only root can become another user")
+
+
+def _become_nobody() -> None:
+    nobody = pwd.getpwnam("nobody")
+    os.setgroups([])
+    os.setgid(nobody.pw_gid)
+    os.setuid(nobody.pw_uid)
+
+
+def as_nobody(function, *args):
+    """``function(*args)`` in a child process run as ``nobody``; its result, or its exception raised here."""
+    with ProcessPoolExecutor(1, mp_context=get_context("fork"), initializer=_become_nobody) as child:
+        return child.submit(function, *args).result()
+
+
+@pytest.fixture
+def nobodys(scratch):
+    """A directory of the user ``nobody``'s own."""
+    home = scratch / "nobody"
+    home.mkdir()
+    nobody = pwd.getpwnam("nobody")
+    os.chown(home, nobody.pw_uid, nobody.pw_gid)
+    return home
+
+
+@as_ordinary_user
+@pytest.mark.parametrize("name", ["pgdata", "d" * 100 + "/pgdata"], ids=["short path", "long path"])
+def test_run_as_an_ordinary_user_the_server_is_that_users_and_signs_in_with_passwords(nobodys, name):
+    """An ordinary user's server runs as that user, its socket in a directory of that user's only
+    (the data directory, or for a long path one of its own), and asks every role for its password."""
+    pgdata = nobodys / name
+    databases = as_nobody(embedded_db.ensure_running, pgdata)
+    try:
+        socket_dir = Path(databases["default"]["HOST"])
+        assert (socket_dir == pgdata) is (name == "pgdata")
+        place = {"host": str(socket_dir), "dbname": "lifecycle"}
+        with pytest.raises(psycopg.OperationalError, match="no password supplied"):
+            psycopg.connect(user=embedded_db.RUNTIME_LOGIN, **place)
+        psycopg.connect(user=embedded_db.RUNTIME_LOGIN, password=databases["default"]["PASSWORD"], **place).close()
+        nobody = pwd.getpwnam("nobody")
+        owned = [(path.stat().st_uid, stat.S_IMODE(path.stat().st_mode)) for path in (socket_dir, pgdata)]
+        credentials = pgdata / embedded_db.CREDENTIALS_FILE
+        owned.append((credentials.stat().st_uid, stat.S_IMODE(credentials.stat().st_mode)))
+        assert owned == [(nobody.pw_uid, 0o700), (nobody.pw_uid, 0o700), (nobody.pw_uid, 0o600)]
+        assert server_process_ids(embedded_db._running_postmaster(pgdata).pid)["Uid"] == [nobody.pw_uid] * 4
+    finally:
+        assert as_nobody(embedded_db.stop, pgdata) is True
+    assert not socket_dir.exists() or socket_dir == pgdata
+
+
+@as_ordinary_user
+def test_a_data_directory_an_ordinary_user_cannot_read_is_one_sentence_naming_the_setting(nobodys):
+    """Another user's closed data directory: one sentence naming LIFECYCLE_PGDATA, not a traceback."""
+    pgdata = nobodys / "pgdata"
+    pgdata.mkdir(mode=0o700)  # root's
+    with pytest.raises(ImproperlyConfigured, match=f"^LIFECYCLE_PGDATA: cannot use {pgdata} .*Permission denied"):
+        as_nobody(embedded_db.ensure_running, pgdata)
+
+
+@as_ordinary_user
+def test_a_failed_initdb_is_one_sentence_naming_the_setting(nobodys):
+    """initdb refusing the directory (here: an empty one of root's it may not chmod) is one sentence."""
+    pgdata = nobodys / "pgdata"
+    pgdata.mkdir(mode=0o755)  # root's: readable, empty, not ours to chmod
+    with pytest.raises(ImproperlyConfigured, match="^LIFECYCLE_PGDATA: initdb could not make a data directory in"):
+        as_nobody(embedded_db.ensure_running, pgdata)
+
+
+def test_start_on_a_directory_that_is_not_a_data_directory_prints_one_sentence_only(scratch):
+    """`python -m lifecycle.ops.embedded_db start` on a mistyped LIFECYCLE_PGDATA: its whole stderr is one
+    sentence (no traceback, no warning from the wheel's imports, XDG_RUNTIME_DIR unset as under cron)."""
+    (scratch / "notes.txt").write_text("mine")
+    env = {key: value for key, value in os.environ.items() if key != "XDG_RUNTIME_DIR"} | {
+        "LIFECYCLE_PGDATA": str(scratch)
+    }
+    result = embedded_db_command("start", env=env)
+    assert (result.returncode, result.stderr.splitlines()) == (
+        1,
+        [
+            f"Configuration error: LIFECYCLE_PGDATA: {scratch} is neither empty nor a PostgreSQL data directory; name a new or empty one."
+        ],
+    )

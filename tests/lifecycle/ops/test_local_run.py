@@ -1,0 +1,148 @@
+"""make run (lifecycle/ops/local_run.py): one run per data directory, a stale lock never blocks, and Ctrl-C
+stops the worker gracefully, letting a running task finish, instead of SIGKILL."""
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+from django_q.models import Success
+from django_q.tasks import async_task
+from honcho.environ import parse_procfile
+
+from lifecycle.ops.local_run import PROCFILE, AlreadyRunning, run_lock
+from tests.support import ROOT, database_url_for_tests, environment, wait_for
+
+
+def local_run(pgdata, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lifecycle.ops.local_run", *args],
+        cwd=ROOT,
+        env=environment(LIFECYCLE_PGDATA=str(pgdata)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_second_run_is_refused_naming_the_first_and_touches_nothing(tmp_path):
+    """While a run holds the data directory, another exits 1 naming its pid and port, before starting
+    (or stopping) any database."""
+    pgdata = tmp_path / "pgdata"
+    with run_lock(pgdata, port=8123):
+        second = local_run(pgdata, "--port", str(free_port()))
+    assert second.returncode == 1
+    assert f"make run (pid {os.getpid()}, http://127.0.0.1:8123/, since " in second.stderr
+    assert "this one changed nothing" in second.stderr
+    assert not pgdata.exists()
+
+
+def test_the_lock_is_refused_in_process_too(tmp_path):
+    with run_lock(tmp_path / "pgdata", port=8123), pytest.raises(AlreadyRunning, match="pid"):
+        with run_lock(tmp_path / "pgdata", port=8124):
+            pass
+
+
+def test_a_run_killed_with_sigkill_does_not_block_the_next(tmp_path):
+    """The lock is the kernel's (flock): it goes with its holder, whatever its file still says."""
+    pgdata = tmp_path / "pgdata"
+    hold = (
+        "import pathlib, sys, time\n"
+        "from lifecycle.ops.local_run import run_lock\n"
+        "with run_lock(pathlib.Path(sys.argv[1]), port=8123):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(pgdata)], cwd=ROOT, env=environment(), stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(AlreadyRunning):
+        with run_lock(pgdata, port=8124):
+            pass
+    holder.kill()
+    holder.wait()
+    assert f'"pid": {holder.pid}' in (tmp_path / ".pgdata.run").read_text()  # left behind by the killed run
+    with run_lock(pgdata, port=8124):
+        pass
+
+
+def test_a_busy_port_is_refused_before_anything_starts(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        refused = local_run(tmp_path / "pgdata", "--port", str(port))
+    assert refused.returncode == 1
+    assert f"port {port} is in use" in refused.stderr
+    assert not (tmp_path / "pgdata").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ctrl_c_lets_the_worker_finish_its_task_and_stop_without_sigkill(settings):
+    """Ctrl-C during an 8-second task (longer than honcho's own 5 s before SIGKILL): the worker finishes
+    the task, django-q2 stops its cluster, and nothing is killed."""
+    serve = (
+        "import os, sys\n"
+        "from lifecycle.ops.local_run import serve\n"
+        # Beside the worker, one that stops at once, as the web server does: honcho's wait for the rest starts then.
+        "processes = {'worker': 'exec python manage.py qcluster', 'web': 'exec sleep 600'}\n"
+        "sys.exit(serve(processes, env=dict(os.environ), grace=40))\n"
+    )
+    path = f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"
+    run = subprocess.Popen(
+        [sys.executable, "-c", serve],
+        cwd=ROOT,
+        # The test's SECRET_KEY: django-q2 signs the queued task with it.
+        env=environment(
+            DATABASE_URL=database_url_for_tests(),
+            SECRET_KEY=settings.SECRET_KEY,
+            PATH=path,
+            Q_TIMEOUT="30",
+            Q_RETRY="60",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # only what the test sends reaches it
+    )
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(run.stdout), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any("running." in line for line in lines), timeout=60, message="the cluster to run")
+        async_task("time.sleep", 8, task_name="slow-task")
+        wait_for(lambda: any("processing slow-task" in line for line in lines), timeout=30, message="the task to start")
+        run.send_signal(signal.SIGINT)  # what a terminal's Ctrl-C sends make run's process
+        assert run.wait(timeout=60) == 130
+    finally:
+        # On a failure, the worker too: honcho started it in a session of its own.
+        for group in [run.pid, *(int(pid) for pid in re.findall(r"worker started \(pid=(\d+)\)", "".join(lines)))]:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+    reader.join(timeout=5)
+    output = "".join(lines)
+    assert "sending SIGINT to worker" in output
+    assert "has stopped." in output and "worker stopped (rc=0)" in output
+    assert "SIGKILL" not in output
+    assert Success.objects.filter(name="slow-task").exists()
+
+
+def test_make_run_starts_the_development_processes_of_procfile_dev():
+    """runserver on the port make run was given, beside the worker and the two listeners; the production
+    Procfile (gunicorn) is not make run's."""
+    processes = parse_procfile(PROCFILE.read_text()).processes
+    assert PROCFILE.name == "Procfile.dev"
+    assert processes["web"] == "exec python manage.py runserver 127.0.0.1:${PORT:-8000}"
+    assert set(processes) == {"web", "worker", "mailroom", "webhooks"}
