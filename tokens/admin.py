@@ -2,13 +2,13 @@ from datetime import timedelta
 
 from django.contrib import admin, messages
 from django.utils import timezone
-from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import ngettext
 from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
-from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
+from platform_events.admin_kit.display import when
+from platform_events.admin_kit.read_only import ReadOnly, ReadOnlyModelAdmin
 from platform_events.audit.context import audit_context
 from tokens.mailroom.retry import retry_now
 from tokens.models import Job, Token, TokenState
@@ -37,7 +37,7 @@ def shown(*leave_out: str) -> list[str]:
     return [field for field in SHOWN_FIELDS if field not in leave_out]
 
 
-class TokenInline(admin.TabularInline):
+class TokenInline(ReadOnly, admin.TabularInline):
     """An account's tokens on its page (lifecycle/backoffice/accounts.py)."""
 
     model = Token
@@ -45,11 +45,7 @@ class TokenInline(admin.TabularInline):
         "id", "account", "mail_attempts", "mail_next_attempt_at", "mailed_at", "mail_error"
     )
     extra = 0
-    can_delete = False
     show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 class TokenStateFilter(admin.SimpleListFilter):
@@ -210,29 +206,24 @@ class JobAdmin(ReadOnlyModelAdmin):
         meanings = [(field.verbose_name, field.help_text) for field in fields if field.help_text]
         return super().changelist_view(request, {**(extra_context or {}), "column_meanings": meanings})
 
-    # To the second, in the site's time zone: runs are seconds apart, and Django's "Nov. 23, 2026,
-    # 11:23 a.m." hid the seconds and pushed the error column off a 1366px screen (runs are kept 30 days).
+    # To the second: runs are seconds apart.
     @admin.display(description="started", ordering="started_at")
     def started(self, job):
-        return _to_the_second(job.started_at)
+        return when(job.started_at)
 
     @admin.display(description="finished", ordering="finished_at")
     def finished(self, job):
         """An unfinished run says when it last made progress: running, or killed if that was long ago."""
         if job.finished_at:
-            return format_html('<span class="nowrap">{}</span>', _to_the_second(job.finished_at))
+            return format_html('<span class="nowrap">{}</span>', when(job.finished_at))
         return format_html(
             'not yet <span class="quiet">(last progress <span class="nowrap">{}</span>)</span>',
-            _to_the_second(job.progress_at or job.started_at),
+            when(job.progress_at or job.started_at),
         )
 
     @admin.display(description="error")
     def error_summary(self, job):
         """The first 80 characters; the whole error on hover and on the run's page."""
         if not job.error:
-            return "-"
+            return "—"
         return format_html('<span title="{}">{}</span>', job.error, Truncator(job.error).chars(80))
-
-
-def _to_the_second(moment) -> str:
-    return date_format(timezone.localtime(moment), "M j, H:i:s") if moment else "-"

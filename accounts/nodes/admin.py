@@ -1,7 +1,7 @@
-"""Node assignment in the back-office (issue 14): services, their storage nodes, and the assignments.
+"""Node assignment in the back-office: services, their storage nodes, and the assignments.
 
-Registered by lifecycle/backoffice/accounts.py (Django discovers only that module), which also puts an account's
-assignments on its page (``NodeAssignmentInline``). Every change goes through accounts/nodes/services.py
+Registered by accounts/admin.py (Django discovers only that module); the account page
+(lifecycle/backoffice/accounts.py) shows an account's assignments (``NodeAssignmentInline``). Every change goes through accounts/nodes/services.py
 with the staff member and, for the actions, a required reason, so the database's triggers audit it
 (node.added, node.changed, node.unassigned). Nobody deletes a service or a node here: removing a node
 (node_remove) replaces every assignment on it and leaves their rows without a node, not a job for a click.
@@ -12,17 +12,13 @@ first characters only, never listed, sorted, filtered or searched by.
 """
 
 import re
-from dataclasses import dataclass
 
 from django import forms
 from django.conf import settings
-from django.contrib import admin, messages
-from django.contrib.admin import helpers
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError
 from django.db.models import BooleanField, Count, Q, Value
-from django.http import HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import ngettext
@@ -30,9 +26,13 @@ from django.utils.translation import ngettext
 from accounts.nodes.errors import NodeError, NodeExists, ServiceExists
 from accounts.nodes.models import Node, NodeAssignment, Service
 from accounts.nodes.services import MAX_GENERATION, node_add, node_unassign, node_update, service_add
+from platform_events.admin_kit.actions import RowAction, reason_field
+from platform_events.admin_kit.display import Tone, badge
 from platform_events.admin_kit.lookups import DeclaredLookupsOnly
-from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
+from platform_events.admin_kit.pages import add_page, added
+from platform_events.admin_kit.read_only import ReadOnly, ReadOnlyModelAdmin
 from platform_events.audit.context import audit_context
+from platform_events.audit.row_actions import AuditedRowActions
 
 # The database's own rules (accounts/sql/0014_nodes.sql's CHECKs), asked first so that a refusal is a
 # form error naming the field rather than a constraint's name.
@@ -41,12 +41,10 @@ NODE_URL = re.compile(r"^https?://[^\s/?#]+[^\s?#]*$")
 LARGEST_INTEGER = 2**31 - 1  # nodes' integer columns
 # A node this full shows its bar in red: it takes few more accounts, and releases none.
 FULL_AT = 90
-BAR_COLOURS = {"ok": "#417690", "full": "#b00020"}
-STATE_COLOURS = {"up": "#1b7a1b", "downed": "#b00020", "in backoff": "#8a6d00"}
+BAR_COLOURS = {"ok": "#417690", "full": Tone.BAD}
+STATE_TONES = {"up": Tone.GOOD, "downed": Tone.BAD, "in backoff": Tone.CAUTION}
 # The characters of a client_state shown: enough to tell two apart, not the key's hash.
 CLIENT_STATE_SHOWN = 6
-# A confirmation page names this many of the selected nodes, then counts the rest.
-NAMED_ON_CONFIRMATION = 10
 
 
 def load_bar(node: Node) -> str:
@@ -73,11 +71,7 @@ def load_bar(node: Node) -> str:
 def node_state(node: Node) -> str:
     """up, or downed and/or in backoff, as badges: what the allocator makes of the node."""
     states = [name for name, on in (("downed", node.downed), ("in backoff", node.backoff)) if on] or ["up"]
-    return format_html_join(
-        " ",
-        '<span style="color: #fff; background: {}; padding: 1px 8px; border-radius: 8px; white-space: nowrap;">{}</span>',
-        ((STATE_COLOURS[state], state) for state in states),
-    )
+    return format_html_join(" ", "{}", ((badge(state, STATE_TONES[state]),) for state in states))
 
 
 def assignment_state(assignment: NodeAssignment) -> str:
@@ -163,45 +157,11 @@ class NodeChangeForm(forms.ModelForm):
     """A node's page: its capacity (its state changes through the list's actions, each with a reason)."""
 
     capacity = NodeAddForm.base_fields["capacity"]
-    reason = forms.CharField(
-        label="Reason (kept in the audit trail; optional)",
-        required=False,
-        max_length=1000,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
-    )
+    reason = reason_field(required=False)
 
     class Meta:
         model = Node
         fields = ["capacity"]
-
-
-class ReasonForm(forms.Form):
-    reason = forms.CharField(
-        label="Reason (kept in the audit trail)", max_length=1000, widget=forms.Textarea(attrs={"rows": 3, "cols": 60})
-    )
-
-
-def add_page(model_admin, request, form, *, title: str) -> TemplateResponse:
-    """Django's add page (change_form.html) for a plain form whose saving is a service call."""
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "title": title,
-        "adminform": helpers.AdminForm(form, [(None, {"fields": list(form.fields)})], {}),
-        "errors": helpers.AdminErrorList(form, []),
-        "media": model_admin.media + form.media,
-        "inline_admin_formsets": [],
-        "is_popup": False,
-        "to_field": None,
-        "show_save_and_continue": False,
-    }
-    return model_admin.render_change_form(request, context, add=True)
-
-
-def added(model_admin, request, obj, name: str) -> HttpResponseRedirect:
-    """Once added: say so, and go to the list (or to a new add form, for "Save and add another")."""
-    model_admin.message_user(request, f"The {name} “{obj}” was added.", messages.SUCCESS)
-    view = "add" if "_addanother" in request.POST else "changelist"
-    return HttpResponseRedirect(reverse(f"admin:accounts_{model_admin.opts.model_name}_{view}"))
 
 
 # Services
@@ -249,49 +209,98 @@ class ServiceAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
             except ServiceExists as refusal:
                 form.add_error("service", str(refusal))
             else:
-                return added(self, request, service, "service")
+                return added(self, request, service)
         return add_page(self, request, form, title="Add a service")
 
 
 # Nodes
 
 
-@dataclass(frozen=True)
-class NodeAction:
-    """One of the node list's actions: what node_update sets, the question its confirmation asks, and
-    the report once done."""
+def node_described(node: Node) -> str:
+    """A node as a confirmation names it: its load and state."""
+    state = ", ".join(word for word, on in (("downed", node.downed), ("in backoff", node.backoff)) if on) or "up"
+    return f"{node.node} ({node.service}, {node.load_percent}% loaded: {node.current_load} / {node.capacity}, {state})"
 
-    question: str
-    fields: dict
-    done: tuple[str, str]
+
+def node_setting(question: str, fields: dict, done: tuple[str, str]) -> RowAction:
+    """An action that sets ``fields`` on each node (node_update, one transaction each), leaving a node
+    already so untouched (nothing to change, nothing to audit)."""
+
+    def run(node, *, actor, reason):
+        if all(getattr(node, name) == value for name, value in fields.items()):
+            return False
+        node_update(service=node.service.service, node=node.node, actor=actor, reason=reason, **fields)
+        return True
+
+    return RowAction(
+        done[0].removeprefix("%(count)d node "),
+        run=run,
+        question=(f"{question} Why?", f"{question} Why?"),
+        done=done,
+        already=("%(count)d was so already.", "%(count)d were so already."),
+        describe=node_described,
+        name=lambda node: node.node,
+        refused=(NodeError,),
+        on_page=False,
+    )
+
+
+def node_unassign_run(node, *, actor, reason) -> int:
+    return node_unassign(service=node.service.service, node=node.node, actor=actor, reason=reason)
+
+
+def unassign_question(nodes: list[Node]) -> str:
+    total = sum(node.live_total for node in nodes)
+    return ngettext(
+        "%(count)d live assignment is on the selected nodes.",
+        "%(count)d live assignments are on the selected nodes.",
+        total,
+    ) % {"count": total} + (
+        " Each is marked replaced: its account is given another node at its next sync, and its data there"
+        " is uploaded again. Why?"
+    )
 
 
 NODE_ACTIONS = {
-    "mark_downed": NodeAction(
+    "mark_downed": node_setting(
         "A downed node is given no new account; the accounts on it stay there until it is unassigned.",
         {"downed": True},
         ("%(count)d node marked downed.", "%(count)d nodes marked downed."),
     ),
-    "mark_up": NodeAction(
+    "mark_up": node_setting(
         "The node is given new accounts again (unless it is in backoff).",
         {"downed": False},
         ("%(count)d node marked up.", "%(count)d nodes marked up."),
     ),
-    "set_backoff": NodeAction(
+    "set_backoff": node_setting(
         "A node in backoff is given no new account for now; the accounts on it stay there.",
         {"backoff": True},
         ("%(count)d node set in backoff.", "%(count)d nodes set in backoff."),
     ),
-    "clear_backoff": NodeAction(
+    "clear_backoff": node_setting(
         "The node is given new accounts again (unless it is downed).",
         {"backoff": False},
         ("%(count)d node out of backoff.", "%(count)d nodes out of backoff."),
+    ),
+    # Every live assignment on the nodes replaced: their accounts get another node when next seen.
+    "unassign": RowAction(
+        "Unassign",
+        run=node_unassign_run,
+        question=unassign_question,
+        done=(
+            "%(count)d assignment replaced: its account gets another node at its next sync.",
+            "%(count)d assignments replaced: their accounts get another node at their next sync.",
+        ),
+        describe=lambda node: f"{node_described(node)[:-1]}, {node.live_total} live)",
+        name=lambda node: node.node,
+        refused=(NodeError,),
+        on_page=False,
     ),
 }
 
 
 @admin.register(Node)
-class NodeAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
+class NodeAdmin(AuditedRowActions, DeclaredLookupsOnly, admin.ModelAdmin):
     list_display = ["node", "service", "load", "available", "state", "assignments_link"]
     list_filter = ["service", "downed", "backoff"]
     list_select_related = ["service"]
@@ -299,7 +308,8 @@ class NodeAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
     search_fields = ["node"]
     search_help_text = "Part of the node's URL."
     ordering = ["service__service", "node"]
-    actions = ["mark_downed", "mark_up", "set_backoff", "clear_backoff", "unassign"]
+    row_actions = NODE_ACTIONS
+    actions = list(NODE_ACTIONS)
     form = NodeChangeForm
     readonly_fields = ["service", "node", "load", "available", "state", "assignments_link"]
     fieldsets = [
@@ -359,7 +369,7 @@ class NodeAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
             except (NodeError, IntegrityError) as refusal:  # a rule the form did not know, or the service gone
                 form.add_error(None, f"The database refused the node: {refusal}")
             else:
-                return added(self, request, node, "node")
+                return added(self, request, node)
         return add_page(self, request, form, title="Add a node")
 
     def save_model(self, request, obj, form, change):
@@ -373,136 +383,27 @@ class NodeAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
                 reason=reason,
             )
 
-    # The actions: a confirmation page asking why, then one service call per node
+    # The actions: a confirmation page asking why, then one service call per node (NODE_ACTIONS)
 
     @admin.action(permissions=["manage"], description="Mark the selected nodes downed")
     def mark_downed(self, request, queryset):
-        return self._confirm_and_update(request, queryset, "mark_downed")
+        return self.confirm_and_run(request, queryset, "mark_downed")
 
     @admin.action(permissions=["manage"], description="Mark the selected nodes up")
     def mark_up(self, request, queryset):
-        return self._confirm_and_update(request, queryset, "mark_up")
+        return self.confirm_and_run(request, queryset, "mark_up")
 
     @admin.action(permissions=["manage"], description="Set the selected nodes in backoff")
     def set_backoff(self, request, queryset):
-        return self._confirm_and_update(request, queryset, "set_backoff")
+        return self.confirm_and_run(request, queryset, "set_backoff")
 
     @admin.action(permissions=["manage"], description="Take the selected nodes out of backoff")
     def clear_backoff(self, request, queryset):
-        return self._confirm_and_update(request, queryset, "clear_backoff")
+        return self.confirm_and_run(request, queryset, "clear_backoff")
 
     @admin.action(permissions=["manage"], description="Unassign the selected nodes (move their accounts)")
     def unassign(self, request, queryset):
-        """Every live assignment on the nodes replaced (node_unassign): their accounts get another node
-        when next seen. The confirmation says how many, per node."""
-        nodes = list(queryset)
-        total = sum(node.live_total for node in nodes)
-        form = self._reason_form(request)
-        if not form.is_valid():
-            question = ngettext(
-                "%(count)d live assignment is on the selected nodes.",
-                "%(count)d live assignments are on the selected nodes.",
-                total,
-            ) % {"count": total}
-            question += (
-                " Each is marked replaced: its account is given another node at its next sync, and its data there"
-                " is uploaded again. Why?"
-            )
-            return self._confirmation(
-                request, nodes, "unassign", form, question=question, describe=lambda node: f"{node.live_total} live"
-            )
-        replaced, skipped = 0, []
-        with audit_context(reason=form.cleaned_data["reason"], request=request):
-            for node in nodes:
-                try:
-                    replaced += node_unassign(
-                        service=node.service.service,
-                        node=node.node,
-                        actor=request.user,
-                        reason=form.cleaned_data["reason"],
-                    )
-                except NodeError as refusal:
-                    skipped.append(f"{node.node} ({refusal})")
-        message = ngettext(
-            "%(count)d assignment replaced: its account gets another node at its next sync.",
-            "%(count)d assignments replaced: their accounts get another node at their next sync.",
-            replaced,
-        ) % {"count": replaced}
-        self.message_user(request, message, messages.SUCCESS if replaced else messages.INFO)
-        self._report_skipped(request, skipped)
-        return None
-
-    def _confirm_and_update(self, request, queryset, action: str):
-        """The confirmation page; once answered, node_update on each node not already so (one
-        transaction each, under one audit context), and a report of what changed."""
-        chosen = NODE_ACTIONS[action]
-        nodes = list(queryset)
-        form = self._reason_form(request)
-        if not form.is_valid():
-            return self._confirmation(request, nodes, action, form, question=f"{chosen.question} Why?")
-        done, already, skipped = 0, 0, []
-        with audit_context(reason=form.cleaned_data["reason"], request=request):
-            for node in nodes:
-                if all(getattr(node, name) == value for name, value in chosen.fields.items()):
-                    already += 1  # nothing to change, nothing to audit
-                    continue
-                try:
-                    node_update(
-                        service=node.service.service,
-                        node=node.node,
-                        actor=request.user,
-                        reason=form.cleaned_data["reason"],
-                        **chosen.fields,
-                    )
-                except NodeError as refusal:
-                    skipped.append(f"{node.node} ({refusal})")
-                else:
-                    done += 1
-        message = ngettext(*chosen.done, done) % {"count": done}
-        if already:
-            message += " " + ngettext("%(count)d was so already.", "%(count)d were so already.", already) % {
-                "count": already
-            }
-        self.message_user(request, message, messages.SUCCESS if done else messages.INFO)
-        self._report_skipped(request, skipped)
-        return None
-
-    def _reason_form(self, request) -> ReasonForm:
-        return ReasonForm(request.POST if request.POST.get("confirm") else None)
-
-    def _confirmation(self, request, nodes, action, form, *, question, describe=None):
-        """templates/admin/confirmation.html (the page lifecycle's admins share), naming the nodes."""
-        _, _, title = self.get_action(action)
-
-        def item(node):
-            state = (
-                ", ".join(word for word, on in (("downed", node.downed), ("in backoff", node.backoff)) if on) or "up"
-            )
-            extra = f", {describe(node)}" if describe else ""
-            return f"{node.node} ({node.service}, {node.load_percent}% loaded: {node.current_load} / {node.capacity}, {state}{extra})"
-
-        return TemplateResponse(
-            request,
-            "admin/confirmation.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": title,
-                "opts": self.opts,
-                "question": question,
-                "items": [item(node) for node in nodes[:NAMED_ON_CONFIRMATION]],
-                "more": max(0, len(nodes) - NAMED_ON_CONFIRMATION),
-                "selected": [node.pk for node in nodes],
-                "action": action,
-                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-                "form": form,
-                "button": title,
-                "back": reverse("admin:accounts_node_changelist"),
-            },
-        )
-
-    def _report_skipped(self, request, skipped: list[str]) -> None:
-        if skipped:
-            self.message_user(request, f"Not changed: {'; '.join(skipped)}.", messages.WARNING)
+        return self.confirm_and_run(request, queryset, "unassign")
 
 
 # Assignments
@@ -560,14 +461,13 @@ class AssignmentColumns:
         return client_state_start(assignment)
 
 
-class NodeAssignmentInline(AssignmentColumns, admin.TabularInline):
+class NodeAssignmentInline(ReadOnly, AssignmentColumns, admin.TabularInline):
     """An account's assignments on its page (lifecycle/backoffice/accounts.py), per service, the newest first."""
 
     model = NodeAssignment
     fk_name = "account"
     fields = readonly_fields = ASSIGNMENT_COLUMNS
     extra = 0
-    can_delete = False
     verbose_name_plural = "node assignments"
 
     def get_queryset(self, request):
@@ -577,12 +477,6 @@ class NodeAssignmentInline(AssignmentColumns, admin.TabularInline):
             .select_related("service", "node")
             .order_by("service__service", "-created_at", "-uid")
         )
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(NodeAssignment)

@@ -35,9 +35,10 @@ from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
 from accounts.selectors import account_trail
 from lifecycle.audit_trail import export as audit_export
-from lifecycle.audit_trail.diffs import diff_lines, local_time
+from lifecycle.audit_trail.diffs import diff_lines
 from lifecycle.audit_trail.export import ExportTooLarge, audit_trail_export
 from lifecycle.audit_trail.selectors import account_names, accounts_named, accounts_trail, with_accounts
+from platform_events.admin_kit.display import when
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
 from platform_events.audit.models import ActorType, AuditEvent, ResourceType
 
@@ -235,7 +236,7 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     @admin.display(description=f"time ({settings.TIME_ZONE}), request", ordering="occurred_at")
     def occurred(self, event):
         """The time to the second (exactly, on hover), and the request and correlation ids below it."""
-        at = format_html('<span title="{}">{}</span>', event.occurred_at.isoformat(), local_time(event.occurred_at))
+        at = format_html('<span title="{}">{}</span>', event.occurred_at.isoformat(), when(event.occurred_at))
         if not (links := self._id_links(event)):
             return at
         return format_html(
@@ -244,7 +245,7 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="time")
     def occurred_exactly(self, event):
-        return f"{local_time(event.occurred_at)} {settings.TIME_ZONE} (exactly {event.occurred_at.isoformat()})"
+        return f"{when(event.occurred_at)} (exactly {event.occurred_at.isoformat()})"
 
     @admin.display(description="actor", ordering="actor_id")
     def actor(self, event):

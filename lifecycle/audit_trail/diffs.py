@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from accounts.models import Account
+from platform_events.admin_kit.display import when
 from platform_events.audit.models import ResourceType
 from tokens.models import Token
 
@@ -80,16 +81,12 @@ def readable(key: str, value, *, exact: bool = False) -> str:
         return EMPTY
     if isinstance(value, str):
         moment = _parse_time(value)
-        return local_time(moment, exact=exact) if moment else value
+        return when(moment, exact=exact) if moment else value
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
-
-
-def local_time(moment: datetime, *, exact: bool = False) -> str:
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S.%f" if exact else "%Y-%m-%d %H:%M:%S")
 
 
 def without_credentials(diff: dict | None) -> dict | None:

@@ -1,66 +1,43 @@
-"""Pages the composition's admins share (platform_events/webhooks/admin.py, platform_events/api/admin.py):
-the confirmation before a change, the add form and the page that show a credential once, and times as
-they show them.
-"""
+"""Pages of the admins whose saving is a service call: the add page, and the page that shows a
+credential once (an API client's key, a webhook endpoint's signing secret), answering the POST that
+made it."""
 
+from django.contrib import messages
 from django.contrib.admin import helpers
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.utils.formats import date_format
+from django.urls import reverse
 from django.utils.text import slugify
-from django.utils.timezone import localtime
 from django.views.decorators.debug import sensitive_variables
 
-# A confirmation page names this many of the selected rows, then counts the rest.
-NAMED_ON_CONFIRMATION = 10
+
+def add_page(model_admin, request, form, *, title: str, submit: str | None = None) -> TemplateResponse:
+    """Django's add page (the model's change_form.html) for a plain form whose saving is a service call.
+    With ``submit``, the page of what has a credential shown once (an API client, a webhook endpoint;
+    the admin's ``add_form_template`` is templates/admin/add_form_shown_once.html): one button saying
+    what comes next."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": title,
+        "adminform": helpers.AdminForm(form, [(None, {"fields": list(form.fields)})], {}),
+        "errors": helpers.AdminErrorList(form, []),
+        # change_form.html runs prepopulate_init.js, which needs the admin's jQuery (media).
+        "media": model_admin.media + form.media,
+        "inline_admin_formsets": [],
+        "is_popup": False,
+        "to_field": None,
+        "show_save_and_continue": False,
+        "submit": submit,
+        "change_form": f"admin/{model_admin.opts.app_label}/{model_admin.opts.model_name}/change_form.html",
+    }
+    return model_admin.render_change_form(request, context, add=True)
 
 
-def confirmation(
-    request, model_admin, *, title, question, items, button, back, form=None, more=0, selected=(), action=None
-):
-    """A confirmation page (templates/admin/confirmation.html): what is about to change, a reason
-    (``form``'s ``reason`` field: optional or required, as the form says), the button that POSTs it,
-    and a way back."""
-    return TemplateResponse(
-        request,
-        "admin/confirmation.html",
-        {
-            **model_admin.admin_site.each_context(request),
-            "title": title,
-            "opts": model_admin.opts,
-            "question": question,
-            "items": items,
-            "more": more,
-            "selected": selected,
-            "action": action,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "form": form,
-            "button": button,
-            "back": back,
-        },
-    )
-
-
-def add_form(request, model_admin, form, *, fields: list[str], title: str, submit: str) -> TemplateResponse:
-    """The add form of what has a credential shown once (an API client, a webhook endpoint:
-    templates/admin/add_form_shown_once.html, in the look of the model's own change_form.html):
-    ``fields`` of ``form``, and a button saying what comes next (``submit``)."""
-    opts = model_admin.opts
-    return TemplateResponse(
-        request,
-        "admin/add_form_shown_once.html",
-        {
-            **model_admin.admin_site.each_context(request),
-            "title": title,
-            "opts": opts,
-            "change_form": f"admin/{opts.app_label}/{opts.model_name}/change_form.html",
-            "submit": submit,
-            "adminform": helpers.AdminForm(form, [(None, {"fields": fields})], {}),
-            "errors": helpers.AdminErrorList(form, []),
-            # change_form.html runs prepopulate_init.js, which needs the admin's jQuery: without it the
-            # page threw "$ is not a function" in the browser.
-            "media": model_admin.media + form.media,
-        },
-    )
+def added(model_admin, request, obj) -> HttpResponseRedirect:
+    """Once added: say so, and go to the list (or to a new add form, for "Save and add another")."""
+    model_admin.message_user(request, f"The {model_admin.opts.verbose_name} “{obj}” was added.", messages.SUCCESS)
+    view = "add" if "_addanother" in request.POST else "changelist"
+    return HttpResponseRedirect(reverse(f"admin:{model_admin.opts.app_label}_{model_admin.opts.model_name}_{view}"))
 
 
 class Concealed:
@@ -98,8 +75,3 @@ def shown_once(request, model_admin, obj, *, template: str, title: str, label: s
             **context,
         },
     )
-
-
-def when(moment) -> str:
-    """To the second, in the admin's zone (DATETIME_FORMAT), or a dash."""
-    return date_format(localtime(moment), "DATETIME_FORMAT") if moment else "—"

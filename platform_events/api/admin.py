@@ -1,8 +1,5 @@
-"""API clients in the back-office (issue 13): add one (its key shown once), change its scopes, revoke
-it with a reason.
-
-In the composition, beside platform_events/webhooks/admin.py, whose pages it shares (platform_events/admin_kit/pages.py);
-platform_events, where the model and services live (platform_events/api/clients.py), imports no app.
+"""API clients in the back-office: add one (its key shown once), change its scopes, revoke it with a
+reason. The model and services are platform_events/api/models.py and clients.py.
 
 A key is shown once, on a page of its own answering the POST that made it: never in a URL, a message
 kept in the session, a form field afterwards, a log or the audit trail (only its SHA-256 is stored,
@@ -13,18 +10,18 @@ no client is ever deleted here: the audit trail names clients by id (``api-clien
 """
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.utils.text import Truncator
-from django.utils.translation import ngettext
 from django.views.decorators.debug import sensitive_variables
 
+from platform_events.admin_kit.actions import RowAction
+from platform_events.admin_kit.display import when
 from platform_events.admin_kit.lookups import DeclaredLookupsOnly
-from platform_events.admin_kit.pages import NAMED_ON_CONFIRMATION, Concealed, add_form, confirmation, shown_once, when
+from platform_events.admin_kit.pages import Concealed, add_page, shown_once
 from platform_events.api.clients import (
     ApiClientError,
     api_client_change_scopes,
@@ -34,6 +31,7 @@ from platform_events.api.clients import (
 )
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.context import audit_context
+from platform_events.audit.row_actions import AuditedRowActions
 
 # The list shows this many characters of a revocation's reason; the whole of it on hover and on its page.
 REASON_SHOWN = 60
@@ -92,10 +90,34 @@ class ApiClientChangeForm(forms.ModelForm):
         fields = ["scopes"]
 
 
-class RevokeForm(forms.Form):
-    reason = forms.CharField(
-        label="Reason (kept in the audit trail)", max_length=1000, widget=forms.Textarea(attrs={"rows": 3, "cols": 60})
-    )
+def revoke(client: ApiClient, *, actor, reason: str) -> bool:
+    return api_client_revoke(client=client, reason=reason, actor=actor)
+
+
+CLIENT_ACTIONS = {
+    "revoke": RowAction(
+        "Revoke",
+        run=revoke,
+        question=(
+            "This client's key stops working at once, for good (a new key is a new client). Why?",
+            "These clients' keys stop working at once, for good (a new key is a new client). Why?",
+        ),
+        done=(
+            "%(count)d client revoked: %(names)s; its key no longer works.",
+            "%(count)d clients revoked: %(names)s; their keys no longer work.",
+        ),
+        none_done="No client revoked.",
+        already=("%(count)d was revoked already.", "%(count)d were revoked already."),
+        describe=lambda client: (
+            f"{client.name} (key {client.key_prefix}…, {', '.join(client.scopes)})"
+            + (" — already revoked" if client.revoked_at else "")
+        ),
+        name=lambda client: client.name,
+        applies_to=lambda client: client.revoked_at is None,
+        refused=(ApiClientError,),
+        own_url=True,
+    ),
+}
 
 
 class RevokedFilter(admin.SimpleListFilter):
@@ -123,26 +145,21 @@ class ScopeFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiClient)
-class ApiClientAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
+class ApiClientAdmin(AuditedRowActions, DeclaredLookupsOnly, admin.ModelAdmin):
     list_display = ["name", "key_start", "scope_list", "created", "last_used", "revocation"]
     list_filter = [RevokedFilter, ScopeFilter]
     show_facets = admin.ShowFacets.NEVER
     search_fields = ["name"]
     search_help_text = "Part of the client's name."
-    actions = ["revoke"]
+    row_actions = CLIENT_ACTIONS
+    actions = list(CLIENT_ACTIONS)
     form = ApiClientChangeForm
+    add_form_template = "admin/add_form_shown_once.html"
     readonly_fields = ["name", "key_start", "created", "last_used", "revoked", "id"]
     fieldsets = [
         (None, {"fields": ["name", "key_start", "scopes"]}),
         ("State", {"fields": ["created", "last_used", "revoked", "id"]}),
     ]
-
-    def get_urls(self):
-        revoke = self.admin_site.admin_view(self.revoke_view)
-        return [
-            path("<path:object_id>/revoke/", revoke, name="platform_events_apiclient_revoke"),
-            *super().get_urls(),
-        ]
 
     # Who may do what
 
@@ -223,14 +240,7 @@ class ApiClientAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
                     secret=key,
                     curl=curl_example(request, client, key),
                 )
-        return add_form(
-            request,
-            self,
-            form,
-            fields=["name", "scopes"],
-            title="Add an API client",
-            submit="Add the client and show its key",
-        )
+        return add_page(self, request, form, title="Add an API client", submit="Add the client and show its key")
 
     # Changing: the scopes, through the service
 
@@ -242,89 +252,18 @@ class ApiClientAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
         client = self.get_object(request, object_id)
         if client is None:
             return super().change_view(request, object_id, form_url, extra_context)
-        context = {"action_buttons": [], "trail_url": None, "acted_url": None}
-        if client.revoked_at is None and self.has_revoke_permission(request):
-            context["action_buttons"] = [
-                (reverse("admin:platform_events_apiclient_revoke", args=[client.pk]), "Revoke")
-            ]
+        context = {"trail_url": None, "acted_url": None}
         if request.user.has_perm("platform_events.view_auditevent"):
             trail = reverse("admin:platform_events_auditevent_changelist")
             context["trail_url"] = f"{trail}?resource_type=api_client&resource_id={client.pk}"
             context["acted_url"] = f"{trail}?q={client.audit_kind}:{client.pk}"
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
 
-    # Revoking: one from its page, or a selection from the list; a reason either way
-
-    def revoke_view(self, request, object_id):
-        if not self.has_revoke_permission(request):
-            raise PermissionDenied
-        client = self.get_object(request, object_id)
-        if client is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        page = reverse("admin:platform_events_apiclient_change", args=[client.pk])
-        answer = self._confirm_and_revoke(
-            request, self.get_queryset(request).filter(pk=client.pk), back=page, title=f"Revoke {client.name}'s key"
-        )
-        return answer or HttpResponseRedirect(page)
+    # Revoking: one from its page, or a selection from the list; a reason either way (CLIENT_ACTIONS)
 
     @admin.action(permissions=["revoke"], description="Revoke the selected clients' keys")
     def revoke(self, request, queryset):
-        _, _, description = self.get_action("revoke")
-        back = reverse("admin:platform_events_apiclient_changelist")
-        return self._confirm_and_revoke(request, queryset, back=back, title=description)
-
-    def _confirm_and_revoke(self, request, queryset, *, back, title):
-        """The confirmation page asking why; once answered, each client revoked (one service call each,
-        under one audit context) and a report naming those revoked and counting those revoked already."""
-        form = RevokeForm(request.POST if request.POST.get("confirm") else None)
-        if not form.is_valid():
-            return confirmation(
-                request,
-                self,
-                title=title,
-                question=ngettext(
-                    "This client's key stops working at once, for good (a new key is a new client). Why?",
-                    "These clients' keys stop working at once, for good (a new key is a new client). Why?",
-                    len(queryset),
-                ),
-                items=[
-                    f"{client.name} (key {client.key_prefix}…, {', '.join(client.scopes)})"
-                    + (" — already revoked" if client.revoked_at else "")
-                    for client in queryset[:NAMED_ON_CONFIRMATION]
-                ],
-                more=max(0, len(queryset) - NAMED_ON_CONFIRMATION),
-                selected=[client.pk for client in queryset],
-                action="revoke",
-                form=form,
-                button="Revoke",
-                back=back,
-            )
-        revoked, already = [], 0
-        with audit_context(request=request):
-            for client in queryset:
-                if api_client_revoke(client=client, reason=form.cleaned_data["reason"], actor=request.user):
-                    revoked.append(client.name)
-                else:
-                    already += 1
-        message = "No client revoked."
-        if revoked:
-            message = ngettext(
-                "%(count)d client revoked: %(names)s; its key no longer works.",
-                "%(count)d clients revoked: %(names)s; their keys no longer work.",
-                len(revoked),
-            ) % {"count": len(revoked), "names": named(revoked)}
-        if already:
-            message += " " + ngettext("%(count)d was revoked already.", "%(count)d were revoked already.", already) % {
-                "count": already
-            }
-        self.message_user(request, message, messages.SUCCESS if revoked else messages.INFO)
-        return None
-
-
-def named(names: list[str]) -> str:
-    """'a, b and 3 more': the first few names, then a count of the rest."""
-    shown = ", ".join(names[:NAMED_ON_CONFIRMATION])
-    return shown + (f" and {len(names) - NAMED_ON_CONFIRMATION} more" if len(names) > NAMED_ON_CONFIRMATION else "")
+        return self.confirm_and_run(request, queryset, "revoke")
 
 
 @sensitive_variables("key")

@@ -7,48 +7,41 @@ delete, which would lift a lock-out too but leave no record of who did it.
 
 from axes.admin import AccessAttemptAdmin
 from axes.models import AccessAttempt
-from django.contrib import admin, messages
-from django.contrib.admin import helpers
-from django.template.response import TemplateResponse
-from django.utils.translation import ngettext
+from django.contrib import admin
 
+from platform_events.admin_kit.actions import Reason, RowAction, RowActions
 from platform_events.lockouts.services import staff_login_unlock
 
 admin.site.unregister(AccessAttempt)
 
+LOCKOUT_ACTIONS = {
+    # Run per login (a login has a record per address and browser), from every address at once.
+    "unlock": RowAction(
+        "Yes, unlock",
+        run=lambda login, actor, reason: bool(staff_login_unlock(username=login, actor=actor)),
+        question=("Unlock this login?", "Unlock these logins?"),
+        done=("%(count)d login unlocked: %(names)s.", "%(count)d logins unlocked: %(names)s."),
+        none_done="Nothing to unlock: those records were already gone.",
+        reason=Reason.NONE,
+        on_page=False,
+    ),
+}
+
 
 @admin.register(AccessAttempt)
-class LockoutAdmin(AccessAttemptAdmin):
+class LockoutAdmin(RowActions, AccessAttemptAdmin):
     # Not axes' "cleanup_expired_attempts": it needs request state only axes' own views set (a 500 here).
-    actions = ["unlock"]
+    row_actions = LOCKOUT_ACTIONS
+    actions = list(LOCKOUT_ACTIONS)
+    # Lists the records (login, address, failures) the unlock clears.
+    confirmation_template = "admin/axes/accessattempt/unlock_confirmation.html"
 
     @admin.action(permissions=["unlock"], description="Unlock the selected logins")
     def unlock(self, request, queryset):
-        """A confirmation page naming the logins; once confirmed, each login unlocked from every address."""
-        _, _, description = self.get_action("unlock")
+        """A confirmation page naming the logins; once confirmed, each login unlocked from every address
+        (the admin's history records who did it: platform_events/lockouts/services.py)."""
         logins = sorted({attempt.username for attempt in queryset if attempt.username})
-        if request.POST.get("confirm") != "yes":
-            return TemplateResponse(
-                request,
-                "admin/axes/accessattempt/unlock_confirmation.html",
-                {
-                    **self.admin_site.each_context(request),
-                    "title": description,
-                    "attempts": queryset.order_by("username", "ip_address"),
-                    "logins": logins,
-                    "opts": self.model._meta,
-                    "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-                },
-            )
-        unlocked = [login for login in logins if staff_login_unlock(username=login, actor=request.user)]
-        if not unlocked:
-            self.message_user(request, "Nothing to unlock: those records were already gone.", messages.INFO)
-            return None
-        message = ngettext(
-            "%(count)d login unlocked: %(logins)s.", "%(count)d logins unlocked: %(logins)s.", len(unlocked)
-        )
-        self.message_user(request, message % {"count": len(unlocked), "logins": ", ".join(unlocked)}, messages.SUCCESS)
-        return None
+        return self.confirm_and_run(request, queryset.order_by("username", "ip_address"), "unlock", rows=logins)
 
     def changelist_view(self, request, extra_context=None):
         title = "Failed sign-ins: select a login to unlock it"

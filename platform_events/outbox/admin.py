@@ -1,13 +1,12 @@
 """The outbox's events in the back-office, read-only: what was published, about which account or
 endpoint, with its payload and a link to its webhook deliveries."""
 
-import json
-
 from django.contrib import admin
 from django.db.models import BooleanField, Value
 from django.urls import reverse
 from django.utils.html import format_html
 
+from platform_events.admin_kit.display import pretty_json
 from platform_events.admin_kit.lookups import value_fits
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
 from platform_events.outbox.models import TEST_EVENT_TYPE, EventType, OutboxEvent
@@ -97,7 +96,3 @@ def with_account_links(queryset, request):
     """Rows that know whether this user may open account pages (their "about" links there, or says it)."""
     allowed = request.user.has_perm("accounts.view_account")
     return queryset.annotate(links_accounts=Value(allowed, output_field=BooleanField()))
-
-
-def pretty_json(value) -> str:
-    return format_html("<pre style='white-space: pre-wrap;'>{}</pre>", json.dumps(value, indent=2, sort_keys=True))

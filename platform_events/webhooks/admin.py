@@ -9,27 +9,26 @@ message kept in the session, never a form field afterwards), not cached (``Cache
 Every change goes through platform_events/webhooks/endpoints.py, whose triggers audit it.
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
-from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
-from django.utils.translation import ngettext
 from django.views.decorators.debug import sensitive_post_parameters
 
+from platform_events.admin_kit.actions import Reason, RowAction, always
+from platform_events.admin_kit.display import Tone, badge, pretty_json, when
 from platform_events.admin_kit.lookups import DeclaredLookupsOnly, value_fits
-from platform_events.admin_kit.pages import NAMED_ON_CONFIRMATION, add_form, confirmation, shown_once, when
+from platform_events.admin_kit.pages import add_page, shown_once
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
 from platform_events.audit.context import audit_context
-from platform_events.outbox.admin import aggregate, pretty_json, with_account_links
+from platform_events.audit.row_actions import AuditedRowActions
+from platform_events.outbox.admin import aggregate, with_account_links
 from platform_events.outbox.models import EventType, OutboxEvent
 from platform_events.webhooks.endpoints import (
     EndpointError,
@@ -48,23 +47,19 @@ from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, Webh
 
 # Deliveries still to be sent (first time, or again after a failure).
 WAITING = [DeliveryStatus.PENDING, DeliveryStatus.FAILED]
-STATUS_COLOURS = {
-    EndpointStatus.ACTIVE: "#1b7a1b",
-    EndpointStatus.PAUSED: "#8a6d00",
-    EndpointStatus.DISABLED_DEAD: "#b00020",
-    DeliveryStatus.PENDING: "#555",
-    DeliveryStatus.DELIVERED: "#1b7a1b",
-    DeliveryStatus.FAILED: "#8a6d00",
-    DeliveryStatus.PERMANENTLY_FAILED: "#b00020",
+STATUS_TONES = {
+    EndpointStatus.ACTIVE: Tone.GOOD,
+    EndpointStatus.PAUSED: Tone.CAUTION,
+    EndpointStatus.DISABLED_DEAD: Tone.BAD,
+    DeliveryStatus.PENDING: Tone.QUIET,
+    DeliveryStatus.DELIVERED: Tone.GOOD,
+    DeliveryStatus.FAILED: Tone.CAUTION,
+    DeliveryStatus.PERMANENTLY_FAILED: Tone.BAD,
 }
 
 
-def badge(status, label: str) -> str:
-    return format_html(
-        '<span style="color: #fff; background: {}; padding: 1px 8px; border-radius: 8px;">{}</span>',
-        STATUS_COLOURS[status],
-        label,
-    )
+def status_badge(status, label: str) -> str:
+    return badge(label, STATUS_TONES[status])
 
 
 # Endpoints
@@ -144,69 +139,68 @@ class EndpointChangeForm(forms.ModelForm):
         return cleaned
 
 
-class ReasonForm(forms.Form):
-    reason = forms.CharField(
-        label="Reason (kept in the audit trail; optional)",
-        required=False,
-        max_length=1000,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+def endpoint_action(label: str, service, question: str, done: str, applies_to, **options) -> RowAction:
+    """A button of the endpoint page: the service it calls (with the staff member; the reason, optional,
+    goes to the audit trail), and when the page offers it."""
+    return RowAction(
+        label,
+        run=lambda endpoint, actor, reason: service(endpoint, actor=actor),
+        question=(question, question),
+        done=(f"%(count)d endpoint {done}", f"%(count)d endpoints {done}"),
+        none_done="Nothing was changed.",
+        reason=Reason.OPTIONAL,
+        describe=lambda endpoint: f"{endpoint.url} ({endpoint.owner_id}, {EndpointStatus(endpoint.status).label})",
+        name=lambda endpoint: endpoint.url,
+        applies_to=applies_to,
+        refused=(EndpointError,),
+        **options,
     )
 
 
-@dataclass(frozen=True)
-class EndpointAction:
-    """A button of the endpoint page: the service it calls, what to say once done, and when it applies."""
-
-    label: str
-    question: str
-    service: Callable
-    done: str
-    applies_to: Callable[[WebhookSubscription], bool]
-
-
 ENDPOINT_ACTIONS = {
-    "rotate_secret": EndpointAction(
+    "rotate_secret": endpoint_action(
         "Rotate the secret",
+        endpoint_rotate_secret,
         "A new secret is made and shown once; the current one keeps signing beside it for the overlap"
         " (WEBHOOKS_SECRET_OVERLAP_HOURS), time enough to install the new one at the receiver.",
-        endpoint_rotate_secret,
-        "",  # answered by the secret's page
-        lambda endpoint: True,
+        "given a new secret.",
+        always,
+        answer="rotated_secret_page",
     ),
-    "pause": EndpointAction(
+    "pause": endpoint_action(
         "Pause",
-        "Nothing is sent to it until it is resumed; its events keep being queued meanwhile.",
         endpoint_pause,
-        "Paused: nothing is sent to it until it is resumed.",
+        "Nothing is sent to it until it is resumed; its events keep being queued meanwhile.",
+        "paused: nothing is sent to it until it is resumed.",
         lambda endpoint: endpoint.status == EndpointStatus.ACTIVE,
     ),
-    "resume": EndpointAction(
+    "resume": endpoint_action(
         "Resume",
-        "What was queued while it was paused is sent first.",
         endpoint_resume,
-        "Resumed: what was queued meanwhile is being sent.",
+        "What was queued while it was paused is sent first.",
+        "resumed: what was queued meanwhile is being sent.",
         lambda endpoint: endpoint.status == EndpointStatus.PAUSED,
     ),
-    "enable": EndpointAction(
+    "enable": endpoint_action(
         "Enable",
+        endpoint_enable,
         "It was disabled after failing; enabled, it receives new events again and its failures are cleared."
         " Events published while it was disabled were not queued for it.",
-        endpoint_enable,
-        "Enabled: it receives new events again.",
+        "enabled: it receives new events again.",
         lambda endpoint: endpoint.status == EndpointStatus.DISABLED_DEAD,
     ),
-    "send_test": EndpointAction(
+    "send_test": endpoint_action(
         "Send a test event",
-        "A webhook.test event is queued for this endpoint alone.",
         endpoint_send_test,
-        "Test event queued; its delivery is in the list below.",
+        "A webhook.test event is queued for this endpoint alone.",
+        "sent a test event; its delivery is in the list below.",
         lambda endpoint: endpoint.status != EndpointStatus.DISABLED_DEAD,
     ),
 }
 
 
 @admin.register(WebhookSubscription)
-class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
+class WebhookSubscriptionAdmin(AuditedRowActions, DeclaredLookupsOnly, admin.ModelAdmin):
     list_display = [
         "url",
         "owner_id",
@@ -222,6 +216,8 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
     search_fields = ["url", "owner_id"]
     search_help_text = "Part of the URL or of the owner's name."
     form = EndpointChangeForm
+    add_form_template = "admin/add_form_shown_once.html"
+    row_actions = ENDPOINT_ACTIONS
     # What the dispatcher and the services keep: shown, never edited here.
     readonly_fields = [
         "status_and_reason",
@@ -246,13 +242,6 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
             .annotate(waiting_count=Count("deliveries", filter=Q(deliveries__status__in=WAITING)))
         )
 
-    def get_urls(self):
-        act = self.admin_site.admin_view(self.act_view)
-        return [
-            path("<path:object_id>/act/<str:action>/", act, name="platform_events_webhooksubscription_act"),
-            *super().get_urls(),
-        ]
-
     # The columns
 
     @admin.display(description="events")
@@ -261,7 +250,7 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_and_reason(self, endpoint):
-        status = badge(endpoint.status, EndpointStatus(endpoint.status).label)
+        status = status_badge(endpoint.status, EndpointStatus(endpoint.status).label)
         if endpoint.disabled_reason:
             return format_html("{}<br>{}", status, endpoint.disabled_reason)
         return status
@@ -277,7 +266,7 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
         """When the secret changed and under which key it is encrypted; never the secret."""
         text = f"encrypted under key {endpoint.secret_key_id}"
         if endpoint.previous_secret_until:
-            text += f"; the previous secret signs too until {endpoint.previous_secret_until:%Y-%m-%d %H:%M:%S %Z}"
+            text += f"; the previous secret signs too until {when(endpoint.previous_secret_until)}"
         return text
 
     # Adding: the secret's page answers the POST
@@ -302,17 +291,15 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
             except EndpointError as refusal:
                 form.add_error(refusal.field, str(refusal))
             else:
-                return self._secret_page(request, endpoint, secret, "The endpoint was added.")
-        return add_form(
-            request,
-            self,
-            form,
-            fields=["url", "events", "owner", "description", "secret"],
-            title="Add a webhook endpoint",
-            submit="Add the endpoint and show its secret",
+                return self.secret_page(request, endpoint, secret, "The endpoint was added.")
+        return add_page(
+            self, request, form, title="Add a webhook endpoint", submit="Add the endpoint and show its secret"
         )
 
-    def _secret_page(self, request, endpoint, secret: str, done: str) -> TemplateResponse:
+    def rotated_secret_page(self, request, endpoint, secret: str) -> TemplateResponse:
+        return self.secret_page(request, endpoint, secret, "The secret was rotated.")
+
+    def secret_page(self, request, endpoint, secret: str, done: str) -> TemplateResponse:
         return shown_once(
             request,
             self,
@@ -346,63 +333,18 @@ class WebhookSubscriptionAdmin(DeclaredLookupsOnly, admin.ModelAdmin):
         with audit_context(actor=request.user, request=request):
             super().delete_queryset(request, queryset)
 
-    # The page's buttons
+    # The page: its buttons (ENDPOINT_ACTIONS, for those who may change it), its deliveries and trail
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        endpoint = self.get_object(request, object_id)
-        if endpoint is None:
-            return super().change_view(request, object_id, form_url, extra_context)
-        buttons = []
-        if self.has_change_permission(request, endpoint):
-            buttons = [
-                (reverse("admin:platform_events_webhooksubscription_act", args=[endpoint.pk, name]), action.label)
-                for name, action in ENDPOINT_ACTIONS.items()
-                if action.applies_to(endpoint)
-            ]
         context = {
-            "action_buttons": buttons,
             "deliveries_url": f"{reverse('admin:platform_events_webhookdelivery_changelist')}"
-            f"?subscription__id__exact={endpoint.pk}",
+            f"?subscription__id__exact={object_id}",
             "trail_url": f"{reverse('admin:platform_events_auditevent_changelist')}"
-            f"?resource_type=webhook_endpoint&resource_id={endpoint.pk}"
+            f"?resource_type=webhook_endpoint&resource_id={object_id}"
             if request.user.has_perm("platform_events.view_auditevent")
             else None,
         }
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
-
-    def act_view(self, request, object_id, action):
-        """One button of the endpoint page: its confirmation (GET), then the service (POST)."""
-        if action not in ENDPOINT_ACTIONS:
-            raise Http404(f"No such action: {action}")
-        endpoint = self.get_object(request, object_id)
-        if endpoint is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        if not self.has_change_permission(request, endpoint):
-            raise PermissionDenied
-        chosen = ENDPOINT_ACTIONS[action]
-        page = reverse("admin:platform_events_webhooksubscription_change", args=[endpoint.pk])
-        form = ReasonForm(request.POST if request.method == "POST" and request.POST.get("confirm") else None)
-        if not form.is_valid():
-            return confirmation(
-                request,
-                self,
-                title=f"{chosen.label}: {endpoint.url}",
-                question=chosen.question,
-                items=[f"{endpoint.url} ({endpoint.owner_id}, {EndpointStatus(endpoint.status).label})"],
-                form=form,
-                button=chosen.label,
-                back=page,
-            )
-        try:
-            with audit_context(reason=form.cleaned_data["reason"] or None, request=request):
-                outcome = chosen.service(endpoint, actor=request.user)
-        except EndpointError as refusal:
-            self.message_user(request, str(refusal), messages.WARNING)
-            return HttpResponseRedirect(page)
-        if action == "rotate_secret":
-            return self._secret_page(request, endpoint, outcome, "The secret was rotated.")
-        self.message_user(request, chosen.done, messages.SUCCESS)
-        return HttpResponseRedirect(page)
 
 
 # Deliveries
@@ -428,14 +370,39 @@ class EventFilter(admin.SimpleListFilter):
         return queryset if self.value() is None else queryset.filter(event=self.value())
 
 
+def redeliver(delivery, *, actor, reason) -> int:
+    """Send one delivery again: 1, or 0 when it is already waiting to be sent."""
+    return deliveries_redeliver(WebhookDelivery.objects.filter(pk=delivery.pk), actor=actor)
+
+
+DELIVERY_ACTIONS = {
+    "redeliver": RowAction(
+        "Send again",
+        run=redeliver,
+        question=(
+            "This delivery is sent again as soon as a dispatcher is free (one already waiting is left as it is).",
+            "These deliveries are sent again as soon as a dispatcher is free (those already waiting are left as they are).",
+        ),
+        done=("%(count)d delivery sent again.", "%(count)d deliveries sent again."),
+        already=("%(count)d was already waiting to be sent.", "%(count)d were already waiting to be sent."),
+        reason=Reason.NONE,
+        describe=lambda delivery: (
+            f"{delivery.event.event_type} to {delivery.subscription.url} — {DeliveryStatus(delivery.status).label}"
+        ),
+        own_url=True,
+    ),
+}
+
+
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
+class WebhookDeliveryAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     # Nine columns fit 1366 px beside the filters, with short headings; when it was queued is on its page.
     list_display = ["event_type", "about", "endpoint", "status_badge", "tries", "http", "ms", "next_try", "last_try"]
     list_display_links = ["event_type"]
     list_filter = [EventFilter, "status", "subscription"]
     list_select_related = ["event", "subscription"]
-    actions = ["redeliver"]
+    row_actions = DELIVERY_ACTIONS
+    actions = list(DELIVERY_ACTIONS)
     fieldsets = [
         (None, {"fields": ["event_type", "about", "endpoint", "status_badge", "attempts"]}),
         ("Last attempt", {"fields": ["http_status", "latency_ms", "response", "last_attempt_at", "first_attempt_at"]}),
@@ -461,13 +428,6 @@ class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
         "id",
     ]
 
-    def get_urls(self):
-        again = self.admin_site.admin_view(self.redeliver_view)
-        return [
-            path("<path:object_id>/redeliver/", again, name="platform_events_webhookdelivery_redeliver"),
-            *super().get_urls(),
-        ]
-
     @admin.display(description="event", ordering="event__event_type")
     def event_type(self, delivery):
         return delivery.event.event_type
@@ -486,7 +446,7 @@ class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, delivery):
-        return badge(delivery.status, DeliveryStatus(delivery.status).label)
+        return status_badge(delivery.status, DeliveryStatus(delivery.status).label)
 
     @admin.display(description="tries", ordering="attempts")
     def tries(self, delivery):
@@ -525,62 +485,9 @@ class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
     def get_queryset(self, request):
         return with_account_links(super().get_queryset(request), request)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        context = {}
-        if self.has_redeliver_permission(request):
-            context["action_buttons"] = [
-                (reverse("admin:platform_events_webhookdelivery_redeliver", args=[object_id]), "Send again")
-            ]
-        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
-
     @admin.action(permissions=["redeliver"], description="Send the selected deliveries again")
     def redeliver(self, request, queryset):
-        return self._confirm_and_redeliver(
-            request, queryset, back=reverse("admin:platform_events_webhookdelivery_changelist")
-        )
-
-    def redeliver_view(self, request, object_id):
-        if not self.has_redeliver_permission(request):
-            raise PermissionDenied
-        delivery = self.get_object(request, object_id)
-        if delivery is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        page = reverse("admin:platform_events_webhookdelivery_change", args=[delivery.pk])
-        answer = self._confirm_and_redeliver(request, self.get_queryset(request).filter(pk=delivery.pk), back=page)
-        return answer or HttpResponseRedirect(page)
+        return self.confirm_and_run(request, queryset, "redeliver")
 
     def has_redeliver_permission(self, request):
         return request.user.has_perm("platform_events.redeliver_webhookdelivery")
-
-    def _confirm_and_redeliver(self, request, queryset, *, back):
-        if request.POST.get("confirm") != "yes":
-            _, _, description = self.get_action("redeliver")
-            return confirmation(
-                request,
-                self,
-                title=description,
-                question=ngettext(
-                    "This delivery is sent again as soon as a dispatcher is free (one already waiting is left as it is).",
-                    "These deliveries are sent again as soon as a dispatcher is free (those already waiting are left as they are).",
-                    len(queryset),
-                ),
-                items=[
-                    f"{delivery.event.event_type} to {delivery.subscription.url} — {DeliveryStatus(delivery.status).label}"
-                    for delivery in queryset[:NAMED_ON_CONFIRMATION]
-                ],
-                more=max(0, len(queryset) - NAMED_ON_CONFIRMATION),
-                selected=[delivery.pk for delivery in queryset],
-                action="redeliver",
-                button="Send again",
-                back=back,
-            )
-        selected = queryset.count()
-        with audit_context(request=request):
-            sent = deliveries_redeliver(queryset, actor=request.user)
-        message = ngettext("%(count)d delivery sent again.", "%(count)d deliveries sent again.", sent) % {"count": sent}
-        if left := selected - sent:
-            message += " " + ngettext(
-                "%(count)d was already waiting to be sent.", "%(count)d were already waiting to be sent.", left
-            ) % {"count": left}
-        self.message_user(request, message, messages.SUCCESS if sent else messages.INFO)
-        return None

@@ -165,7 +165,7 @@ class TestMailRuns:
         Job.objects.create(job_type=JobType.MAILROOM, claimed=10, sent=4, progress_at=timezone.now())
         response, _ = self.runs(support)
         assert re.search(
-            r"not yet <span class=\"quiet\">\(last progress <span class=\"nowrap\">\w+ \d+, \d\d:\d\d:\d\d",
+            r"not yet <span class=\"quiet\">\(last progress <span class=\"nowrap\">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
             response.content.decode(),
         )
 

@@ -9,7 +9,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from lifecycle.backoffice.accounts import NAMED_IN_REPORTS, skipped_report
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
 from tests.support import admin_action
@@ -286,40 +285,6 @@ class TestDateRanges:
         settings.TIME_ZONE = "America/New_York"
         assert support.get(CHANGELIST, {"created_at__range__lte": "9999-12-31"}).status_code == 400
         assert support.get(CHANGELIST, {"created_at__range__lte": "9999-12-30"}).status_code == 200
-
-
-class TestSkippedReport:
-    """The report of accounts an action skipped: named, the first few only, singular or plural."""
-
-    def accounts(self, *logins):
-        return [Account(login=login) for login in logins]
-
-    def test_one_account(self):
-        assert skipped_report("already suspended", self.accounts("jane")) == (
-            "1 account skipped (already suspended): jane."
-        )
-
-    def test_two_accounts(self):
-        assert skipped_report("already suspended", self.accounts("jane", "joe")) == (
-            "2 accounts skipped (already suspended): jane, joe."
-        )
-
-    def test_as_many_as_are_named_are_all_named(self):
-        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 1)]
-        assert skipped_report("not suspended", self.accounts(*logins)) == (
-            f"{NAMED_IN_REPORTS} accounts skipped (not suspended): {', '.join(logins)}."
-        )
-
-    def test_past_that_the_rest_are_counted(self):
-        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 4)]
-        named = ", ".join(logins[:NAMED_IN_REPORTS])
-        assert skipped_report("not suspended", self.accounts(*logins)) == (
-            f"{NAMED_IN_REPORTS + 3} accounts skipped (not suspended): {named} and 3 more."
-        )
-
-    def test_one_more(self):
-        logins = [f"user{n}" for n in range(1, NAMED_IN_REPORTS + 2)]
-        assert skipped_report("not suspended", self.accounts(*logins)).endswith(" and 1 more.")
 
 
 def test_the_admin_cannot_change_state_behind_the_services(admin_client):

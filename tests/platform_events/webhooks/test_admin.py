@@ -192,7 +192,10 @@ def test_the_state_buttons_move_the_endpoint_once_audited_with_the_staff_member(
     assert AuditEvent.objects.get(action=audited).actor_display == "integrator1"
     # The same click again (a second tab): refused with the reason, nothing changed.
     response = integrator.post(act(endpoint, action), {"confirm": "yes"}, follow=True)
-    assert "This endpoint is" in [str(m) for m in response.context["messages"]][0]
+    nothing, skipped = [str(m) for m in response.context["messages"]]
+    assert nothing == "Nothing was changed."
+    assert skipped.startswith("1 webhook endpoint skipped (") and EndpointStatus(end).label in skipped
+    assert skipped.endswith(f"): {endpoint.url}.")
     assert AuditEvent.objects.filter(action=audited).count() == 1
 
 
