@@ -9,6 +9,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from lifecycle.configuration import (
@@ -76,11 +77,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "django_q",
-    "axes",
-    "rangefilter",
-    # The client API's docs page (Swagger UI) from its own static files, not a CDN.
-    "ninja",
+    "django_q",  # the worker's queue and schedules, in this PostgreSQL
+    "axes",  # staff sign-in lock-outs
+    "rangefilter",  # date-range filters on the admin's lists
+    "ninja",  # the client API's docs page (Swagger UI) from its own static files, not a CDN
+    "csp",  # its system checks (a CSP setting in the pre-4.0 format is an error)
     "platform_events",
     "accounts",
     "tokens",
@@ -88,7 +89,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Health probes: first of all, so that a plain-HTTP probe with an address for Host is answered
+    # Request latency per view (django-prometheus's middleware only: not its app, which would add its own
+    # unauthenticated /metrics URL and query the migrations at start-up). First and last, so that the
+    # "before" half times the whole stack and the "after" half the view.
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    # Health probes: before anything that could refuse a plain-HTTP probe with an address for Host
     # (/healthz, /readyz only; no HTTPS redirect, ALLOWED_HOSTS, session or CSRF; lifecycle/ops/health.py).
     "lifecycle.ops.health.health_probes",
     # Each request's id and log line: before everything that logs or audits (lifecycle/ops/request_log.py).
@@ -96,14 +101,22 @@ MIDDLEWARE = [
     # No header reaches a view, django-axes or the audit trail with a NUL in it.
     "lifecycle.ops.request_headers.nul_free_headers",
     "django.middleware.security.SecurityMiddleware",
+    # /static/ from gunicorn itself: after SecurityMiddleware (its files get the security headers), before
+    # the session or the database is touched.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # The Content-Security-Policy on every page, the CSRF failure's and django-axes' lock-out included:
+    # their middleware come after it.
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last, as django-axes asks: it turns a locked-out login into its lockout response.
+    # As django-axes asks, after authentication: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",
+    # django-prometheus's "after" half (see the first line).
+    "lifecycle.ops.metrics.middleware.RequestLatencyAfter",
 ]
 
 AUTHENTICATION_BACKENDS = [
@@ -293,7 +306,7 @@ NODE_SECRET = env.str("NODE_SECRET", default="")
 # client holding a token for the old node may still sync to it meanwhile. One week, tokenserver's default.
 NODE_PURGE_GRACE_SECONDS = read_int("NODE_PURGE_GRACE_SECONDS", default=604_800, minimum=0, maximum=31_536_000)
 
-# --- Metrics (README, "Running in production"; issue 15): /metrics for Prometheus, lifecycle/ops/metrics/ ---
+# /metrics for Prometheus (lifecycle/ops/metrics/; README, "Running in production").
 # The scraper's bearer token. Empty: /metrics answers 404, as if it did not exist.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="").strip()
 if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or any(c.isspace() for c in METRICS_TOKEN)):
@@ -302,20 +315,11 @@ if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or any(c.isspace() for c in METRIC
         "METRICS_TOKEN must be at least 32 characters without spaces, or empty to turn /metrics off"
         " (python -c 'import secrets; print(secrets.token_urlsafe(32))' makes one)."
     )
-# Request latency per view (django-prometheus's middleware only: not its app, which would add its own
-# unauthenticated /metrics URL and query the migrations at start-up). First and last, so that "before"
-# times the whole stack and "after" the view.
-MIDDLEWARE = [
-    "django_prometheus.middleware.PrometheusBeforeMiddleware",
-    *MIDDLEWARE,
-    "lifecycle.ops.metrics.middleware.RequestLatencyAfter",
-]
 # Prometheus scrapes over plain HTTP from inside the network, to the web server itself: no redirect
 # to https for /metrics (SecurityMiddleware matches the path without its leading "/"). Safe: the
 # endpoint sets no cookie and reads no session, and the token was already sent by the time a
 # redirect could answer; only while a token is set, so /metrics is otherwise a 404 like any unknown path.
 SECURE_REDIRECT_EXEMPT = [r"^metrics$"] if METRICS_TOKEN else []
-# --- end of Metrics ---
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -403,20 +407,8 @@ LOGGING = {
     },
 }
 
-# --- Production serving (issue 15; README, "Running in production"): static files and the CSP ---------------
-# gunicorn's own settings are lifecycle/ops/gunicorn_conf.py. Kept as one block that adds to the lists above.
-from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE  # noqa: E402 (this block's own)
-
-INSTALLED_APPS.append("csp")  # its system checks (a CSP setting in the pre-4.0 format is an error)
-# WhiteNoise serves /static/ from gunicorn itself, right after SecurityMiddleware (so its files get the
-# security headers) and before the session or the database is touched.
-MIDDLEWARE.insert(
-    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1, "whitenoise.middleware.WhiteNoiseMiddleware"
-)
-# The policy goes on every page, those a failed CSRF check and django-axes' lock-out answer with included:
-# their middleware come after it.
-MIDDLEWARE.insert(MIDDLEWARE.index("whitenoise.middleware.WhiteNoiseMiddleware") + 1, "csp.middleware.CSPMiddleware")
-
+# Static files (WhiteNoise, in MIDDLEWARE) and the Content-Security-Policy (django-csp); gunicorn's own
+# settings are lifecycle/ops/gunicorn_conf.py.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # DEBUG off: hashed names from collectstatic's manifest (WhiteNoise caches them a year, as immutable)
