@@ -222,7 +222,7 @@ def node_described(node: Node) -> str:
     return f"{node.node} ({node.service}, {node.load_percent}% loaded: {node.current_load} / {node.capacity}, {state})"
 
 
-def node_setting(question: str, fields: dict, done: tuple[str, str]) -> RowAction:
+def node_setting(label: str, question: str, fields: dict, done: tuple[str, str]) -> RowAction:
     """An action that sets ``fields`` on each node (node_update, one transaction each), leaving a node
     already so untouched (nothing to change, nothing to audit)."""
 
@@ -233,7 +233,7 @@ def node_setting(question: str, fields: dict, done: tuple[str, str]) -> RowActio
         return True
 
     return RowAction(
-        done[0].removeprefix("%(count)d node "),
+        label,
         run=run,
         question=(f"{question} Why?", f"{question} Why?"),
         done=done,
@@ -263,21 +263,25 @@ def unassign_question(nodes: list[Node]) -> str:
 
 NODE_ACTIONS = {
     "mark_downed": node_setting(
+        "Mark downed",
         "A downed node is given no new account; the accounts on it stay there until it is unassigned.",
         {"downed": True},
         ("%(count)d node marked downed.", "%(count)d nodes marked downed."),
     ),
     "mark_up": node_setting(
+        "Mark up",
         "The node is given new accounts again (unless it is in backoff).",
         {"downed": False},
         ("%(count)d node marked up.", "%(count)d nodes marked up."),
     ),
     "set_backoff": node_setting(
+        "Set in backoff",
         "A node in backoff is given no new account for now; the accounts on it stay there.",
         {"backoff": True},
         ("%(count)d node set in backoff.", "%(count)d nodes set in backoff."),
     ),
     "clear_backoff": node_setting(
+        "Take out of backoff",
         "The node is given new accounts again (unless it is downed).",
         {"backoff": False},
         ("%(count)d node out of backoff.", "%(count)d nodes out of backoff."),

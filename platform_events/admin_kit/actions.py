@@ -82,7 +82,7 @@ class RowAction:
     action only while ``applies_to(row)``.
     """
 
-    label: str
+    label: str  # its button, on the row's page and on the confirmation
     run: Callable[..., Any]
     question: tuple[str, str] | Callable[[list], str]
     done: tuple[str, str]
@@ -253,7 +253,7 @@ class RowActions:
                 "action": None if page_of is not None else action,
                 "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                 "form": form if chosen.reason is not Reason.NONE else None,
-                "button": chosen.label if page_of is not None else title,
+                "button": chosen.label,
                 "back": back,
                 "page_of": page_of,
             },

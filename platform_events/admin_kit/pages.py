@@ -5,6 +5,7 @@ made it."""
 from django.contrib import messages
 from django.contrib.admin import helpers
 from django.http import HttpResponseRedirect
+from django.template.loader import select_template
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.text import slugify
@@ -27,9 +28,15 @@ def add_page(model_admin, request, form, *, title: str, submit: str | None = Non
         "is_popup": False,
         "to_field": None,
         "show_save_and_continue": False,
-        "submit": submit,
-        "change_form": f"admin/{model_admin.opts.app_label}/{model_admin.opts.model_name}/change_form.html",
     }
+    if submit is not None:
+        # The page extends the model's own change form, as Django picks it, and shows one button.
+        opts = model_admin.opts
+        names = [
+            f"admin/{opts.app_label}/{opts.model_name}/change_form.html",
+            f"admin/{opts.app_label}/change_form.html",
+        ]
+        context |= {"submit": submit, "change_form": select_template([*names, "admin/change_form.html"]).template}
     return model_admin.render_change_form(request, context, add=True)
 
 
