@@ -263,32 +263,32 @@ def unassign_question(nodes: list[Node]) -> str:
 
 NODE_ACTIONS = {
     "mark_downed": node_setting(
-        "Mark downed",
+        "Mark the selected nodes downed",
         "A downed node is given no new account; the accounts on it stay there until it is unassigned.",
         {"downed": True},
         ("%(count)d node marked downed.", "%(count)d nodes marked downed."),
     ),
     "mark_up": node_setting(
-        "Mark up",
+        "Mark the selected nodes up",
         "The node is given new accounts again (unless it is in backoff).",
         {"downed": False},
         ("%(count)d node marked up.", "%(count)d nodes marked up."),
     ),
     "set_backoff": node_setting(
-        "Set in backoff",
+        "Set the selected nodes in backoff",
         "A node in backoff is given no new account for now; the accounts on it stay there.",
         {"backoff": True},
         ("%(count)d node set in backoff.", "%(count)d nodes set in backoff."),
     ),
     "clear_backoff": node_setting(
-        "Take out of backoff",
+        "Take the selected nodes out of backoff",
         "The node is given new accounts again (unless it is downed).",
         {"backoff": False},
         ("%(count)d node out of backoff.", "%(count)d nodes out of backoff."),
     ),
     # Every live assignment on the nodes replaced: their accounts get another node when next seen.
     "unassign": RowAction(
-        "Unassign",
+        "Unassign the selected nodes (move their accounts)",
         run=node_unassign_run,
         question=unassign_question,
         done=(

@@ -18,7 +18,6 @@ import uuid
 from functools import lru_cache
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import quote
@@ -233,7 +232,7 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
 
     # The columns
 
-    @admin.display(description=f"time ({settings.TIME_ZONE}), request", ordering="occurred_at")
+    @admin.display(description="time, request", ordering="occurred_at")
     def occurred(self, event):
         """The time to the second (exactly, on hover), and the request and correlation ids below it."""
         at = format_html('<span title="{}">{}</span>', event.occurred_at.isoformat(), when(event.occurred_at))
