@@ -4,10 +4,11 @@
 invalid-client-state), so that the API answers with the code its clients know.
 """
 
-from platform_events.db.refusals import LifecycleError, raised_as
+from platform_events.db.refusals import raised_as
+from platform_events.refusals import Refused
 
 
-class NodeError(LifecycleError):
+class NodeError(Refused):
     code = "node-refused"
 
 
@@ -30,11 +31,6 @@ class InvalidUpdate(NodeError):
     """A move the assignment rules refuse; ``code`` says which (the database's HINT)."""
 
     code = "invalid-update"
-
-    def __init__(self, message: str, *, code: str | None = None, **kwargs):
-        super().__init__(message, **kwargs)
-        if code:
-            self.code = code
 
     @classmethod
     def from_diagnostics(cls, diag) -> "InvalidUpdate":

@@ -1,27 +1,29 @@
-"""The lifecycle rules' refusals (LifecycleError, by its ``code``) as the API's problem types."""
+"""The services' refusals (platform_events/refusals.py) as the API's problem types.
+
+A refusal's code is its problem type where the catalogue has one (platform_events/api/problems.py):
+nothing renames it. A code the catalogue does not have is answered as the generic ``refused``.
+"""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from accounts.nodes.errors import InvalidUpdate, NoCapacity, NodeError, Retired, UnknownName
 from platform_events.api.problems import CATALOGUE, Problem
-from platform_events.db.refusals import LifecycleError
-
-# A code whose problem type is not simply the code with dashes.
-RENAMED = {"account_gone": "account-gone", "illegal_transition": "refused", "email_claimed": "email-claimed"}
+from platform_events.refusals import Refused
 
 
 @contextmanager
 def as_problem() -> Iterator[None]:
-    """Raise a LifecycleError from the services as the Problem of its kind, its sentence the detail."""
+    """Raise a refusal of the account and token services as its Problem, its sentence the detail, with
+    the account and its state as members when the refusal names them."""
     try:
         yield
-    except LifecycleError as refusal:
-        slug = RENAMED.get(refusal.code, refusal.code.replace("_", "-"))
-        extra = {"account_id": refusal.account_id} if refusal.account_id is not None else {}
+    except Refused as refusal:
+        members = {"account_id": refusal.account_id} if refusal.account_id is not None else {}
         if refusal.state:
-            extra["state"] = refusal.state
-        raise Problem(slug if slug in CATALOGUE else "refused", str(refusal), **extra) from refusal
+            members["state"] = refusal.state
+        slug = refusal.code if refusal.code in CATALOGUE else "refused"
+        raise Problem(slug, str(refusal), **members) from refusal
 
 
 # tokenserver's codes (accounts/nodes/errors.py: InvalidUpdate.code) as problem types; the code itself

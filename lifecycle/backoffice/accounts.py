@@ -37,8 +37,8 @@ from accounts.selectors import (
 from accounts.services import account_suspend, account_unsuspend
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
 from platform_events.audit.context import audit_context
-from platform_events.db.refusals import LifecycleError
 from platform_events.db.tiered_pages import TieredPaginator
+from platform_events.refusals import Refused
 
 # This admin page composes accounts and tokens (their inline, the e-mail actions): the one place
 # where accounts imports tokens (README, "Layout").
@@ -304,7 +304,7 @@ class AccountAdmin(ReadOnlyModelAdmin):
             for account in queryset:
                 try:
                     staff_action.service(account=account, actor=request.user)
-                except LifecycleError as refusal:
+                except Refused as refusal:
                     skipped[refusal.reason].append(account)
                 else:
                     done_count += 1
