@@ -1,16 +1,23 @@
-"""The refusals of accounts/sql/ (SQLSTATE class LA, or a unique index) and of the account services."""
+"""The refusals of accounts/sql/ (SQLSTATE class LA, or a unique index) and of the account services.
 
-from platform_events.db.refusals import LifecycleError, raised_as
+Each code is the client API's problem type for its kind (platform_events/api/problems.py), with its
+status; ``history-kept`` has none and is answered as the generic ``refused``.
+"""
+
+from platform_events.db.refusals import raised_as
+from platform_events.refusals import Refused
 
 
 @raised_as(sqlstate="LA001")
-class InvalidEmail(LifecycleError):
-    code = "invalid_email"
+class InvalidEmail(Refused):
+    code = "invalid-email"
+    status = 422
 
 
 @raised_as(sqlstate="LA002")
-class InvalidLogin(LifecycleError):
-    code = "invalid_login"
+class InvalidLogin(Refused):
+    code = "invalid-login"
+    status = 422
 
 
 @raised_as(
@@ -18,39 +25,43 @@ class InvalidLogin(LifecycleError):
     constraint="accounts_email_claimed_key",
     message="accounts: e-mail is already claimed by an activated account",
 )
-class EmailAlreadyClaimed(LifecycleError):
-    code = "email_claimed"
+class EmailAlreadyClaimed(Refused):
+    code = "email-claimed"
 
 
 @raised_as(constraint="accounts_login_key", message="accounts: login is already taken")
-class LoginTaken(LifecycleError):
-    code = "login_taken"
+class LoginTaken(Refused):
+    code = "login-taken"
 
 
 @raised_as(sqlstate="LA005")
-class IllegalTransition(LifecycleError):
-    """The account is not in a state this move starts from."""
+class IllegalTransition(Refused):
+    """The account is not in a state this move starts from: the API's generic refusal."""
 
-    code = "illegal_transition"
+    code = "refused"
+    reason = "illegal transition"
 
 
 @raised_as(sqlstate="LA006")
-class HistoryIsKept(LifecycleError):
+class HistoryIsKept(Refused):
     """A trigger-kept timestamp (created_at, status_changed_at, activated_at, ...) was set by hand."""
 
-    code = "history_kept"
+    code = "history-kept"
 
 
 class AlreadySuspended(IllegalTransition):
-    code = "already_suspended"
+    code = "already-suspended"
+    reason = "already suspended"
 
 
 class NotSuspended(IllegalTransition):
-    code = "not_suspended"
+    code = "not-suspended"
+    reason = "not suspended"
 
 
-class AccountGone(LifecycleError):
+class AccountGone(Refused):
     """The account was deleted meanwhile (a sweep, or psql)."""
 
-    code = "account_gone"
+    code = "account-gone"
+    status = 404
     reason = "deleted meanwhile"

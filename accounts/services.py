@@ -1,7 +1,7 @@
 """The only way Python code changes an account's lifecycle state.
 
 Each service is atomic and returns the account as the triggers left it. The rules themselves live
-in the database (accounts/sql/); a refusal arrives as a LifecycleError (accounts/errors.py). Every
+in the database (accounts/sql/); a refusal arrives as a Refused (accounts/errors.py). Every
 service that changes state takes the acting party, ``actor`` (a staff user, an account acting for
 itself, or None: the system, audited as the database role), and opens the audit context with it
 (platform_events/audit/context.py).

@@ -1,15 +1,22 @@
-"""The refusals of tokens/sql/ (SQLSTATE class LT, or a unique index) and of the token services."""
+"""The refusals of tokens/sql/ (SQLSTATE class LT, or a unique index) and of the token services.
 
-from platform_events.db.refusals import LifecycleError, raised_as
+The client API has a problem type for ``wrong-account-state`` alone (platform_events/api/problems.py)
+and answers the others as the generic ``refused``: its operations only issue tokens, and meet them
+at most when two issues race (``token-replaced``). The public pages answer each in their own words
+(tokens/views.py).
+"""
+
+from platform_events.db.refusals import raised_as
+from platform_events.refusals import Refused
 
 
-class TokenNotFound(LifecycleError):
-    code = "token_not_found"
+class TokenNotFound(Refused):
+    code = "token-not-found"
 
 
 @raised_as(sqlstate="LT001")
-class TokenAlreadyUsed(LifecycleError):
-    code = "token_used"
+class TokenAlreadyUsed(Refused):
+    code = "token-used"
 
 
 @raised_as(
@@ -17,30 +24,30 @@ class TokenAlreadyUsed(LifecycleError):
     constraint="tokens_one_live_per_action_key",
     message="tokens: a newer token was issued at the same time; use the newest one",
 )
-class TokenSuperseded(LifecycleError):
-    code = "token_replaced"
+class TokenSuperseded(Refused):
+    code = "token-replaced"
 
 
 @raised_as(sqlstate="LT003")
-class TokenBurnt(LifecycleError):
-    code = "token_burnt"
+class TokenBurnt(Refused):
+    code = "token-burnt"
 
 
 @raised_as(sqlstate="LT004")
-class TokenExpired(LifecycleError):
-    code = "token_expired"
+class TokenExpired(Refused):
+    code = "token-expired"
 
 
 @raised_as(sqlstate="LT005")
-class AccountSuspended(LifecycleError):
-    code = "account_suspended"
+class AccountSuspended(Refused):
+    code = "account-suspended"
 
 
 @raised_as(sqlstate="LT006")
-class WrongAccountState(LifecycleError):
+class WrongAccountState(Refused):
     """The account is not in the state the token's action needs (``needed``, when known)."""
 
-    code = "wrong_account_state"
+    code = "wrong-account-state"
 
     def __init__(self, message: str, *, account_id: int | None = None, state: str | None = None, needed: str = ""):
         super().__init__(message, account_id=account_id, state=state)
@@ -54,28 +61,28 @@ class WrongAccountState(LifecycleError):
 
 
 @raised_as(sqlstate="LT007")
-class TokenIdentityKept(LifecycleError):
+class TokenIdentityKept(Refused):
     """A token's identity (account, action, secret, code, times) was changed, or its count of wrong codes lowered."""
 
-    code = "token_identity_kept"
+    code = "token-identity-kept"
 
 
 @raised_as(sqlstate="LT008")
-class TokenNotIssuedUnused(LifecycleError):
+class TokenNotIssuedUnused(Refused):
     """A token was inserted already used, replaced, with wrong codes or with a mail state."""
 
-    code = "token_not_unused"
+    code = "token-not-unused"
 
 
-class WrongCode(LifecycleError):
-    code = "wrong_code"
+class WrongCode(Refused):
+    code = "wrong-code"
 
     def __init__(self, message: str, *, attempts_left: int):
         super().__init__(message)
         self.attempts_left = attempts_left
 
 
-class PasswordNeeded(LifecycleError):
+class PasswordNeeded(Refused):
     """An activation from the public pages of an account that has no password, without one."""
 
-    code = "password_needed"
+    code = "password-needed"

@@ -3,8 +3,8 @@
 Whether a token may be consumed (unused, not replaced, unexpired, account in the right state,
 and by code only while its code is not blocked by wrong codes) is decided by the trigger on
 tokens.consumed_at, for every client; these services find the token, let the database decide, and
-turn its refusal into a LifecycleError. A consumption may set the account's password in the same
-transaction (activation, recovery). Like the account services, each takes the acting party,
+raise its refusal as a Refused (tokens/errors.py). A consumption may set the account's password in
+the same transaction (activation, recovery). Like the account services, each takes the acting party,
 ``actor``: a staff user, None (the system, audited as the database role), or TOKEN_HOLDER, the
 person the token was sent to (audited as its account).
 """

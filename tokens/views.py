@@ -21,8 +21,8 @@ from accounts.models import AccountPassword, AccountStatus
 from accounts.services import account_password_check, account_password_hash
 from platform_events.audit.context import audit_context, request_origin
 from platform_events.client_ip import client_ip
-from platform_events.db.refusals import LifecycleError
 from platform_events.limits.counters import LimitExceeded, limits_hit
+from platform_events.refusals import Refused
 from tokens.errors import (
     AccountSuspended,
     PasswordNeeded,
@@ -88,7 +88,7 @@ REFUSALS = {
 }
 
 
-def refusal_page(request: HttpRequest, error: LifecycleError, token: Token | None = None) -> HttpResponse:
+def refusal_page(request: HttpRequest, error: Refused, token: Token | None = None) -> HttpResponse:
     status, heading, text, next_steps = REFUSALS.get(
         type(error), (400, "Not possible", "This request cannot be completed.", [])
     )
@@ -192,7 +192,7 @@ def activate_link(request: HttpRequest, secret: str) -> HttpResponse:
                 )
         except ValidationError as error:
             form.add_error("password", error)
-        except LifecycleError as error:
+        except Refused as error:
             return refusal_page(request, error, token)
         else:
             return _activated(request, token)
@@ -257,7 +257,7 @@ def _code_page(request, form, action: TokenAction, *, done, **page) -> HttpRespo
             form.add_error("password", "Choose a password: this account has none yet.")
         except ValidationError as error:
             form.add_error("password", error)
-        except LifecycleError as error:
+        except Refused as error:
             return refusal_page(request, error)
         else:
             return done(request, token)
@@ -326,7 +326,7 @@ def recover_link(request: HttpRequest, secret: str) -> HttpResponse:
                 )
         except ValidationError as error:
             form.add_error("password", error)
-        except LifecycleError as error:
+        except Refused as error:
             return refusal_page(request, error, token)
         else:
             return _password_changed(request, token)

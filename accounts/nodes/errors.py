@@ -1,13 +1,15 @@
 """The refusals of node assignment (SQLSTATE class LN, accounts/sql/0014_nodes.sql, or the live-row index).
 
-``code`` is tokenserver's own where it has one (invalid-generation, invalid-keysChangedAt,
-invalid-client-state), so that the API answers with the code its clients know.
+A refused client report says tokenserver's own code too (invalid-generation, invalid-keysChangedAt,
+invalid-client-state: ``tokenserver_code``), which the client API answers beside its problem type,
+so that a client ported from tokenserver branches on the code it knows.
 """
 
-from platform_events.db.refusals import LifecycleError, raised_as
+from platform_events.db.refusals import raised_as
+from platform_events.refusals import Refused
 
 
-class NodeError(LifecycleError):
+class NodeError(Refused):
     code = "node-refused"
 
 
@@ -16,6 +18,8 @@ class NoCapacity(NodeError):
     """No node can take the account (tokenserver answers 503), or the named node is full."""
 
     code = "no-capacity"
+    status = 503
+    retry_after = 300  # an operator must add a node or release capacity: minutes, not seconds
 
 
 @raised_as(sqlstate="LN003")
@@ -27,18 +31,38 @@ class UnknownName(NodeError):
 
 @raised_as(sqlstate="LN004")
 class InvalidUpdate(NodeError):
-    """A move the assignment rules refuse; ``code`` says which (the database's HINT)."""
+    """A move the assignment rules refuse. A refused client report is one of the subclasses below,
+    whose tokenserver code the database names in its HINT; a move no client reports (a node changed,
+    a replacement undone) is this class, which tokenserver has no code for."""
 
     code = "invalid-update"
-
-    def __init__(self, message: str, *, code: str | None = None, **kwargs):
-        super().__init__(message, **kwargs)
-        if code:
-            self.code = code
+    tokenserver_code: str | None = None
 
     @classmethod
     def from_diagnostics(cls, diag) -> "InvalidUpdate":
-        return cls(diag.message_primary, code=diag.message_hint)
+        kind = next((sub for sub in cls.__subclasses__() if sub.tokenserver_code == diag.message_hint), cls)
+        return kind(diag.message_primary)
+
+
+class InvalidGeneration(InvalidUpdate):
+    """A generation below the one the account has reached."""
+
+    code = "invalid-generation"
+    tokenserver_code = "invalid-generation"
+
+
+class InvalidKeysChangedAt(InvalidUpdate):
+    """A keys_changed_at that goes backwards, passes the generation, or is left out once the account has one."""
+
+    code = "invalid-keys-changed-at"
+    tokenserver_code = "invalid-keysChangedAt"
+
+
+class InvalidClientState(InvalidUpdate):
+    """A client_state used before, emptied, or new without new keys."""
+
+    code = "invalid-client-state"
+    tokenserver_code = "invalid-client-state"
 
 
 @raised_as(constraint="node_assignments_live_key", message="nodes: the account already has a live assignment")
@@ -68,3 +92,4 @@ class Retired(NodeError):
     of the account is served a node again."""
 
     code = "assignment-retired"
+    status = 410

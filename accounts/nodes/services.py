@@ -20,7 +20,7 @@ from math import ceil
 from django.conf import settings
 from django.db import connection, transaction
 
-from accounts.nodes.errors import AlreadyAssigned, InvalidUpdate, InvalidValue, UnknownName
+from accounts.nodes.errors import AlreadyAssigned, InvalidClientState, InvalidValue, UnknownName
 from accounts.nodes.models import Node, NodeAssignment, Service
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
@@ -233,7 +233,7 @@ def assignment_update(
     Numbers alone update the live row, never backwards (a lower one is ignored, as tokenserver does;
     the API refuses it first). A new client state, or a node, makes a new row on the same node (or
     the given one, or a fresh one if the node is gone) and marks the old one replaced. A client state
-    seen before is refused (InvalidUpdate, code invalid-client-state). Audited unless routine, as
+    seen before is refused (InvalidClientState). Audited unless routine, as
     ``assignment_allocate`` says.
     """
     sid = service_id(assignment.service)
@@ -273,7 +273,7 @@ def assignment_update(
         if client_state is None:
             client_state = assignment.client_state
         elif client_state == assignment.client_state or client_state in assignment.old_client_states:
-            raise InvalidUpdate("nodes: previously seen client-state string", code="invalid-client-state")
+            raise InvalidClientState("nodes: previously seen client-state string")
         generation = max(assignment.generation, generation or 0)
         keys_changed_at = max(assignment.keys_changed_at, keys_changed_at or 0) or None
         target = node_id(service=assignment.service, node=node) if node is not None else _live_node_id(assignment)

@@ -10,7 +10,13 @@ key was good: it is the reported credentials that are stale).
 
 from django.db import connection, transaction
 
-from accounts.nodes.errors import AlreadyAssigned, InvalidUpdate, Retired
+from accounts.nodes.errors import (
+    AlreadyAssigned,
+    InvalidClientState,
+    InvalidGeneration,
+    InvalidKeysChangedAt,
+    Retired,
+)
 from accounts.nodes.selectors import AssignmentState, assignment_state
 from accounts.nodes.services import (
     Assignment,
@@ -36,7 +42,7 @@ def assignment_sync(
     As tokenserver: 0 for a number means "not reported"; a missing ``client_state`` means "the
     current one". An account seen for the first time is allocated a node with the report's values; a
     replaced or node-less one gets a fresh node with its keys first. Then the report is checked
-    (InvalidUpdate, with tokenserver's code) and applied: a new client state makes a new row on the
+    (an InvalidUpdate of tokenserver's kind) and applied: a new client state makes a new row on the
     same node, numbers alone move the live row forwards. Reports for one account and service take
     turns, each checked against what the one before it left. Retired (the account's tombstone) when
     the account was retired; UnknownName if it does not exist; NoCapacity if no node can take it.
@@ -101,28 +107,24 @@ def _check(current: Assignment, *, generation: int | None, keys_changed_at: int 
 
     # Keys changing is an authentication change, so keys_changed_at <= generation.
     if above(keys_changed_at, stored_keys_at) and above(keys_changed_at, generation):
-        raise _refused("invalid-keysChangedAt", "keys_changed_at is greater than generation")
+        raise InvalidKeysChangedAt("nodes: keys_changed_at is greater than generation")
     if current.client_state and not client_state:
-        raise _refused("invalid-client-state", "client_state cannot go back to empty")
+        raise InvalidClientState("nodes: client_state cannot go back to empty")
     if client_state in current.old_client_states:
-        raise _refused("invalid-client-state", "client_state was used before by this account")
+        raise InvalidClientState("nodes: client_state was used before by this account")
     changed = client_state != current.client_state
     # A new client state comes with new keys: a later generation and keys_changed_at, where reported.
     if changed and generation is not None and generation <= current.generation:
-        raise _refused("invalid-client-state", "a new client_state needs a generation above the account's")
+        raise InvalidClientState("nodes: a new client_state needs a generation above the account's")
     if changed and keys_changed_at is not None and stored_keys_at is not None and keys_changed_at <= stored_keys_at:
-        raise _refused("invalid-client-state", "a new client_state needs a keys_changed_at above the account's")
+        raise InvalidClientState("nodes: a new client_state needs a keys_changed_at above the account's")
     if above(current.generation, generation):
-        raise _refused("invalid-generation", f"generation is below the account's {current.generation}")
+        raise InvalidGeneration(f"nodes: generation is below the account's {current.generation}")
     if above(stored_keys_at, keys_changed_at):
-        raise _refused("invalid-keysChangedAt", f"keys_changed_at is below the account's {stored_keys_at}")
+        raise InvalidKeysChangedAt(f"nodes: keys_changed_at is below the account's {stored_keys_at}")
     # Once a keys_changed_at was seen, every report must carry one (tokenserver: OAuth always does).
     if keys_changed_at is None and stored_keys_at is not None:
-        raise _refused("invalid-keysChangedAt", "keys_changed_at is required once the account has one")
-
-
-def _refused(code: str, sentence: str) -> InvalidUpdate:
-    return InvalidUpdate(f"nodes: {sentence}", code=code)
+        raise InvalidKeysChangedAt("nodes: keys_changed_at is required once the account has one")
 
 
 def _apply(current: Assignment, *, generation: int | None, keys_changed_at: int | None, client_state: str) -> None:

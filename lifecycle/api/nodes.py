@@ -81,11 +81,15 @@ def report_node(request, service: ServiceName, account_id: AccountId, body: Node
     report changes nothing. 503 with Retry-After when no node can take the account."""
     _known(service, account_id)
     with audit_context(actor=request.auth, request=request), as_node_problem():
-        state, made = assignment_sync(
-            service=service,
-            account_id=account_id,
-            generation=body.generation,
-            keys_changed_at=body.keys_changed_at,
-            client_state=body.client_state,
-        )
+        try:
+            state, made = assignment_sync(
+                service=service,
+                account_id=account_id,
+                generation=body.generation,
+                keys_changed_at=body.keys_changed_at,
+                client_state=body.client_state,
+            )
+        except UnknownName as refusal:
+            # The service and the account were found above: the account was deleted meanwhile.
+            raise Problem("account-gone", str(refusal)) from refusal
     return Status(201 if made else 200, _out(state))

@@ -1,53 +1,45 @@
-"""The lifecycle rules' refusals (LifecycleError, by its ``code``) as the API's problem types."""
+"""The services' refusals (platform_events/refusals.py) as the API's problem types.
+
+A refusal's code is its problem type where the catalogue has one (platform_events/api/problems.py):
+nothing renames it. A code the catalogue does not have is answered as the generic ``refused``.
+"""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from accounts.nodes.errors import InvalidUpdate, NoCapacity, NodeError, Retired, UnknownName
+from accounts.nodes.errors import InvalidUpdate
 from platform_events.api.problems import CATALOGUE, Problem
-from platform_events.db.refusals import LifecycleError
+from platform_events.refusals import Refused
 
-# A code whose problem type is not simply the code with dashes.
-RENAMED = {"account_gone": "account-gone", "illegal_transition": "refused", "email_claimed": "email-claimed"}
+
+def problem_of(refusal: Refused, **members) -> Problem:
+    """The Problem of the refusal's kind, its sentence the detail, with ``Retry-After`` when the
+    refusal says when to try again."""
+    slug = refusal.code if refusal.code in CATALOGUE else "refused"
+    headers = {"Retry-After": str(refusal.retry_after)} if refusal.retry_after is not None else None
+    return Problem(slug, str(refusal), headers=headers, **members)
 
 
 @contextmanager
 def as_problem() -> Iterator[None]:
-    """Raise a LifecycleError from the services as the Problem of its kind, its sentence the detail."""
+    """Raise a refusal of the account and token services as its Problem, with the account and its
+    state as members when the refusal names them."""
     try:
         yield
-    except LifecycleError as refusal:
-        slug = RENAMED.get(refusal.code, refusal.code.replace("_", "-"))
-        extra = {"account_id": refusal.account_id} if refusal.account_id is not None else {}
+    except Refused as refusal:
+        members = {"account_id": refusal.account_id} if refusal.account_id is not None else {}
         if refusal.state:
-            extra["state"] = refusal.state
-        raise Problem(slug if slug in CATALOGUE else "refused", str(refusal), **extra) from refusal
-
-
-# tokenserver's codes (accounts/nodes/errors.py: InvalidUpdate.code) as problem types; the code itself
-# goes in the member "code", so a client ported from tokenserver branches on what it knows.
-NODE_CODES = {
-    "invalid-generation": "invalid-generation",
-    "invalid-keysChangedAt": "invalid-keys-changed-at",
-    "invalid-client-state": "invalid-client-state",
-}
-# An operator must add a node or release capacity: minutes, not seconds.
-NO_CAPACITY_RETRY_AFTER = 300
+            members["state"] = refusal.state
+        raise problem_of(refusal, **members) from refusal
 
 
 @contextmanager
 def as_node_problem() -> Iterator[None]:
-    """Raise node assignment's refusals (accounts/nodes/errors.py) as the Problem of their kind."""
+    """Raise node assignment's refusals (accounts/nodes/errors.py) as their Problem. A refused report
+    carries tokenserver's code in the member ``code`` (ours for a move tokenserver has no code for)."""
     try:
         yield
     except InvalidUpdate as refusal:
-        raise Problem(NODE_CODES.get(refusal.code, "refused"), str(refusal), code=refusal.code) from refusal
-    except Retired as refusal:
-        raise Problem("assignment-retired", str(refusal)) from refusal
-    except NoCapacity as refusal:
-        raise Problem("no-capacity", str(refusal), headers={"Retry-After": str(NO_CAPACITY_RETRY_AFTER)}) from refusal
-    except UnknownName as refusal:
-        # The service and the account were found before the work began: the account went meanwhile.
-        raise Problem("account-gone", str(refusal)) from refusal
-    except NodeError as refusal:
-        raise Problem("refused", str(refusal)) from refusal
+        raise problem_of(refusal, code=refusal.tokenserver_code or refusal.code) from refusal
+    except Refused as refusal:
+        raise problem_of(refusal) from refusal

@@ -28,8 +28,8 @@ from platform_events.admin_kit.actions import RowAction
 from platform_events.admin_kit.display import Tone, badge, when
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
 from platform_events.audit.row_actions import AuditedRowActions
-from platform_events.db.refusals import LifecycleError
 from platform_events.db.tiered_pages import TieredPaginator
+from platform_events.refusals import Refused
 from tokens.admin import TokenInline
 from tokens.services import token_resend_activation, token_send_password_recovery
 
@@ -53,7 +53,7 @@ def account_action(label: str, service, done: tuple[str, str], applies_to) -> Ro
         describe=lambda account: f"{account.login} <{account.email}> — {account.status}",
         name=lambda account: account.login,
         applies_to=applies_to,
-        refused=(LifecycleError,),
+        refused=(Refused,),
     )
 
 

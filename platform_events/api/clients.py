@@ -17,6 +17,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.context import audit_context
+from platform_events.refusals import Refused
 
 KEY_PREFIX = "lc_"
 SHOWN_CHARACTERS = 11  # "lc_" and 8 of the random part: 48 bits, enough to tell keys apart
@@ -24,13 +25,14 @@ SHOWN_CHARACTERS = 11  # "lc_" and 8 of the random part: 48 bits, enough to tell
 LAST_USED_EVERY = timedelta(seconds=60)
 
 
-class ApiClientError(ValueError):
+class ApiClientError(Refused):
     """A client that cannot be made or changed as asked; ``str()`` says why, in one sentence, and
-    ``field`` names the input refused (name, scopes, reason), so that a form shows it beside it."""
+    ``field`` names the input refused (name, scopes, reason), so that a form shows it beside it. A
+    name another client has is ``api-client-name-taken``; a change of a revoked client is
+    ``api-client-revoked``."""
 
-    def __init__(self, message: str, *, field: str | None = None):
-        super().__init__(message)
-        self.field = field
+    code = "invalid-api-client"
+    status = 422
 
 
 def key_digest(key: str) -> bytes:
@@ -45,7 +47,9 @@ def api_client_create(*, name: str, scopes: list[str], actor) -> tuple[ApiClient
         raise ApiClientError(problem, field="name")
     if problem := api_client_scopes_problem(scopes):
         raise ApiClientError(problem, field="scopes")
-    taken = ApiClientError(f"api: there is already an API client named {name!r}", field="name")
+    taken = ApiClientError(
+        f"api: there is already an API client named {name!r}", field="name", code="api-client-name-taken", status=409
+    )
     if ApiClient.objects.filter(name__iexact=name).exists():
         raise taken
     key = KEY_PREFIX + secrets.token_urlsafe(32)
@@ -91,7 +95,11 @@ def api_client_change_scopes(*, client: ApiClient, scopes: list[str], actor) -> 
     with transaction.atomic(), audit_context(actor=actor):
         client.refresh_from_db(from_queryset=ApiClient.objects.select_for_update(no_key=True))
         if client.revoked_at is not None:
-            raise ApiClientError(f"api: client {client.name!r} is revoked; its scopes cannot change")
+            raise ApiClientError(
+                f"api: client {client.name!r} is revoked; its scopes cannot change",
+                code="api-client-revoked",
+                status=409,
+            )
         if client.scopes == wanted:
             return client
         client.scopes = wanted

@@ -1,42 +1,24 @@
-"""Domain errors, and the translation of the database's refusals into them.
+"""The database's refusals raised as the product's own (platform_events/refusals.py).
 
 The lifecycle rules live in the database (triggers and indexes), so every client obeys them.
 A refusal arrives as a database error carrying our SQLSTATE (class LA for accounts, LT for
-tokens) or, when two transactions race past a trigger's check, as a unique violation of a
-named index. ``lifecycle_rules()`` turns either into the matching ``LifecycleError``, whose
-message is the database's own prefixed sentence ("accounts: e-mail ... is already claimed ...").
+tokens, LN for node assignment) or, when two transactions race past a trigger's check, as a unique
+violation of a named index. Each app registers its refusal class for either (``raised_as``);
+``lifecycle_rules()`` raises the registered class, whose message is the database's own prefixed
+sentence ("accounts: e-mail ... is already claimed ..."). The classes are registered, not imported,
+so that this machinery imports nothing of the product.
 """
 
 from contextlib import contextmanager
 
 from django.db import DatabaseError
 
-_BY_SQLSTATE: dict[str, type["LifecycleError"]] = {}
-_BY_CONSTRAINT: dict[str, tuple[type["LifecycleError"], str]] = {}
-
-
-class LifecycleError(Exception):
-    """A move the lifecycle rules refuse. ``str(error)`` is a sentence fit to show a user.
-
-    The fields say it to a program, so that nothing parses the sentence: ``code`` names the kind
-    of refusal, ``account_id`` and ``state`` say whose and in which state, when known; ``reason``
-    is a few words for a report that groups refusals ("already suspended").
-    """
-
-    code = "refused"
-
-    def __init__(self, message: str, *, account_id: int | None = None, state: str | None = None):
-        super().__init__(message)
-        self.account_id = account_id
-        self.state = state
-
-    @property
-    def reason(self) -> str:
-        return self.code.replace("_", " ")
+_BY_SQLSTATE: dict[str, type[Exception]] = {}
+_BY_CONSTRAINT: dict[str, tuple[type[Exception], str]] = {}
 
 
 def raised_as(*, sqlstate: str | None = None, constraint: str | None = None, message: str = ""):
-    """Register a LifecycleError subclass for a SQLSTATE and/or a unique index name."""
+    """Register a refusal class for a SQLSTATE and/or a unique index name (with the sentence to say)."""
 
     def register(cls):
         if sqlstate:
@@ -48,7 +30,7 @@ def raised_as(*, sqlstate: str | None = None, constraint: str | None = None, mes
     return register
 
 
-def translate(error: DatabaseError) -> LifecycleError | None:
+def translate(error: DatabaseError) -> Exception | None:
     cause = error.__cause__
     sqlstate = getattr(cause, "sqlstate", None)
     diag = getattr(cause, "diag", None)
@@ -66,7 +48,7 @@ def translate(error: DatabaseError) -> LifecycleError | None:
 
 @contextmanager
 def lifecycle_rules():
-    """Raise the database's lifecycle refusals as LifecycleErrors; anything else unchanged.
+    """Raise the database's refusals as their registered classes; anything else unchanged.
 
     Put it outside ``transaction.atomic()`` so the failed block is rolled back first.
     """

@@ -25,6 +25,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from platform_events.audit.context import audit_context
 from platform_events.outbox.models import EventType
+from platform_events.refusals import Refused
 from platform_events.webhooks.addresses import check_url
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from platform_events.webhooks.secrets import current_key_id, decrypt_secret, encrypt_secret, new_signing_secret
@@ -40,15 +41,21 @@ DESCRIPTION_MAX_LENGTH = 2000
 REENCRYPT_BATCH = 100
 
 
-class EndpointError(ValueError):
-    """A refusal, in one sentence fit to show (``str(error)``); the fields say it to a program:
-    ``field`` names the input refused (url, events, owner, description, secret), ``state`` the
-    endpoint's status when its state refused the change."""
+class EndpointError(Refused):
+    """A change of an endpoint refused, in one sentence fit to show (``str(error)``); the fields say it
+    to a program: ``field`` names the input refused (url, events, owner, description, secret,
+    overlap_hours). An endpoint deleted meanwhile is ``endpoint-gone``; one not in the state the change
+    starts from is ``wrong-endpoint-state``, with ``state`` its status; a secret rotated by someone else
+    since the endpoint was read is ``secret-changed``."""
 
-    def __init__(self, message: str, *, field: str | None = None, state: str | None = None):
-        super().__init__(message)
-        self.field = field
-        self.state = state
+    code = "invalid-endpoint"
+    status = 422
+
+
+def _endpoint_gone() -> EndpointError:
+    return EndpointError(
+        "This endpoint no longer exists.", code="endpoint-gone", status=404, reason="deleted meanwhile"
+    )
 
 
 def endpoint_fields_checked(*, url: str, events: Iterable[str], owner: str, description: str = "") -> dict:
@@ -134,7 +141,7 @@ def endpoint_change(endpoint: WebhookSubscription, *, url: str, events: list[str
     with transaction.atomic(), audit_context(actor=actor):
         changed = WebhookSubscription.objects.filter(pk=endpoint.pk).update(**columns)
     if not changed:
-        raise EndpointError("This endpoint no longer exists.")
+        raise _endpoint_gone()
     endpoint.refresh_from_db()
     return endpoint
 
@@ -147,7 +154,9 @@ def endpoint_rotate_secret(endpoint: WebhookSubscription, *, actor, overlap_hour
     was read (someone rotated it at the same moment: the secret they were shown must stay)."""
     hours = settings.WEBHOOKS_SECRET_OVERLAP_HOURS if overlap_hours is None else overlap_hours
     if not 0 <= hours <= MAX_OVERLAP_HOURS:  # 2**31 hours was a database error, not a sentence
-        raise EndpointError(f"The overlap must be from 0 to {MAX_OVERLAP_HOURS} hours (30 days).")
+        raise EndpointError(
+            f"The overlap must be from 0 to {MAX_OVERLAP_HOURS} hours (30 days).", field="overlap_hours"
+        )
     secret = new_signing_secret()
     blob, key_id = encrypt_secret(secret, aad=endpoint.pk.bytes)
     with transaction.atomic(), audit_context(actor=actor), connection.cursor() as cursor:
@@ -161,7 +170,11 @@ def endpoint_rotate_secret(endpoint: WebhookSubscription, *, actor, overlap_hour
         )
         rotated = cursor.rowcount
     if not rotated:
-        raise EndpointError("The secret was changed by someone else a moment ago; reload the page and try again.")
+        raise EndpointError(
+            "The secret was changed by someone else a moment ago; reload the page and try again.",
+            code="secret-changed",
+            status=409,
+        )
     endpoint.refresh_from_db()
     return secret
 
@@ -191,7 +204,7 @@ def endpoint_send_test(endpoint: WebhookSubscription, *, actor) -> uuid.UUID:
             (event_id,) = cursor.fetchone()
     except DatabaseError as error:
         if getattr(error.__cause__, "sqlstate", None) == "LP004":  # no such endpoint (deleted meanwhile)
-            raise EndpointError("This endpoint no longer exists.") from None
+            raise _endpoint_gone() from None
         raise
     return event_id
 
@@ -269,8 +282,14 @@ def _move(endpoint: WebhookSubscription, source: str, target: str, *, actor) -> 
     if not moved:
         state = WebhookSubscription.objects.filter(pk=endpoint.pk).values_list("status", flat=True).first()
         if state is None:
-            raise EndpointError("This endpoint no longer exists.")
+            raise _endpoint_gone()
         now = EndpointStatus(state)
-        raise EndpointError(f"This endpoint is {now.label}, not {EndpointStatus(source).label}.", state=now)
+        raise EndpointError(
+            f"This endpoint is {now.label}, not {EndpointStatus(source).label}.",
+            code="wrong-endpoint-state",
+            status=409,
+            state=now,
+            reason=f"{now.label}, not {EndpointStatus(source).label}",
+        )
     endpoint.refresh_from_db()
     return endpoint

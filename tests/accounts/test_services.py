@@ -108,7 +108,7 @@ class TestIllegalMoves:
             account_suspend(account=account, actor=None)
         refusal = caught.value
         assert (refusal.code, refusal.account_id, refusal.state, refusal.reason) == (
-            "already_suspended",
+            "already-suspended",
             account.pk,
             AccountStatus.SUSPENDED,
             "already suspended",
@@ -118,7 +118,7 @@ class TestIllegalMoves:
         account = AccountFactory(active=True)
         with pytest.raises(NotSuspended, match=f"accounts: account {account.pk} is not suspended") as caught:
             account_unsuspend(account=account, actor=None)
-        assert (caught.value.code, caught.value.state) == ("not_suspended", AccountStatus.ACTIVE)
+        assert (caught.value.code, caught.value.state) == ("not-suspended", AccountStatus.ACTIVE)
         assert isinstance(caught.value, IllegalTransition)
 
     def test_an_account_deleted_meanwhile(self, sql):

@@ -200,7 +200,7 @@ class TestIssuing:
             token_resend_activation(account=account, actor=None)
         refusal = caught.value
         assert (refusal.code, refusal.account_id, refusal.state, refusal.reason) == (
-            "wrong_account_state",
+            "wrong-account-state",
             account.pk,
             AccountStatus.ACTIVE,
             "active, not provisioned",

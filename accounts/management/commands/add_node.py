@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.nodes.services import node_add
-from platform_events.db.refusals import LifecycleError
+from platform_events.refusals import Refused
 
 
 class Command(BaseCommand):
@@ -33,6 +33,6 @@ class Command(BaseCommand):
                 actor=None,  # the system: audited as the database role, with the reason
                 reason=reason,
             )
-        except LifecycleError as refusal:
+        except Refused as refusal:
             raise CommandError(str(refusal)) from None
         self.stdout.write(self.style.SUCCESS(f"Node {added.node} added to {service}: {added.describe()}."))

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.nodes.services import service_add
-from platform_events.db.refusals import LifecycleError
+from platform_events.refusals import Refused
 
 
 class Command(BaseCommand):
@@ -20,6 +20,6 @@ class Command(BaseCommand):
     def handle(self, *args, service, pattern, **options):
         try:
             added = service_add(service=service, pattern=pattern, actor=None)
-        except LifecycleError as refusal:
+        except Refused as refusal:
             raise CommandError(str(refusal)) from None
         self.stdout.write(self.style.SUCCESS(f"Service {added.service} added (pattern {added.pattern or 'none'})."))

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from accounts.nodes.selectors import current_record
 from accounts.nodes.services import MAX_GENERATION, assignment_allocate, assignment_current, assignment_update
 from accounts.selectors import accounts_by_reference
-from platform_events.db.refusals import LifecycleError
+from platform_events.refusals import Refused
 
 
 class Command(BaseCommand):
@@ -51,7 +51,7 @@ class Command(BaseCommand):
                 reason=reason,
                 routine=False,
             )
-        except LifecycleError as refusal:
+        except Refused as refusal:
             raise CommandError(str(refusal)) from None
         self.stdout.write(
             self.style.SUCCESS(f"Account {account_id} moved from {record.node} to {moved.node} for {service}.")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.nodes.selectors import assignments_count
-from platform_events.db.refusals import LifecycleError
+from platform_events.refusals import Refused
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
         as_of = parse_time(timestamp) if timestamp else last_midnight()
         try:
             total = assignments_count(service=service, as_of=as_of)
-        except LifecycleError as refusal:
+        except Refused as refusal:
             raise CommandError(str(refusal)) from None
         # tokenserver's line, for the dashboards that read it (a heka filter's fields).
         line = json.dumps(

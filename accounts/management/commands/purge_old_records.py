@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.nodes.purge import PurgeStopped, purge_old_records
-from platform_events.db.refusals import LifecycleError
+from platform_events.refusals import Refused
 
 MAX_PER_LOOP = 10_000
 
@@ -70,7 +70,7 @@ class Command(BaseCommand):
                 f"{stopped} Done before it: {stopped.counts.describe()}. Each row is purged whole or not at all;"
                 " run it again."
             ) from None
-        except LifecycleError as refusal:
+        except Refused as refusal:
             raise CommandError(str(refusal)) from None
         style = self.style.WARNING if counts.failed or counts.skipped_no_secret else self.style.SUCCESS
         ended = " Stopped at --max-records." if counts.reached_max_records else ""

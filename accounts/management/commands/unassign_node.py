@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.nodes.selectors import node_live_assignments_count
 from accounts.nodes.services import node_unassign
-from platform_events.db.refusals import LifecycleError
+from platform_events.refusals import Refused
 
 
 class Command(BaseCommand):
@@ -28,6 +28,6 @@ class Command(BaseCommand):
                 self.stdout.write(self.would.format(node=node, service=service, count=count))
                 return
             count = self.act(service=service, node=node, actor=None, reason=reason)
-        except LifecycleError as refusal:
+        except Refused as refusal:
             raise CommandError(str(refusal)) from None
         self.stdout.write(self.style.SUCCESS(self.done.format(node=node, service=service, count=count)))

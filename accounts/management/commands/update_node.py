@@ -3,7 +3,7 @@ from argparse import BooleanOptionalAction
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.nodes.services import NODE_FIELDS, node_update
-from platform_events.db.refusals import LifecycleError
+from platform_events.refusals import Refused
 
 
 class Command(BaseCommand):
@@ -30,6 +30,6 @@ class Command(BaseCommand):
             )
         try:
             updated = node_update(service=service, node=node, actor=None, reason=reason, **fields)
-        except LifecycleError as refusal:
+        except Refused as refusal:
             raise CommandError(str(refusal)) from None
         self.stdout.write(self.style.SUCCESS(f"Node {updated.node} of {service}: {updated.describe()}."))

@@ -124,7 +124,7 @@ class TestWorkQueuedByAPage:
         AccountFactory(login="jane")  # taken meanwhile: the task logs that it made nothing
         assert run_queued_tasks() == 1
         [line] = [line for line in json_log.lines if line["logger"] == "tokens.tasks"]
-        assert line["message"] == "public sign-up not made: login_taken"
+        assert line["message"] == "public sign-up not made: login-taken"
         assert line["request_id"] == response["X-Request-ID"]
 
 

@@ -37,14 +37,14 @@ class TestRefusals:
     def test_a_refused_client_names_the_field_and_nothing_is_written(self, name, scopes, field):
         with pytest.raises(ApiClientError, match="^api: ") as refusal:
             api_client_create(name=name, scopes=scopes, actor=None)
-        assert refusal.value.field == field
+        assert (refusal.value.field, refusal.value.code, refusal.value.status) == (field, "invalid-api-client", 422)
         assert not ApiClient.objects.exists()
 
     def test_a_name_taken_in_another_case_is_refused_on_the_name(self):
         api_client_create(name="billing", scopes=["sessions"], actor=None)
         with pytest.raises(ApiClientError, match="already an API client named 'Billing'") as refusal:
             api_client_create(name="Billing", scopes=["sessions"], actor=None)
-        assert refusal.value.field == "name"
+        assert (refusal.value.field, refusal.value.code, refusal.value.status) == ("name", "api-client-name-taken", 409)
 
     @pytest.mark.parametrize("reason", ["", "  ", "bad \udcff bytes", "a\x00b"])
     def test_a_revocation_without_a_reason_in_plain_text_is_refused_and_the_key_works(self, reason):
@@ -77,8 +77,11 @@ class TestScopes:
     def test_a_revoked_clients_scopes_cannot_change(self, staff):
         client, _ = api_client_create(name="billing", scopes=["sessions"], actor=None)
         api_client_revoke(client=client, reason="gone", actor=None)
-        with pytest.raises(ApiClientError, match="api: client 'billing' is revoked; its scopes cannot change"):
+        with pytest.raises(
+            ApiClientError, match="api: client 'billing' is revoked; its scopes cannot change"
+        ) as refusal:
             api_client_change_scopes(client=client, scopes=["accounts:read"], actor=staff)
+        assert (refusal.value.code, refusal.value.status) == ("api-client-revoked", 409)
         assert ApiClient.objects.get(pk=client.pk).scopes == ["sessions"]
 
     def test_no_scope_is_refused_on_the_scopes(self, staff):

@@ -103,7 +103,7 @@ def test_bad_input_is_refused_in_one_sentence_and_nothing_is_written(settings, m
     settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False  # plain http and loopback refused, as in production
     with pytest.raises(EndpointError) as refusal:
         make_endpoint(**bad)
-    assert refusal.value.field == field
+    assert (refusal.value.field, refusal.value.code, refusal.value.status) == (field, "invalid-endpoint", 422)
     message = str(refusal.value)
     assert message.endswith(".") and "\n" not in message
     assert "secret" not in bad or bad["secret"] not in message  # a refused secret is not repeated
@@ -151,8 +151,9 @@ def test_a_rotation_from_a_stale_page_is_refused_so_the_secret_just_shown_stays(
     endpoint, _ = make_endpoint()
     stale = WebhookSubscription.objects.get(pk=endpoint.pk)
     shown = endpoint_rotate_secret(endpoint, actor=staff)
-    with pytest.raises(EndpointError, match="changed by someone else"):
+    with pytest.raises(EndpointError, match="changed by someone else") as refusal:
         endpoint_rotate_secret(stale, actor=staff)
+    assert (refusal.value.code, refusal.value.status) == ("secret-changed", 409)
     assert endpoint_secrets(WebhookSubscription.objects.get(pk=endpoint.pk))[0] == shown
 
 
@@ -161,7 +162,11 @@ def test_pause_resume_and_their_audit_rows(make_endpoint, staff):
     assert endpoint_pause(endpoint, actor=staff).status == EndpointStatus.PAUSED
     with pytest.raises(EndpointError, match="paused, not active") as refusal:
         endpoint_pause(endpoint, actor=staff)
-    assert refusal.value.state == EndpointStatus.PAUSED
+    assert (refusal.value.state, refusal.value.code, refusal.value.status) == (
+        EndpointStatus.PAUSED,
+        "wrong-endpoint-state",
+        409,
+    )
     assert endpoint_resume(endpoint, actor=staff).status == EndpointStatus.ACTIVE
     with pytest.raises(EndpointError, match="active, not paused"):
         endpoint_resume(endpoint, actor=staff)
@@ -203,8 +208,9 @@ def test_a_test_event_is_queued_for_that_endpoint_only(make_endpoint, staff):
 def test_a_test_event_for_a_deleted_endpoint_is_refused(make_endpoint, staff):
     endpoint, _ = make_endpoint()
     WebhookSubscription.objects.filter(pk=endpoint.pk).delete()
-    with pytest.raises(EndpointError, match="no longer exists"):
+    with pytest.raises(EndpointError, match="no longer exists") as refusal:
         endpoint_send_test(endpoint, actor=staff)
+    assert (refusal.value.code, refusal.value.status) == ("endpoint-gone", 404)
 
 
 def deliveries_in(endpoint, *statuses):
@@ -313,6 +319,7 @@ def test_reencrypting_without_the_old_key_is_refused_in_one_sentence(make_endpoi
 @pytest.mark.parametrize("hours", [-1, 24 * 30 + 1, 2**31])
 def test_an_overlap_out_of_range_is_refused_in_a_sentence(make_endpoint, staff, hours):
     endpoint, secret = make_endpoint()
-    with pytest.raises(EndpointError, match="The overlap must be from 0 to 720 hours"):
+    with pytest.raises(EndpointError, match="The overlap must be from 0 to 720 hours") as refusal:
         endpoint_rotate_secret(endpoint, actor=staff, overlap_hours=hours)
+    assert (refusal.value.field, refusal.value.code) == ("overlap_hours", "invalid-endpoint")
     assert endpoint_secrets(WebhookSubscription.objects.get(pk=endpoint.pk)) == [secret]
