@@ -11,14 +11,8 @@ key was good: it is the reported credentials that are stale).
 from django.db import connection, transaction
 
 from accounts.nodes.errors import AlreadyAssigned, InvalidUpdate, Retired
-from accounts.nodes.selectors import AssignmentState, assignment_state
-from accounts.nodes.services import (
-    Assignment,
-    assignment_allocate,
-    assignment_current,
-    assignment_update,
-    service_id,
-)
+from accounts.nodes.selectors import AssignmentState, assignment_state, service_id
+from accounts.nodes.services import Assignment, assignment_allocate, assignment_current, assignment_update
 from platform_events.db.refusals import lifecycle_rules
 
 
