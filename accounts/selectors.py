@@ -11,6 +11,10 @@ from accounts.models import Account
 from platform_events.audit.models import AuditAction, AuditEvent, ResourceType
 
 
+def account_by_id(account_id: int) -> Account | None:
+    return Account.objects.filter(pk=account_id).first()
+
+
 def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     """Accounts whose e-mail (when ``identifier`` holds an @) or else login is ``identifier``, ignoring case.
 
@@ -22,10 +26,27 @@ def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     identifier = identifier.strip()
     if "\x00" in identifier:  # names nobody; PostgreSQL text cannot even hold it (a DataError)
         return Account.objects.none()
-    wanted = Lower(Value(identifier))
     if "@" in identifier:
-        return Account.objects.alias(email_lower=Lower("email")).filter(email_lower=wanted)
-    return Account.objects.alias(login_lower=Lower("login")).filter(login_lower=wanted)
+        return Account.objects.alias(email_lower=Lower("email")).filter(email_lower=Lower(Value(identifier)))
+    return accounts_by_login(identifier)
+
+
+def accounts_by_login(login: str) -> QuerySet[Account]:
+    """Accounts whose login is ``login``, ignoring case (through lower(), as the index is built)."""
+    login = login.strip()
+    if "\x00" in login:  # names nobody; PostgreSQL text cannot even hold it (a DataError)
+        return Account.objects.none()
+    return Account.objects.alias(login_lower=Lower("login")).filter(login_lower=Lower(Value(login)))
+
+
+def accounts_looked_up(*, email: str | None = None, login: str | None = None, limit: int) -> list[Account]:
+    """The newest ``limit`` accounts whose e-mail is ``email`` or, when no e-mail is given, whose login
+    is ``login``, ignoring case. Text without an @ is no e-mail, and names nobody as one."""
+    if email is not None:
+        found = accounts_by_identifier(email) if "@" in email else Account.objects.none()
+    else:
+        found = accounts_by_login(login)
+    return list(found.order_by("-id")[:limit])
 
 
 def accounts_by_reference(reference: str) -> QuerySet[Account]:
