@@ -1,13 +1,18 @@
 """Reads of accounts: one by its id, look-ups by e-mail or login, staff's search (exact, then prefix,
-then any part, each tier from an index) and an account's audit trail."""
+then any part, each tier from an index), an account's audit trail, and the figures the dashboard and
+/metrics show (accounts by status, sign-ups and activations per day)."""
+
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import (
     account_by_id,
+    account_counts_by_status,
     account_trail,
     account_trail_latest,
     accounts_by_login,
@@ -15,8 +20,11 @@ from accounts.selectors import (
     accounts_search,
     accounts_search_order,
     accounts_search_tiers,
+    activations_per_day,
+    sign_ups_per_day,
 )
 from lifecycle.demo.factories import AccountFactory
+from tests.support import analyze
 
 pytestmark = pytest.mark.django_db
 
@@ -247,3 +255,26 @@ class TestLookUps:
         jane = AccountFactory(login="jane", email="jane@example.com")
         assert accounts_looked_up(login="JANE", limit=10) == [jane]
         assert accounts_looked_up(login="jane@example.com", limit=10) == []
+
+
+class TestFigures:
+    def test_accounts_are_counted_by_status_every_status_named(self):
+        AccountFactory.create_batch(2)
+        AccountFactory(active=True)
+        assert account_counts_by_status() == ({"provisioned": 2, "active": 1, "suspended": 0}, False)
+
+    @pytest.mark.django_db(transaction=True)
+    def test_a_table_of_the_limit_or_more_is_estimated_from_the_planners_statistics(self):
+        AccountFactory.create_batch(4)
+        AccountFactory.create_batch(2, active=True)
+        analyze("accounts")
+        assert account_counts_by_status(exact_below=6) == ({"provisioned": 4, "active": 2, "suspended": 0}, True)
+        assert account_counts_by_status(exact_below=7)[1] is False
+
+    def test_sign_ups_and_activations_are_counted_per_day_since_a_time(self):
+        AccountFactory.create_batch(3)
+        AccountFactory(active=True)
+        today = timezone.localdate()
+        assert sign_ups_per_day(since=timezone.now() - timedelta(days=1)) == {today: 4}
+        assert activations_per_day(since=timezone.now() - timedelta(days=1)) == {today: 1}
+        assert sign_ups_per_day(since=timezone.now() + timedelta(seconds=1)) == {}
