@@ -1,14 +1,19 @@
 import re
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Case, CharField, DateTimeField, ExpressionWrapper, F, Func, Q, QuerySet, Value, When
+from django.db.models import Case, CharField, Count, DateTimeField, ExpressionWrapper, F, Func, Q, QuerySet, Value, When
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Coalesce, Lower
+from django.db.models.functions import Coalesce, Lower, TruncDate
 from django.db.models.lookups import Contains, EndsWith, Exact, StartsWith
 
-from accounts.models import Account
+from accounts.models import Account, AccountStatus
 from platform_events.audit.models import AuditAction, AuditEvent, ResourceType
+from platform_events.db.estimates import EXACT_COUNT_LIMIT, estimated_rows
+
+
+def account_by_id(account_id: int) -> Account | None:
+    return Account.objects.filter(pk=account_id).first()
 
 
 def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
@@ -22,10 +27,27 @@ def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     identifier = identifier.strip()
     if "\x00" in identifier:  # names nobody; PostgreSQL text cannot even hold it (a DataError)
         return Account.objects.none()
-    wanted = Lower(Value(identifier))
     if "@" in identifier:
-        return Account.objects.alias(email_lower=Lower("email")).filter(email_lower=wanted)
-    return Account.objects.alias(login_lower=Lower("login")).filter(login_lower=wanted)
+        return Account.objects.alias(email_lower=Lower("email")).filter(email_lower=Lower(Value(identifier)))
+    return accounts_by_login(identifier)
+
+
+def accounts_by_login(login: str) -> QuerySet[Account]:
+    """Accounts whose login is ``login``, ignoring case (through lower(), as the index is built)."""
+    login = login.strip()
+    if "\x00" in login:  # names nobody; PostgreSQL text cannot even hold it (a DataError)
+        return Account.objects.none()
+    return Account.objects.alias(login_lower=Lower("login")).filter(login_lower=Lower(Value(login)))
+
+
+def accounts_looked_up(*, email: str | None = None, login: str | None = None, limit: int) -> list[Account]:
+    """The newest ``limit`` accounts whose e-mail is ``email`` or, when no e-mail is given, whose login
+    is ``login``, ignoring case. Text without an @ is no e-mail, and names nobody as one."""
+    if email is not None:
+        found = accounts_by_identifier(email) if "@" in email else Account.objects.none()
+    else:
+        found = accounts_by_login(login)
+    return list(found.order_by("-id")[:limit])
 
 
 def accounts_by_reference(reference: str) -> QuerySet[Account]:
@@ -195,3 +217,41 @@ def sign_up_problems(*, email: str, login: str) -> dict[str, str]:
         email_problem, login_problem, taken = cursor.fetchone()
     problems = {"email": email_problem, "login": login_problem or ("login is taken" if taken else None)}
     return {field: problem for field, problem in problems.items() if problem}
+
+
+def account_counts_by_status(*, exact_below: int = EXACT_COUNT_LIMIT) -> tuple[dict[str, int], bool]:
+    """Accounts per status, every status named, and whether they are estimated: counted while the table
+    holds fewer than ``exact_below`` rows, estimated from the planner's statistics on a larger one."""
+    if estimated_rows("accounts") < exact_below:
+        counted = dict(Account.objects.order_by().values_list("status").annotate(Count("id")))
+        return {status: counted.get(status, 0) for status in AccountStatus.values}, False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT v::text, round(f * (SELECT reltuples FROM pg_class WHERE oid = 'accounts'::regclass))::bigint
+            FROM pg_stats, unnest(most_common_vals::text::text[], most_common_freqs) AS m(v, f)
+            WHERE tablename = 'accounts' AND attname = 'status'
+            """
+        )
+        estimated = dict(cursor.fetchall())
+    # Statuses too rare to be among the most common values share what the common ones leave.
+    rare = [status for status in AccountStatus.values if status not in estimated]
+    left = max(estimated_rows("accounts") - sum(estimated.values()), 0)
+    return {
+        status: estimated.get(status, round(left / len(rare)) if rare else 0) for status in AccountStatus.values
+    }, True
+
+
+def sign_ups_per_day(*, since: datetime) -> dict[date, int]:
+    """Accounts created since ``since``, per day of the current time zone (days without one left out)."""
+    return _per_day(Account.objects.filter(created_at__gte=since), "created_at")
+
+
+def activations_per_day(*, since: datetime) -> dict[date, int]:
+    """Accounts activated since ``since``, per day of the current time zone (days without one left out)."""
+    return _per_day(Account.objects.filter(activated_at__gte=since), "activated_at")
+
+
+def _per_day(queryset: QuerySet[Account], field: str) -> dict[date, int]:
+    rows = queryset.annotate(day=TruncDate(field)).order_by().values("day").annotate(n=Count("id"))
+    return {row["day"]: row["n"] for row in rows}

@@ -1,6 +1,7 @@
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.db.models import Case, F, Max, Q, QuerySet, Value, When
+from django.db.models import Case, Count, F, Max, Q, QuerySet, Sum, Value, When
 from django.db.models.functions import Now
 
 from accounts.models import Account, AccountStatus
@@ -44,6 +45,24 @@ def longest_mail_wait() -> timedelta | None:
     return due_mail().aggregate(waited=Max(Now() - F("mail_next_attempt_at")))["waited"]
 
 
+def due_mail_count(*, up_to: int) -> int:
+    """How many e-mails are due now, counted up to ``up_to``: it reads the due-mail index (tokens_due_mail_idx)
+    and stops there, so a backlog past it costs no more."""
+    return due_mail().order_by()[:up_to].count()
+
+
+def oldest_due_mail_issued_at() -> datetime | None:
+    """When the oldest e-mail due now was issued; None when none is due. Tokens live equally long, so
+    the first to expire is the oldest."""
+    return due_mail().order_by("expires_at").values_list("created_at", flat=True).first()
+
+
+def mail_count(state: MailState, *, up_to: int) -> int:
+    """How many e-mails are in a mail state, counted up to ``up_to``. Retrying mail is read through
+    tokens_due_mail_idx, dead mail through tokens_dead_mail_idx."""
+    return Token.objects.filter(mail_state=state).order_by()[:up_to].count()
+
+
 def expired_unmailed() -> QuerySet[Token]:
     """Waiting tokens that expired before they could be mailed (read through tokens_due_mail_idx)."""
     return Token.objects.filter(mail_state__in=WAITING, expires_at__lte=Now())
@@ -56,6 +75,48 @@ def mail_runs() -> QuerySet[Job]:
 # A run in trouble: mail it could not send (retrying or dead), or it stopped early (an unreachable
 # SMTP server, a lost connection, killed mid-way: tokens/mailroom/drain.py).
 MAIL_RUN_TROUBLE = Q(failed__gt=0) | Q(error__isnull=False)
+_FINISHED = Q(finished_at__isnull=False)
+
+
+@dataclass(frozen=True)
+class MailRunCounts:
+    """The mail runs started in a window: how many, the e-mails they sent, those in trouble
+    (MAIL_RUN_TROUBLE, finished or not), and each run by its outcome (ok, failed_mail, error, running)."""
+
+    runs: int
+    sent: int
+    trouble: int
+    ok: int  # finished, every e-mail sent
+    failed_mail: int  # finished, some mail retrying or dead
+    error: int  # stopped early
+    running: int  # not finished
+
+
+def mail_run_counts(*, since: datetime) -> MailRunCounts:
+    """The mail runs started since ``since``, in one read of the index on (job_type, started_at). An idle
+    run leaves no row (tokens/mailroom/drain.py)."""
+    return MailRunCounts(
+        **mail_runs()
+        .filter(started_at__gte=since)
+        .aggregate(
+            runs=Count("id"),
+            sent=Sum("sent", default=0),
+            trouble=Count("id", filter=MAIL_RUN_TROUBLE),
+            ok=Count("id", filter=_FINISHED & Q(error__isnull=True, failed=0)),
+            failed_mail=Count("id", filter=_FINISHED & Q(error__isnull=True, failed__gt=0)),
+            error=Count("id", filter=_FINISHED & Q(error__isnull=False)),
+            running=Count("id", filter=Q(finished_at__isnull=True)),
+        )
+    )
+
+
+def unfinished_mail_runs_count() -> int:
+    """Mail runs not finished, however long ago they started: running now, or killed mid-way."""
+    return mail_runs().filter(finished_at__isnull=True).count()
+
+
+def last_mail_run() -> Job | None:
+    return mail_runs().order_by("-started_at", "-id").first()
 
 
 # Each state's condition, disjoint, in the order the database refuses a consumption

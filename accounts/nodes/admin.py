@@ -11,8 +11,6 @@ confirmation page. An assignment's ``client_state`` is the hash of its client's 
 first characters only, never listed, sorted, filtered or searched by.
 """
 
-import re
-
 from django import forms
 from django.conf import settings
 from django.contrib import admin
@@ -24,8 +22,25 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import ngettext
 
 from accounts.nodes.errors import NodeError, NodeExists, ServiceExists
-from accounts.nodes.models import Node, NodeAssignment, Service
-from accounts.nodes.services import MAX_GENERATION, node_add, node_unassign, node_update, service_add
+from accounts.nodes.models import (
+    MAX_GENERATION,
+    NODE_URL_MAX,
+    PATTERN_MAX,
+    SERVICE_NAME_MAX,
+    Node,
+    NodeAssignment,
+    Service,
+)
+from accounts.nodes.services import (
+    NODE_NUMBER_RANGES,
+    node_add,
+    node_unassign,
+    node_update,
+    node_url_problem,
+    pattern_problem,
+    service_add,
+    service_name_problem,
+)
 from platform_events.admin_kit.actions import RowAction, reason_field
 from platform_events.admin_kit.display import Tone, badge
 from platform_events.admin_kit.lookups import DeclaredLookupsOnly
@@ -34,11 +49,6 @@ from platform_events.admin_kit.read_only import ReadOnly, ReadOnlyModelAdmin
 from platform_events.audit.context import audit_context
 from platform_events.audit.row_actions import AuditedRowActions
 
-# The database's own rules (accounts/sql/0014_nodes.sql's CHECKs), asked first so that a refusal is a
-# form error naming the field rather than a constraint's name.
-SERVICE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-NODE_URL = re.compile(r"^https?://[^\s/?#]+[^\s?#]*$")
-LARGEST_INTEGER = 2**31 - 1  # nodes' integer columns
 # A node this full shows its bar in red: it takes few more accounts, and releases none.
 FULL_AT = 90
 BAR_COLOURS = {"ok": "#417690", "full": Tone.BAD}
@@ -88,18 +98,19 @@ def client_state_start(assignment: NodeAssignment) -> str:
     return format_html("<code>{}…</code>", assignment.client_state[:CLIENT_STATE_SHOWN])
 
 
-# Forms
+# Forms: each field checked by the services' own rules (accounts/nodes/services.py), so that a refusal
+# is a form error beside its field rather than a constraint's name.
 
 
 class ServiceAddForm(forms.Form):
     service = forms.CharField(
         label="Service",
-        max_length=30,
+        max_length=SERVICE_NAME_MAX,
         help_text="Its name as clients ask for it, e.g. sync-1.5: lower-case letters, digits, '.', '_', '-'.",
     )
     pattern = forms.CharField(
         label="Endpoint pattern",
-        max_length=128,
+        max_length=PATTERN_MAX,
         required=False,
         widget=forms.TextInput(attrs={"size": 40}),
         help_text="The URI of an account's data on its node, with {node} in it, e.g. {node}/1.5/{uid}. Optional.",
@@ -107,37 +118,36 @@ class ServiceAddForm(forms.Form):
 
     def clean_service(self):
         name = self.cleaned_data["service"]
-        if not SERVICE_NAME.match(name):
-            raise forms.ValidationError(
-                "nodes: a service's name starts with a lower-case letter or digit, then letters, digits, '.', '_' or '-'."
-            )
+        if problem := service_name_problem(name):
+            raise forms.ValidationError(problem)
         return name
 
     def clean_pattern(self):
-        pattern = self.cleaned_data["pattern"]
-        if pattern and "{node}" not in pattern:
-            raise forms.ValidationError("nodes: the pattern must hold {node}, where the node's URL goes.")
-        return pattern or None
+        pattern = self.cleaned_data["pattern"] or None
+        if problem := pattern_problem(pattern):
+            raise forms.ValidationError(problem)
+        return pattern
 
 
 class NodeAddForm(forms.Form):
     service = forms.ModelChoiceField(queryset=Service.objects.all(), empty_label=None)
     node = forms.CharField(
         label="Node URL",
-        max_length=64,
+        max_length=NODE_URL_MAX,
         widget=forms.TextInput(attrs={"size": 50, "placeholder": "https://sync-1.example.com"}),
         help_text="http:// or https://, a host and an optional path; no query, fragment or trailing slash.",
     )
+    # The numbers' ranges are the services' (NODE_NUMBER_RANGES), said by the fields' own validators.
     capacity = forms.IntegerField(
-        min_value=1,
-        max_value=LARGEST_INTEGER,
+        min_value=NODE_NUMBER_RANGES["capacity"][0],
+        max_value=NODE_NUMBER_RANGES["capacity"][1],
         help_text="How many assignments it may hold.",
         error_messages={"min_value": "A node's capacity is at least 1: a node of capacity 0 takes no one."},
     )
     available = forms.IntegerField(
         label="Released slots",
-        min_value=0,
-        max_value=LARGEST_INTEGER,
+        min_value=NODE_NUMBER_RANGES["available"][0],
+        max_value=NODE_NUMBER_RANGES["available"][1],
         required=False,
         help_text="How many new accounts it may take before more slots are released. Empty: "
         f"{settings.NODE_CAPACITY_RELEASE_RATE:.0%} of the capacity, rounded up (tokenserver's release rate).",
@@ -145,11 +155,8 @@ class NodeAddForm(forms.Form):
 
     def clean_node(self):
         node = self.cleaned_data["node"]
-        if not NODE_URL.match(node) or node.endswith("/"):
-            raise forms.ValidationError(
-                "nodes: a node is a URL: http:// or https://, a host and an optional path, with no spaces, query,"
-                " fragment or trailing slash (e.g. https://sync-1.example.com)."
-            )
+        if problem := node_url_problem(node):
+            raise forms.ValidationError(problem)
         return node
 
 

@@ -4,14 +4,28 @@ Change them through accounts/nodes/services.py: the database keeps the load, the
 trail, whoever writes.
 """
 
+import re
+
 from django.db import models
 from django.db.models.functions import Now
+
+# tokenserver's MAX_GENERATION: a retired account's rows carry it, and nothing goes past it.
+MAX_GENERATION = 2**63 - 1
+# What the tables' CHECKs and column types accept (accounts/sql/0014_nodes.sql). The services' checks
+# refuse a value past them with a sentence rather than a CHECK violation (accounts/nodes/services.py),
+# and the selectors look up no name that no row can hold.
+SERVICE_NAME_MAX = 30
+SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,29}")  # fullmatch: SERVICE_NAME_MAX characters at most
+NODE_URL_MAX = 64
+NODE_URL = re.compile(r"https?://[^\s/?#\x00]+[^\s?#\x00]*")
+PATTERN_MAX = 128
+INT_MAX = 2**31 - 1  # nodes' integer columns
 
 
 class Service(models.Model):
     id = models.AutoField(primary_key=True)
-    service = models.CharField(max_length=30, unique=True)
-    pattern = models.CharField(max_length=128, null=True, blank=True)
+    service = models.CharField(max_length=SERVICE_NAME_MAX, unique=True)
+    pattern = models.CharField(max_length=PATTERN_MAX, null=True, blank=True)
 
     class Meta:
         managed = False
@@ -25,7 +39,7 @@ class Service(models.Model):
 class Node(models.Model):
     id = models.BigAutoField(primary_key=True)
     service = models.ForeignKey(Service, on_delete=models.DO_NOTHING, db_column="service", related_name="nodes")
-    node = models.CharField(max_length=64)
+    node = models.CharField(max_length=NODE_URL_MAX)
     available = models.IntegerField(db_default=0)
     current_load = models.IntegerField(db_default=0)
     capacity = models.IntegerField()

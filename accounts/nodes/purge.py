@@ -48,8 +48,8 @@ from django.core import signing
 
 from accounts.nodes.errors import InvalidValue, NodeError
 from accounts.nodes.models import Service
-from accounts.nodes.selectors import Record, current_record, old_assignment_records, old_assignments_count
-from accounts.nodes.services import assignment_delete, assignment_replace, node_name_problem, service_id
+from accounts.nodes.selectors import Record, current_record, old_assignment_records, old_assignments_count, service_id
+from accounts.nodes.services import assignment_delete, assignment_replace, node_url_problem
 from platform_events.db.locks import advisory_lock
 
 logger = logging.getLogger(__name__)
@@ -273,8 +273,8 @@ def purge_batches(
     for name in names:
         service_id(name)
         patterns[name] = _endpoint_pattern(name)
-    if override_node is not None and (problem := node_name_problem(override_node)):
-        raise InvalidValue(problem.replace("node ", "override node ", 1))
+    if override_node is not None and (problem := node_url_problem(override_node, what="override node")):
+        raise InvalidValue(problem)
     with ExitStack() as stack:
         if not dry_run and not stack.enter_context(advisory_lock(LOCK)):
             raise PurgeRunning("nodes: another purge_old_records is running; this one did nothing")

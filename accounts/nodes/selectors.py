@@ -6,10 +6,31 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from accounts.nodes.services import MAX_GENERATION, node_id, service_id
+from accounts.nodes.errors import UnknownName
+from accounts.nodes.models import MAX_GENERATION, NODE_URL, NODE_URL_MAX, SERVICE_NAME, Node, Service
 
 # tokenserver's default grace period for purge_old_records' rows: one week.
 DEFAULT_GRACE = timedelta(days=7)
+
+
+def service_id(service: str) -> int:
+    """The service's id; UnknownName when no service has that name."""
+    # A name no service can have is not looked up (a command line's stray NUL would be a DataError).
+    valid = SERVICE_NAME.fullmatch(service)
+    found = Service.objects.filter(service=service).values_list("id", flat=True).first() if valid else None
+    if found is None:
+        raise UnknownName(f"nodes: unknown service {service!r}")
+    return found
+
+
+def node_id(*, service: str, node: str) -> int:
+    """The id of the service's node of that URL; UnknownName when the service has none."""
+    sid = service_id(service)
+    valid = len(node) <= NODE_URL_MAX and NODE_URL.fullmatch(node)
+    found = Node.objects.filter(service_id=sid, node=node).values_list("id", flat=True).first() if valid else None
+    if found is None:
+        raise UnknownName(f"nodes: unknown node {node!r} for service {service!r}")
+    return found
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ ones a client's sync makes, run with ``lifecycle.node_routine`` set and are not 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,21 +19,27 @@ from math import ceil
 from django.conf import settings
 from django.db import connection, transaction
 
-from accounts.nodes.errors import AlreadyAssigned, InvalidClientState, InvalidValue, UnknownName
-from accounts.nodes.models import Node, NodeAssignment, Service
+from accounts.nodes.errors import AlreadyAssigned, InvalidClientState, InvalidValue
+from accounts.nodes.models import (
+    INT_MAX,
+    MAX_GENERATION,
+    NODE_URL,
+    NODE_URL_MAX,
+    PATTERN_MAX,
+    SERVICE_NAME,
+    SERVICE_NAME_MAX,
+    Node,
+    NodeAssignment,
+    Service,
+)
+from accounts.nodes.selectors import node_id, service_id
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 
-# tokenserver's MAX_GENERATION: a retired account's rows carry it, and nothing goes past it.
-MAX_GENERATION = 9223372036854775807
 NODE_FIELDS = ("capacity", "available", "current_load", "downed", "backoff")
-# The tables' own checks (accounts/sql/0014_nodes.sql), to refuse a bad value with a sentence, not a
-# CHECK violation. Numbers are PostgreSQL integers.
-SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,29}")
-NODE_URL = re.compile(r"https?://[^\s/?#\x00]+[^\s?#\x00]*")
-NODE_URL_MAX = 64
-PATTERN_MAX = 128
-INT_MAX = 2**31 - 1
+# Each number of a node, lowest and highest: a node of capacity 0 takes no one, a count starts at 0,
+# and all are PostgreSQL integers.
+NODE_NUMBER_RANGES = {"capacity": (1, INT_MAX), "available": (0, INT_MAX), "current_load": (0, INT_MAX)}
 
 ROWS = """
 SELECT a.uid, n.node, a.generation, a.keys_changed_at, a.client_state, a.created_at, a.replaced_at
@@ -88,24 +93,6 @@ def _routine(on: bool = True) -> Iterator[None]:
 def _is_routine(routine: bool | None, actor) -> bool:
     """A change is a client's routine unless said otherwise; by default, one with an actor is not."""
     return actor is None if routine is None else routine
-
-
-def service_id(service: str) -> int:
-    # A name no service can have is not looked up (a command line's stray NUL would be a DataError).
-    valid = not service_name_problem(service)
-    found = Service.objects.filter(service=service).values_list("id", flat=True).first() if valid else None
-    if found is None:
-        raise UnknownName(f"nodes: unknown service {service!r}")
-    return found
-
-
-def node_id(*, service: str, node: str) -> int:
-    sid = service_id(service)
-    valid = not node_name_problem(node)
-    found = Node.objects.filter(service_id=sid, node=node).values_list("id", flat=True).first() if valid else None
-    if found is None:
-        raise UnknownName(f"nodes: unknown node {node!r} for service {service!r}")
-    return found
 
 
 def assignment_current(*, service: str, account_id: int) -> Assignment | None:
@@ -388,36 +375,45 @@ def generation_raise(*, account_id: int, generation: int) -> int:
     return raised
 
 
+# The rules of accounts/sql/0014_nodes.sql's CHECKs, one check each: the services apply them, and the
+# admin's forms and the commands show their sentences. Each says what is wrong, or None.
+
+
 def service_name_problem(service: str) -> str | None:
-    if not SERVICE_NAME.fullmatch(service):
-        return (
-            f"nodes: service name {service!r} is not valid (up to 30 of a-z, 0-9, '.', '_', '-',"
-            " starting with a letter or digit)"
-        )
-    return None
+    if SERVICE_NAME.fullmatch(service):
+        return None
+    return (
+        f"nodes: service name {service!r} is not valid: a service's name starts with a lower-case letter or"
+        f" digit, then up to {SERVICE_NAME_MAX - 1} more of a-z, 0-9, '.', '_' and '-'"
+    )
 
 
-def node_name_problem(node: str) -> str | None:
-    if len(node) > NODE_URL_MAX or not NODE_URL.fullmatch(node) or node.endswith("/"):
-        return (
-            f"nodes: node {node!r} is not valid (an http:// or https:// URL of at most {NODE_URL_MAX}"
-            " characters, without a query, a fragment or a final '/')"
-        )
-    return None
+def node_url_problem(url: str, *, what: str = "node") -> str | None:
+    """``what`` names the URL in the sentence (a node, or the purge's override node)."""
+    if len(url) <= NODE_URL_MAX and NODE_URL.fullmatch(url) and not url.endswith("/"):
+        return None
+    return (
+        f"nodes: a node is a URL of at most {NODE_URL_MAX} characters: http:// or https://, a host and an"
+        f" optional path, no spaces, and without a query, a fragment or a final '/'; {what} {url!r} is not valid"
+    )
 
 
 def pattern_problem(pattern: str | None) -> str | None:
-    if pattern is not None and ("{node}" not in pattern or len(pattern) > PATTERN_MAX):
-        return f"nodes: pattern {pattern!r} is not valid (it must hold {{node}}, in at most {PATTERN_MAX} characters)"
-    return None
+    """A service's endpoint pattern; None (no pattern) is allowed."""
+    if pattern is None or ("{node}" in pattern and len(pattern) <= PATTERN_MAX):
+        return None
+    return (
+        f"nodes: pattern {pattern!r} is not valid: the pattern must hold {{node}}, where the node's URL goes,"
+        f" in at most {PATTERN_MAX} characters"
+    )
 
 
-def _check_numbers(**numbers: int | None) -> None:
-    """Refuse a capacity below 1, a count below 0, or a number past PostgreSQL's integer."""
-    for name, value in numbers.items():
-        lowest = 1 if name == "capacity" else 0
-        if value is not None and not lowest <= value <= INT_MAX:
-            raise InvalidValue(f"nodes: {name} must be between {lowest} and {INT_MAX}, not {value}")
+def node_number_problem(name: str, value: int | None) -> str | None:
+    """A node's number (NODE_NUMBER_RANGES names them) outside its range; None (left out) is allowed."""
+    lowest, highest = NODE_NUMBER_RANGES[name]
+    if value is None or lowest <= value <= highest:
+        return None
+    return f"nodes: {name} must be between {lowest} and {highest}, not {value}"
 
 
 def _check(*problems: str | None) -> None:
@@ -446,8 +442,12 @@ def node_add(
     reason: str | None = None,
 ) -> Node:
     """tokenserver's add_node: only a share of the capacity is released at first (ceil(capacity x rate))."""
-    _check(node_name_problem(node))
-    _check_numbers(capacity=capacity, available=available, current_load=current_load)
+    _check(
+        node_url_problem(node),
+        node_number_problem("capacity", capacity),
+        node_number_problem("available", available),
+        node_number_problem("current_load", current_load),
+    )
     sid = service_id(service)
     if available is None:
         available = ceil(capacity * settings.NODE_CAPACITY_RELEASE_RATE)
@@ -467,9 +467,7 @@ def node_update(*, service: str, node: str, actor, reason: str | None = None, **
     unknown = set(fields) - set(NODE_FIELDS)
     if unknown:
         raise ValueError(f"unknown node fields: {', '.join(sorted(unknown))}")
-    _check_numbers(
-        **{name: value for name, value in fields.items() if name in ("capacity", "available", "current_load")}
-    )
+    _check(*(node_number_problem(name, value) for name, value in fields.items() if name in NODE_NUMBER_RANGES))
     nid = node_id(service=service, node=node)
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
         if fields:

@@ -17,14 +17,8 @@ from accounts.nodes.errors import (
     InvalidKeysChangedAt,
     Retired,
 )
-from accounts.nodes.selectors import AssignmentState, assignment_state
-from accounts.nodes.services import (
-    Assignment,
-    assignment_allocate,
-    assignment_current,
-    assignment_update,
-    service_id,
-)
+from accounts.nodes.selectors import AssignmentState, assignment_state, service_id
+from accounts.nodes.services import Assignment, assignment_allocate, assignment_current, assignment_update
 from platform_events.db.refusals import lifecycle_rules
 
 

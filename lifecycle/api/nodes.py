@@ -12,11 +12,11 @@ from typing import Annotated
 
 from ninja import Path, Router, Status
 
-from accounts.models import Account
 from accounts.nodes.errors import UnknownName
-from accounts.nodes.selectors import AssignmentState, assignment_state
-from accounts.nodes.services import service_id
+from accounts.nodes.models import SERVICE_NAME_MAX
+from accounts.nodes.selectors import AssignmentState, assignment_state, service_id
 from accounts.nodes.sync import assignment_sync
+from accounts.selectors import account_by_id
 from lifecycle.api.refusals import as_node_problem
 from lifecycle.api.schemas import SERVICE_PATTERN, AssignmentOut, NodeReportIn
 from lifecycle.api.views import READ, WRITE, AccountId, problems
@@ -28,7 +28,11 @@ router = Router(tags=["nodes"])
 ServiceName = Annotated[
     str,
     Path(
-        min_length=1, max_length=30, pattern=SERVICE_PATTERN, description="The service's name.", examples=["sync-1.5"]
+        min_length=1,
+        max_length=SERVICE_NAME_MAX,
+        pattern=SERVICE_PATTERN,
+        description="The service's name.",
+        examples=["sync-1.5"],
     ),
 ]
 PATH = "/services/{service}/accounts/{account_id}/node"
@@ -41,7 +45,7 @@ def _known(service: str, account_id: int) -> None:
         service_id(service)
     except UnknownName:
         raise Problem("not-found", f"there is no service {service!r}") from None
-    if not Account.objects.filter(pk=account_id).exists():
+    if account_by_id(account_id) is None:
         raise Problem("not-found", f"there is no account {account_id}")
 
 

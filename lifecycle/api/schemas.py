@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 from ninja import Schema
 from pydantic import AfterValidator, ConfigDict, Field
 
+from accounts.nodes.models import MAX_GENERATION, SERVICE_NAME
+
 # Logins and addresses are at most 254 characters (accounts/sql/0007_address_rules.sql).
 LONGEST_NAME = 254
 # The largest id PostgreSQL's bigint holds: a larger one names nobody, and must not reach SQL.
@@ -74,11 +76,12 @@ class SessionIn(Body):
     password: Text = Field(min_length=1, max_length=4096)
 
 
-# What accounts/sql/0014_nodes.sql holds: a service's name, a client state (hex of at most 16 bytes),
-# and generations below the tombstone (MAX_GENERATION: a client reaching it would retire itself).
-SERVICE_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+# What accounts/sql/0014_nodes.sql holds: a service's name (the rule the services check, anchored for
+# the OpenAPI document), a client state (hex of at most 16 bytes), and generations below the tombstone
+# (MAX_GENERATION: a client reaching it would retire itself).
+SERVICE_PATTERN = f"^{SERVICE_NAME.pattern}$"
 CLIENT_STATE_PATTERN = r"^([0-9a-f]{2}){0,16}$"
-LARGEST_GENERATION = LARGEST_ID - 1
+LARGEST_GENERATION = MAX_GENERATION - 1
 
 
 class NodeReportIn(Body):

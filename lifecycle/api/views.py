@@ -11,13 +11,11 @@ from typing import Annotated
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Value
-from django.db.models.functions import Lower
 from ninja import Path, Query, Router
 from ninja.responses import NinjaJSONEncoder
 
 from accounts.models import Account
-from accounts.selectors import accounts_by_identifier, sign_up_problems
+from accounts.selectors import account_by_id, accounts_looked_up, sign_up_problems
 from accounts.services import (
     account_password_check,
     account_password_hash,
@@ -56,6 +54,8 @@ WRITE = ClientKey(ApiScope.ACCOUNTS_WRITE)
 SESSIONS = ClientKey(ApiScope.SESSIONS)
 
 AccountId = Annotated[int, Path(ge=1, le=LARGEST_ID, description="The account's id.")]
+# A look-up answers at most this many accounts, the newest.
+LOOKED_UP_MAX = 100
 
 IDEMPOTENT = {
     "parameters": [
@@ -78,7 +78,7 @@ def problems(*statuses: int) -> dict[int, type[ProblemOut]]:
 
 
 def _account(account_id: int) -> Account:
-    account = Account.objects.filter(pk=account_id).first()
+    account = account_by_id(account_id)
     if account is None:
         raise Problem("not-found", f"there is no account {account_id}")
     return account
@@ -166,11 +166,7 @@ def look_up_accounts(
     first. Several unactivated sign-ups may share an address; only one account can have activated it."""
     if (email is None) == (login is None):
         raise Problem("validation-failed", "give one of email and login", errors=[])
-    if email is not None:
-        accounts = accounts_by_identifier(email) if "@" in email else Account.objects.none()
-    else:
-        accounts = Account.objects.alias(login_lower=Lower("login")).filter(login_lower=Lower(Value(login.strip())))
-    return {"items": list(accounts.order_by("-id")[:100])}
+    return {"items": accounts_looked_up(email=email, login=login, limit=LOOKED_UP_MAX)}
 
 
 def _status_change(request, account_id: int, reason: str, change) -> Outcome:

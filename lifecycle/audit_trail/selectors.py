@@ -18,7 +18,7 @@ from django.db.models.functions import Cast, Coalesce, JSONObject, Lower
 
 from accounts.models import Account
 from accounts.selectors import account_trail, accounts_by_identifier
-from platform_events.audit.models import AuditAction, AuditEvent, ResourceType
+from platform_events.audit.models import ActorType, AuditAction, AuditEvent, ResourceType
 
 # A search names at most this many accounts (an address shared by many unverified, swept sign-ups):
 # the newest. Their trails are one OR of index scans each.
@@ -107,3 +107,12 @@ def account_names(account_id: int) -> dict | None:
     ).values(login=KT("diff_before__login"), email=KT("diff_before__email"))
     deletion = next(iter(deletions.order_by()[:1]), None)  # one per account, found by the resource index
     return {**deletion, "deleted": True} if deletion else None
+
+
+def latest_staff_actions(count: int) -> list[AuditEvent]:
+    """The newest ``count`` rows staff users wrote, each with the names of the account it is about
+    (with_accounts: one SELECT, a subquery per row returned). Users' rows less an account's own
+    (an end user acting for itself): excluded, not staff: kept, so that rows written before actor ids
+    had a kind show too."""
+    rows = AuditEvent.objects.filter(actor_type=ActorType.USER).exclude(actor_id__startswith=f"{Account.audit_kind}:")
+    return list(with_accounts(rows).order_by("-occurred_at")[:count])

@@ -7,18 +7,23 @@ from datetime import date, timedelta
 from urllib.parse import urlencode
 
 from django.contrib.admin import AdminSite
-from django.db import connection
-from django.db.models import Count, Sum
-from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.models import Account, AccountStatus
-from lifecycle.audit_trail.selectors import with_accounts
+from accounts.models import Account
+from accounts.selectors import account_counts_by_status, activations_per_day, sign_ups_per_day
+from lifecycle.audit_trail.selectors import latest_staff_actions
 from platform_events.audit.models import ActorType, AuditEvent
-from platform_events.db.estimates import EXACT_COUNT_LIMIT, estimated_rows
+from platform_events.db.estimates import EXACT_COUNT_LIMIT
 from tokens.models import Job, MailState, Token
-from tokens.selectors import MAIL_RUN_TROUBLE, due_mail, mail_runs
+from tokens.selectors import (
+    due_mail_count,
+    last_mail_run,
+    mail_count,
+    mail_run_counts,
+    oldest_due_mail_issued_at,
+    unfinished_mail_runs_count,
+)
 
 CHART_DAYS = 30
 # The chart's drawing area inside its SVG (viewBox units): room on the left for the y-axis labels,
@@ -27,6 +32,7 @@ CHART_LEFT, CHART_TOP, CHART_WIDTH, CHART_HEIGHT = 40, 12, 660, 170
 CHART_VIEWBOX = (CHART_LEFT + CHART_WIDTH + 24, CHART_TOP + CHART_HEIGHT + 26)
 CHART_TICKS = 4  # y-axis ticks above zero, at most
 MAIL_RUNS_WITHIN = "24h"  # the window of the mail-run figures: one of JobAdmin's "started" choices
+STAFF_ACTIONS_SHOWN = 10
 
 
 @dataclass
@@ -157,12 +163,7 @@ def dashboard(request, site: AdminSite) -> dict:
     if user.has_perm("tokens.view_job"):
         figures["mail_runs"] = mail_run_figures(links)
     if user.has_perm("platform_events.view_auditevent"):
-        # Exclude, not keep staff:, so rows written before actor ids had a kind still show.
-        staff_actions = AuditEvent.objects.filter(actor_type=ActorType.USER).exclude(
-            actor_id__startswith=f"{Account.audit_kind}:"
-        )
-        # Each row with the login of the account it is about (one SELECT; a subquery per row shown).
-        figures["staff_actions"] = list(with_accounts(staff_actions).order_by("-occurred_at")[:10])
+        figures["staff_actions"] = latest_staff_actions(STAFF_ACTIONS_SHOWN)
         figures["staff_rows"] = [(event, links.audit_rows(event)) for event in figures["staff_actions"]]
         figures["audit_url"] = links.changelist(AuditEvent, actor_type__exact=ActorType.USER)
     return figures
@@ -199,49 +200,25 @@ class Links:
 
 
 def accounts_by_status() -> tuple[dict[str, int], bool]:
-    """Accounts per status: counted on a small table, estimated from the planner's statistics on a large one."""
-    if estimated_rows("accounts") < EXACT_COUNT_LIMIT:
-        counted = dict(Account.objects.order_by().values_list("status").annotate(Count("id")))
-        return {status: counted.get(status, 0) for status in AccountStatus.values}, False
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT v::text, round(f * (SELECT reltuples FROM pg_class WHERE oid = 'accounts'::regclass))::bigint
-            FROM pg_stats, unnest(most_common_vals::text::text[], most_common_freqs) AS m(v, f)
-            WHERE tablename = 'accounts' AND attname = 'status'
-            """
-        )
-        estimated = dict(cursor.fetchall())
-    # Statuses too rare to be among the most common values share what the common ones leave.
-    rare = [status for status in AccountStatus.values if status not in estimated]
-    left = max(estimated_rows("accounts") - sum(estimated.values()), 0)
-    return {
-        status: estimated.get(status, round(left / len(rare)) if rare else 0) for status in AccountStatus.values
-    }, True
+    """Accounts per status, counted below EXACT_COUNT_LIMIT accounts, estimated above (then True)."""
+    return account_counts_by_status(exact_below=EXACT_COUNT_LIMIT)
 
 
 def daily_chart() -> Chart:
     today = timezone.localdate()
     days = [today - timedelta(days=n) for n in range(CHART_DAYS - 1, -1, -1)]
     since = timezone.now() - timedelta(days=CHART_DAYS)
-    signups = _per_day(Account.objects.filter(created_at__gte=since), "created_at")
-    activations = _per_day(Account.objects.filter(activated_at__gte=since), "activated_at")
+    signups, activations = sign_ups_per_day(since=since), activations_per_day(since=since)
     return Chart(
         days=days, signups=[signups.get(d, 0) for d in days], activations=[activations.get(d, 0) for d in days]
     )
 
 
-def _per_day(queryset, field: str) -> dict[date, int]:
-    rows = queryset.annotate(day=TruncDate(field)).order_by().values("day").annotate(n=Count("id"))
-    return {row["day"]: row["n"] for row in rows}
-
-
 def mail_queue() -> dict:
     """How many e-mails are due now (counted up to EXACT_COUNT_LIMIT, "more than" past it), and since
     when the oldest waits. Both read the due-mail index, so they cost what the queue holds."""
-    depth = _count_up_to_limit(due_mail())
-    # Tokens live equally long, so the first to expire is the oldest.
-    oldest = due_mail().order_by("expires_at").values_list("created_at", flat=True).first()
+    depth = due_mail_count(up_to=EXACT_COUNT_LIMIT + 1)
+    oldest = oldest_due_mail_issued_at()
     return {
         "depth": min(depth, EXACT_COUNT_LIMIT),
         "more": depth > EXACT_COUNT_LIMIT,
@@ -254,8 +231,8 @@ def mail_figures(queue: dict, links: Links) -> list[Figure]:
     """Due, retrying and dead mail, each linked to the token list filtered to its mail state. Due mail
     is queued mail (or retrying mail past its backoff) that a run would claim now: its link shows
     every queued e-mail, also those waiting for their account (README, "Mailroom")."""
-    retrying = _count_up_to_limit(Token.objects.filter(mail_state=MailState.RETRYING))  # tokens_due_mail_idx
-    dead = _count_up_to_limit(Token.objects.filter(mail_state=MailState.DEAD))  # tokens_dead_mail_idx
+    retrying = mail_count(MailState.RETRYING, up_to=EXACT_COUNT_LIMIT + 1)
+    dead = mail_count(MailState.DEAD, up_to=EXACT_COUNT_LIMIT + 1)
     oldest = f"the oldest has waited {_age(queue['oldest_age'])}" if queue["oldest_age"] else ""
     return [
         Figure(
@@ -286,21 +263,16 @@ def mail_run_figures(links: Links) -> dict:
     """The mail runs of the last 24 hours (JobAdmin's filter of the same name counts the same rows),
     those with failed mail or an error, those not finished, and the last run. They read the index on
     (job_type, started_at); an idle run leaves no row (tokens/mailroom/drain.py)."""
-    since = timezone.now() - timedelta(hours=24)
-    recent = (
-        mail_runs()
-        .filter(started_at__gte=since)
-        .aggregate(runs=Count("id"), sent=Sum("sent", default=0), trouble=Count("id", filter=MAIL_RUN_TROUBLE))
-    )
-    unfinished = mail_runs().filter(finished_at__isnull=True).count()
-    last = mail_runs().order_by("-started_at", "-id").first()
+    recent = mail_run_counts(since=timezone.now() - timedelta(hours=24))
+    unfinished = unfinished_mail_runs_count()
+    last = last_mail_run()
     return {
         "figures": [
-            Figure("runs", recent["runs"], links.changelist(Job, started=MAIL_RUNS_WITHIN)),
-            Figure("e-mails sent", recent["sent"], links.changelist(Job, started=MAIL_RUNS_WITHIN)),
+            Figure("runs", recent.runs, links.changelist(Job, started=MAIL_RUNS_WITHIN)),
+            Figure("e-mails sent", recent.sent, links.changelist(Job, started=MAIL_RUNS_WITHIN)),
             Figure(
                 "with failed mail or an error",
-                recent["trouble"],
+                recent.trouble,
                 links.changelist(Job, started=MAIL_RUNS_WITHIN, outcome="trouble"),
             ),
         ],
@@ -308,10 +280,6 @@ def mail_run_figures(links: Links) -> dict:
         "last": last,
         "last_url": links.change(Job, last.pk) if last else None,
     }
-
-
-def _count_up_to_limit(queryset) -> int:
-    return queryset.order_by()[: EXACT_COUNT_LIMIT + 1].count()
 
 
 def _age(age: timedelta) -> str:

@@ -29,7 +29,7 @@ from django.utils.cache import add_never_cache_headers
 from health_check.base import HealthCheck
 from health_check.exceptions import ServiceUnavailable
 
-from platform_events.webhooks.dispatch import longest_due_wait
+from platform_events.webhooks.selectors import longest_due_wait
 from tokens.selectors import longest_mail_wait
 
 # Each check's wall-clock budget (get_result adds a second), and each statement's, so that a probe

@@ -23,6 +23,7 @@ from platform_events.admin_kit.display import when
 from platform_events.admin_kit.lookups import DeclaredLookupsOnly
 from platform_events.admin_kit.pages import Concealed, add_page, shown_once
 from platform_events.api.clients import (
+    NAME_MAX_LENGTH,
     ApiClientError,
     api_client_change_scopes,
     api_client_create,
@@ -66,7 +67,7 @@ class ApiClientAddForm(forms.Form):
     """A new client's name and scopes, checked by the service's own rules before it is asked."""
 
     name = forms.CharField(
-        max_length=100,
+        max_length=NAME_MAX_LENGTH,
         widget=forms.TextInput(attrs={"size": 40, "autocomplete": "off"}),
         help_text="Who calls the API with this key (a partner or a service), shown in the audit trail when it"
         " acts: letters, digits, '.', '_', '-' and spaces.",

@@ -21,6 +21,7 @@ from platform_events.refusals import Refused
 
 KEY_PREFIX = "lc_"
 SHOWN_CHARACTERS = 11  # "lc_" and 8 of the random part: 48 bits, enough to tell keys apart
+NAME_MAX_LENGTH = 100  # the column's
 # How often a client's last use is written: each call would otherwise update its row.
 LAST_USED_EVERY = timedelta(seconds=60)
 
@@ -69,8 +70,8 @@ def api_client_create(*, name: str, scopes: list[str], actor) -> tuple[ApiClient
 
 def api_client_name_problem(name: str) -> str | None:
     """What the database would refuse in a client's name (ck_api_clients_name), said before it does."""
-    if not name or len(name) > 100:
-        return "api: a client's name is 1 to 100 characters"
+    if not name or len(name) > NAME_MAX_LENGTH:
+        return f"api: a client's name is 1 to {NAME_MAX_LENGTH} characters"
     if not (name[0].isascii() and name[0].isalnum()) or not all(
         c.isascii() and (c.isalnum() or c in "._ -") for c in name
     ):

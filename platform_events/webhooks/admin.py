@@ -31,6 +31,8 @@ from platform_events.audit.row_actions import AuditedRowActions
 from platform_events.outbox.admin import aggregate, with_account_links
 from platform_events.outbox.models import EventType, OutboxEvent
 from platform_events.webhooks.endpoints import (
+    OWNER_MAX_LENGTH,
+    URL_MAX_LENGTH,
     EndpointError,
     deliveries_redeliver,
     endpoint_change,
@@ -70,7 +72,7 @@ class EndpointFieldsForm(forms.Form):
 
     url = forms.CharField(
         label="URL",
-        max_length=2048,
+        max_length=URL_MAX_LENGTH,
         strip=False,
         widget=forms.URLInput(attrs={"size": 70}),
         help_text="Where the events are POSTed: https only.",
@@ -78,7 +80,7 @@ class EndpointFieldsForm(forms.Form):
     events = forms.MultipleChoiceField(
         choices=EventType.choices, widget=forms.CheckboxSelectMultiple, help_text="The event types it receives."
     )
-    owner = forms.CharField(max_length=64, help_text="Whose endpoint: a partner or a service.")
+    owner = forms.CharField(max_length=OWNER_MAX_LENGTH, help_text="Whose endpoint: a partner or a service.")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
 
     def clean(self):

@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from platform_events.db.unawaited import UnawaitedStatement
 from platform_events.webhooks import http
 from platform_events.webhooks.endpoints import endpoint_secrets
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookSubscription
 from platform_events.webhooks.secrets import SecretKeyError
+from platform_events.webhooks.selectors import DUE, in_due_order
 from platform_events.webhooks.signing import signature_headers
 
 logger = logging.getLogger(__name__)
@@ -39,19 +40,6 @@ logger = logging.getLogger(__name__)
 # a receiver that keeps ids sees each once): at most this many, and only after a kill. A record the
 # database refuses (a lock timeout, a lost session) fails the run with one POST more to send again.
 RECORD_EVERY = 10
-
-# The deliveries ``d`` a run may claim now: waiting and their time come, no run's lease on them, their
-# endpoint active, and no earlier event of the same account still waiting for that endpoint.
-DUE = """
-    FROM webhook_deliveries d
-    JOIN webhook_subscriptions s ON s.id = d.subscription_id AND s.status = 'ACTIVE'
-    WHERE d.status IN ('PENDING', 'FAILED') AND d.next_retry_at <= now()
-      AND (d.lease_until IS NULL OR d.lease_until < now())
-      AND NOT EXISTS (
-          SELECT FROM webhook_deliveries earlier
-          WHERE earlier.subscription_id = d.subscription_id AND earlier.ordering_key = d.ordering_key
-            AND earlier.event_seq < d.event_seq AND earlier.status IN ('PENDING', 'FAILED'))
-"""
 
 CLAIM = f"""
 WITH due AS (
@@ -108,31 +96,6 @@ class RunResult:
         if self.disabled:
             parts.append(f"endpoints disabled: {', '.join(self.disabled)}")
         return "; ".join(parts)
-
-
-def longest_due_wait() -> timedelta | None:
-    """How long the delivery due longest has been due; None when none is. The dispatchers claim what
-    is due within WEBHOOKS_POLL_SECONDS, so a long wait says none is running. Read in due order through
-    webhook_deliveries_due (in_due_order): it costs the deliveries held up behind an account's earlier
-    one, not the queue."""
-    with in_due_order() as cursor:
-        cursor.execute(f"SELECT now() - d.next_retry_at {DUE} ORDER BY d.next_retry_at, d.event_seq LIMIT 1")
-        row = cursor.fetchone()
-    return row[0] if row else None
-
-
-@contextmanager
-def in_due_order():
-    """A cursor in a transaction whose queries may not sort: for an ORDER BY over due deliveries the one
-    plan left walks webhook_deliveries_due in order and stops at the LIMIT. The planner's own choice
-    read, checked and sorted the whole queue: it estimates the "no earlier event of the account"
-    anti-join at a few rows whatever the queue holds (platform_events/sql/0014_due_order.sql)."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true)")
-        before = cursor.fetchone()[0]
-        yield cursor
-        # Put back what the caller's transaction had: a released savepoint would keep "off" for it.
-        cursor.execute("SELECT set_config('enable_sort', %s, true)", [before])
 
 
 def claim_batch(size: int, *, sorting_off: bool = False) -> tuple[Claim, list[Delivery]]:

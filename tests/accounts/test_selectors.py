@@ -1,19 +1,30 @@
-"""Reads of accounts: staff's search (exact, then prefix, then any part, each tier from an index)
-and an account's audit trail."""
+"""Reads of accounts: one by its id, look-ups by e-mail or login, staff's search (exact, then prefix,
+then any part, each tier from an index), an account's audit trail, and the figures the dashboard and
+/metrics show (accounts by status, sign-ups and activations per day)."""
+
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import (
+    account_by_id,
+    account_counts_by_status,
     account_trail,
     account_trail_latest,
+    accounts_by_login,
+    accounts_looked_up,
     accounts_search,
     accounts_search_order,
     accounts_search_tiers,
+    activations_per_day,
+    sign_ups_per_day,
 )
 from lifecycle.demo.factories import AccountFactory
+from tests.support import analyze
 
 pytestmark = pytest.mark.django_db
 
@@ -212,3 +223,58 @@ class TestAccountTrail:
             cursor.execute(f"EXPLAIN {query}")
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "pkey" not in plan and "coalesce_occurred_at_idx" in plan, plan
+
+
+class TestLookUps:
+    def test_an_account_is_read_by_its_id_and_a_missing_one_is_none(self):
+        account = AccountFactory()
+        assert account_by_id(account.pk) == account
+        assert account_by_id(account.pk + 1) is None
+
+    def test_a_login_finds_its_account_ignoring_case_and_spaces_around(self):
+        jane = AccountFactory(login="Jane", email="jane@example.com")
+        AccountFactory(login="janet", email="janet@example.com")
+        assert list(accounts_by_login(" jANE ")) == [jane]
+
+    @pytest.mark.parametrize("login", ["jane@example.com", "jane\x00", ""])
+    def test_a_login_finds_no_account_by_its_e_mail_nor_by_text_no_login_holds(self, login):
+        AccountFactory(login="jane", email="jane@example.com")
+        assert list(accounts_by_login(login)) == []
+
+    def test_a_look_up_by_e_mail_finds_every_sign_up_of_it_newest_first_up_to_the_limit(self):
+        first, second, third = (AccountFactory(email="Shared@example.com") for _ in range(3))
+        AccountFactory(email="other@example.com")
+        assert accounts_looked_up(email="shared@EXAMPLE.com", limit=2) == [third, second]
+        assert accounts_looked_up(email="shared@example.com", limit=5) == [third, second, first]
+
+    def test_a_look_up_by_an_e_mail_without_an_at_finds_nobody_even_a_login_of_that_name(self):
+        AccountFactory(login="jane")
+        assert accounts_looked_up(email="jane", limit=10) == []
+
+    def test_a_look_up_by_login_ignores_case_and_never_reads_an_address(self):
+        jane = AccountFactory(login="jane", email="jane@example.com")
+        assert accounts_looked_up(login="JANE", limit=10) == [jane]
+        assert accounts_looked_up(login="jane@example.com", limit=10) == []
+
+
+class TestFigures:
+    def test_accounts_are_counted_by_status_every_status_named(self):
+        AccountFactory.create_batch(2)
+        AccountFactory(active=True)
+        assert account_counts_by_status() == ({"provisioned": 2, "active": 1, "suspended": 0}, False)
+
+    @pytest.mark.django_db(transaction=True)
+    def test_a_table_of_the_limit_or_more_is_estimated_from_the_planners_statistics(self):
+        AccountFactory.create_batch(4)
+        AccountFactory.create_batch(2, active=True)
+        analyze("accounts")
+        assert account_counts_by_status(exact_below=6) == ({"provisioned": 4, "active": 2, "suspended": 0}, True)
+        assert account_counts_by_status(exact_below=7)[1] is False
+
+    def test_sign_ups_and_activations_are_counted_per_day_since_a_time(self):
+        AccountFactory.create_batch(3)
+        AccountFactory(active=True)
+        today = timezone.localdate()
+        assert sign_ups_per_day(since=timezone.now() - timedelta(days=1)) == {today: 4}
+        assert activations_per_day(since=timezone.now() - timedelta(days=1)) == {today: 1}
+        assert sign_ups_per_day(since=timezone.now() + timedelta(seconds=1)) == {}

@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.nodes.models import MAX_GENERATION
 from accounts.nodes.selectors import current_record
-from accounts.nodes.services import MAX_GENERATION, assignment_allocate, assignment_current, assignment_update
+from accounts.nodes.services import assignment_allocate, assignment_current, assignment_update
 from accounts.selectors import accounts_by_reference
 from platform_events.refusals import Refused
 

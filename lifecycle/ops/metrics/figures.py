@@ -16,18 +16,22 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
-from axes.models import AccessAttempt
-from django.conf import settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from accounts.nodes.consumer import ASSIGNMENTS
-from lifecycle.backoffice.dashboard import accounts_by_status
-from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
-from tokens.models import MailState, Token
-from tokens.selectors import due_mail, mail_runs
+from accounts.selectors import account_counts_by_status
+from platform_events.lockouts.selectors import locked_out_logins_count
+from platform_events.outbox.selectors import consumer_lag
+from platform_events.webhooks.models import DeliveryStatus, EndpointStatus
+from platform_events.webhooks.selectors import (
+    endpoint_counts_by_status,
+    failing_endpoints_count,
+    waiting_deliveries_count,
+)
+from tokens.models import MailState
+from tokens.selectors import due_mail_count, mail_count, mail_run_counts, oldest_due_mail_issued_at
 
 logger = logging.getLogger(__name__)
 
@@ -42,41 +46,18 @@ MAIL_RUNS_WINDOW = timedelta(hours=24)
 # The outbox's internal consumers (platform_events/outbox/consumers.py).
 CONSUMERS = [ASSIGNMENTS]
 
-CONSUMER_LAG = """
-SELECT count(*), coalesce(extract(epoch FROM now() - min(behind.created_at)), 0)
-FROM (
-    SELECT e.created_at
-    FROM outbox_events e
-    WHERE e.event_type = ANY(%(types)s)
-      AND e.seq > coalesce((
-          -- The consumer's position: its newest handled event (processed_events_processed, newest first).
-          SELECT handled.seq
-          FROM processed_events p JOIN outbox_events handled ON handled.id = p.event_id
-          WHERE p.consumer_group = %(group)s
-          ORDER BY p.processed_at DESC
-          LIMIT 1
-      ), 0)
-    ORDER BY e.seq
-    LIMIT %(limit)s
-) AS behind
-"""
-
 
 def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
 
 
-def capped_count(queryset) -> int:
-    return queryset.order_by()[:COUNT_LIMIT].count()
-
-
 def mail_figures() -> Iterable[Metric]:
     """The mail queue (README, "Mailroom"), as the dashboard shows it."""
-    oldest = due_mail().order_by("expires_at").values_list("created_at", flat=True).first()
+    oldest = oldest_due_mail_issued_at()
     yield gauge(
         "lifecycle_mail_due_emails",
         "E-mails due now: what a drain run would claim (counted up to 100,000).",
-        capped_count(due_mail()),
+        due_mail_count(up_to=COUNT_LIMIT),
     )
     yield gauge(
         "lifecycle_mail_oldest_due_age_seconds",
@@ -86,29 +67,18 @@ def mail_figures() -> Iterable[Metric]:
     yield gauge(
         "lifecycle_mail_retrying_emails",
         "E-mails waiting out a backoff after a transient SMTP failure (counted up to 100,000).",
-        capped_count(Token.objects.filter(mail_state=MailState.RETRYING)),  # tokens_due_mail_idx
+        mail_count(MailState.RETRYING, up_to=COUNT_LIMIT),
     )
     yield gauge(
         "lifecycle_mail_dead_emails",
         "E-mails given up (a permanent failure or MAILROOM_MAX_ATTEMPTS), kept until retention (counted up to 100,000).",
-        capped_count(Token.objects.filter(mail_state=MailState.DEAD)),  # tokens_dead_mail_idx
+        mail_count(MailState.DEAD, up_to=COUNT_LIMIT),
     )
 
 
 def mail_run_figures() -> Iterable[Metric]:
     """The drain runs of the last 24 hours by outcome, from their rows in ``jobs`` (an idle run leaves none)."""
-    finished = Q(finished_at__isnull=False)
-    runs = (
-        mail_runs()
-        .filter(started_at__gte=timezone.now() - MAIL_RUNS_WINDOW)
-        .aggregate(
-            ok=Count("id", filter=finished & Q(error__isnull=True, failed=0)),
-            failed_mail=Count("id", filter=finished & Q(error__isnull=True, failed__gt=0)),
-            error=Count("id", filter=finished & Q(error__isnull=False)),
-            running=Count("id", filter=Q(finished_at__isnull=True)),
-            sent=Sum("sent", default=0),
-        )
-    )
+    runs = mail_run_counts(since=timezone.now() - MAIL_RUNS_WINDOW)
     family = GaugeMetricFamily(
         "lifecycle_mail_runs_24h",
         "Drain runs started in the last 24 hours, by outcome: ok; failed_mail (some mail retrying or dead);"
@@ -116,9 +86,9 @@ def mail_run_figures() -> Iterable[Metric]:
         labels=["outcome"],
     )
     for outcome in ("ok", "failed_mail", "error", "running"):
-        family.add_metric([outcome], runs[outcome])
+        family.add_metric([outcome], getattr(runs, outcome))
     yield family
-    yield gauge("lifecycle_mail_sent_emails_24h", "E-mails the drain runs of the last 24 hours sent.", runs["sent"])
+    yield gauge("lifecycle_mail_sent_emails_24h", "E-mails the drain runs of the last 24 hours sent.", runs.sent)
 
 
 def webhook_figures() -> Iterable[Metric]:
@@ -130,23 +100,21 @@ def webhook_figures() -> Iterable[Metric]:
         labels=["status"],
     )
     for status, label in ((DeliveryStatus.PENDING, "pending"), (DeliveryStatus.FAILED, "retrying")):
-        deliveries.add_metric([label], capped_count(WebhookDelivery.objects.filter(status=status)))
+        deliveries.add_metric([label], waiting_deliveries_count(status, up_to=COUNT_LIMIT))
     yield deliveries
-    counted = dict(WebhookSubscription.objects.order_by().values_list("status").annotate(Count("id")))
+    counted = endpoint_counts_by_status()
     endpoints = GaugeMetricFamily(
         "lifecycle_webhook_endpoints",
         "Webhook endpoints by status: active, paused, disabled (every attempt failed for WEBHOOKS_DISABLE_AFTER_DAYS, or 410 Gone).",
         labels=["status"],
     )
     for status in EndpointStatus:
-        endpoints.add_metric([status.label], counted.get(status.value, 0))
+        endpoints.add_metric([status.label], counted[status.value])
     yield endpoints
     yield gauge(
         "lifecycle_webhook_endpoints_failing",
         "Enabled webhook endpoints whose every attempt has failed since their last success.",
-        WebhookSubscription.objects.exclude(status=EndpointStatus.DISABLED_DEAD)
-        .filter(failing_since__isnull=False)
-        .count(),
+        failing_endpoints_count(),
     )
 
 
@@ -163,20 +131,16 @@ def outbox_figures() -> Iterable[Metric]:
         labels=["consumer"],
     )
     for consumer in CONSUMERS:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                CONSUMER_LAG, {"types": sorted(consumer.event_types), "group": consumer.group, "limit": COUNT_LIMIT}
-            )
-            behind, waited = cursor.fetchone()
-        events.add_metric([consumer.group], behind)
-        seconds.add_metric([consumer.group], float(waited))
+        lag = consumer_lag(group=consumer.group, event_types=consumer.event_types, up_to=COUNT_LIMIT)
+        events.add_metric([consumer.group], lag.events)
+        seconds.add_metric([consumer.group], lag.seconds)
     yield events
     yield seconds
 
 
 def account_figures() -> Iterable[Metric]:
     """Accounts by status: counted below 10,000 rows, estimated from the planner's statistics above (as the dashboard)."""
-    by_status, estimated = accounts_by_status()
+    by_status, estimated = account_counts_by_status()
     family = GaugeMetricFamily(
         "lifecycle_accounts",
         "Accounts by status; estimated from PostgreSQL's statistics when lifecycle_accounts_estimated is 1.",
@@ -193,19 +157,11 @@ def account_figures() -> Iterable[Metric]:
 
 
 def lockout_figures() -> Iterable[Metric]:
-    """Staff logins django-axes refuses now: per login and address (AXES_LOCKOUT_PARAMETERS), failures
-    within the cool-off summed over user agents, as axes sums them."""
-    recent = AccessAttempt.objects.filter(attempt_time__gte=timezone.now() - settings.AXES_COOLOFF_TIME)
-    locked = (
-        recent.order_by()
-        .values("username", "ip_address")
-        .annotate(failures=Sum("failures_since_start"))
-        .filter(failures__gte=settings.AXES_FAILURE_LIMIT)
-    )
+    """Staff logins django-axes refuses now, per login and address."""
     yield gauge(
         "lifecycle_staff_lockouts",
         "Back-office logins locked out now, one per login and address (django-axes).",
-        locked.count(),
+        locked_out_logins_count(),
     )
 
 

@@ -272,6 +272,25 @@ def test_a_bad_node_is_a_form_error_and_adds_nothing(integrator, nodes, changes,
     assert not AuditEvent.objects.filter(action="node.added", actor_id=staff_id(integrator)).exists()
 
 
+@pytest.mark.parametrize(
+    ("form", "field", "problem"),
+    [
+        ({"service": "Sync"}, "service", services.service_name_problem("Sync")),
+        ({"service": "sync", "pattern": "/1.5/{uid}"}, "pattern", services.pattern_problem("/1.5/{uid}")),
+    ],
+)
+def test_the_service_form_refuses_with_the_services_own_sentence(integrator, nodes, form, field, problem):
+    """The form asks the services' checks: its error is the sentence the service itself refuses with."""
+    response = integrator.post(ADD_SERVICE, form)
+    assert response.context["adminform"].form.errors == {field: [problem]}
+
+
+def test_the_node_form_refuses_with_the_services_own_sentence(integrator, nodes):
+    form = {"service": Service.objects.get().pk, "node": "https://phx13/", "capacity": 10, "available": ""}
+    response = integrator.post(ADD_NODE, form)
+    assert response.context["adminform"].form.errors == {"node": [services.node_url_problem("https://phx13/")]}
+
+
 def test_changing_the_capacity_goes_through_node_update_and_is_audited_with_the_reason(integrator, nodes):
     page = reverse("admin:accounts_node_change", args=[node().pk])
     response = integrator.post(page, {"capacity": 250, "reason": "new disks"}, follow=True)

@@ -424,6 +424,15 @@ def test_a_bad_service_name_is_422(api, account_id, service):
     assert response.status_code == 422 and problem_type(response) == "validation-failed"
 
 
+@pytest.mark.parametrize("service", ["sync-2", "a", "0.x_y-z", "s" * 30, "s" * 31, "Sync", "-sync", ".sync", "ſync"])
+def test_the_path_checks_a_service_name_by_the_services_own_rule(api, account_id, service):
+    """A name the services' check refuses is 422 before any look-up; one it allows is looked up (404
+    when no service has it). The path's pattern and length are the services' rule, not a copy."""
+    response = api.get(path(account_id, service))
+
+    assert response.status_code == (422 if services.service_name_problem(service) else 404), response.content
+
+
 @pytest.mark.parametrize("raw", [b"{not json", b"[" * 5000 + b"]" * 5000, b""])
 def test_a_body_that_is_not_a_json_object_is_a_problem_not_a_500(api, account_id, raw):
     """Not JSON, nested past Python's limit, or empty: a 4xx problem, and nothing written."""

@@ -1,0 +1,42 @@
+"""Reads of the audit trail (lifecycle/audit_trail/selectors.py): the latest staff actions, as the
+dashboard lists them."""
+
+import pytest
+
+from accounts.services import account_suspend, account_unsuspend
+from lifecycle.audit_trail.selectors import latest_staff_actions
+from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.context import audit_context
+from tokens.selectors import live_token
+from tokens.services import token_consume
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_latest_staff_actions_are_listed_newest_first_up_to_the_count(admin_user):
+    jane, john = AccountFactory(active=True, login="jane"), AccountFactory(active=True, login="john")
+    with audit_context(reason="first"):
+        account_suspend(account=jane, actor=admin_user)
+    with audit_context(reason="second"):
+        account_suspend(account=john, actor=admin_user)
+    with audit_context(reason="third"):
+        account_unsuspend(account=jane, actor=admin_user)
+    assert [event.reason for event in latest_staff_actions(2)] == ["third", "second"]
+
+
+def test_an_account_acting_for_itself_is_not_a_staff_action(admin_user):
+    account = AccountFactory()
+    token_consume(secret=bytes(live_token(account=account).secret), actor=account)
+    with audit_context(reason="chargeback"):
+        account_suspend(account=account, actor=admin_user)
+    assert [(event.action, event.actor_id) for event in latest_staff_actions(10)] == [
+        ("account.suspended", f"staff:{admin_user.pk}")
+    ]
+
+
+def test_each_staff_action_names_its_account(admin_user):
+    account = AccountFactory(active=True, login="jane")
+    with audit_context(reason="chargeback"):
+        account_suspend(account=account, actor=admin_user)
+    (event,) = latest_staff_actions(10)
+    assert (event.account_ref, event.account_names["login"]) == (str(account.pk), "jane")
