@@ -5,7 +5,7 @@ webhook dispatch with more workers.
                                    [--concurrency 1,2,4,8,16,32] [--accounts 20000] [--messages 2000]
 
 Everything runs on an embedded PostgreSQL of its own (a new data directory, removed afterwards), as
-tests/soak.py does: migrated, seeded as bench/admin.py seeds (accounts in every state over a year,
+bench/soak.py does: migrated, seeded as bench/admin.py seeds (accounts in every state over a year,
 their tokens, audit rows in monthly partitions), an API client with every scope and a superuser;
 collectstatic into a temporary directory. Then gunicorn serves lifecycle.wsgi (sync workers,
 ``--workers``; lifecycle/ops/gunicorn_conf.py as its config when it exists, the flags given here win)
@@ -57,8 +57,8 @@ import httpx
 
 from bench import ROOT
 from bench.figures import quantile
+from bench.soak import CSRF, production_on_loopback
 from tests.smtp import free_port
-from tests.soak import CSRF, production_on_loopback
 
 CONCURRENCIES = [1, 2, 4, 8, 16, 32]
 DRAIN_WORKERS = [1, 2, 4]
@@ -149,7 +149,7 @@ def cores(cpu: dict[str, float]) -> str:
 
 
 def product_settings(databases: dict, *, static_root: Path, conn_max_age: int) -> dict:
-    """DEBUG off as in production, on plain HTTP (tests/soak.py), the API's limit raised too."""
+    """DEBUG off as in production, on plain HTTP (bench/soak.py), the API's limit raised too."""
     return {
         **production_on_loopback(databases, static_root=static_root, limit=RAISED_LIMIT),
         "CONN_MAX_AGE": str(conn_max_age),
