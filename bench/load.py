@@ -189,7 +189,7 @@ class Gunicorn:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         command = [sys.executable, "-m", "gunicorn", "lifecycle.wsgi:application"]
-        self.config = ROOT / "lifecycle" / "gunicorn_conf.py"
+        self.config = ROOT / "lifecycle" / "ops" / "gunicorn_conf.py"
         if self.config.exists():
             command += ["--config", "python:lifecycle.ops.gunicorn_conf"]
         command += ["--workers", str(workers), "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"]
