@@ -14,6 +14,7 @@ def scratch_database() -> Iterator[str]:
     killed run is replaced by the next)."""
     owner, runtime = connections["owner"], connections["default"]
     owner_name, runtime_name = owner.settings_dict["NAME"], runtime.settings_dict["NAME"]
+    owner_test_name = owner.settings_dict["TEST"]["NAME"]
     name = f"{runtime_name}_bench"
     owner.settings_dict["TEST"]["NAME"] = name
     try:
@@ -27,3 +28,4 @@ def scratch_database() -> Iterator[str]:
         # The owner's connection names the scratch database once it was made (migrated or not).
         if owner.settings_dict["NAME"] == name:
             owner.creation.destroy_test_db(owner_name, verbosity=0)
+        owner.settings_dict["TEST"]["NAME"] = owner_test_name
