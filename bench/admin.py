@@ -11,7 +11,6 @@ domain matches every account. Last, the selectors behind some pages, timed direc
 
 import argparse
 import datetime
-import os
 import statistics
 import sys
 import time
@@ -19,31 +18,27 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
-os.environ.setdefault("DEBUG", "true")
 
-import django  # noqa: E402
+import bench.setup  # noqa: F401 (Django set up before any model is imported)
 
-django.setup()
+# isort: split
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.db import connections, transaction
+from django.test import Client
+from django.test.utils import override_settings
+from django.urls import path
+from django.utils import timezone
 
-import scratch  # noqa: E402
-from django.contrib import admin  # noqa: E402
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.db import connections, transaction  # noqa: E402
-
-from platform_events.db.history import history_rewrite  # noqa: E402
+from accounts.models import Account
+from accounts.selectors import account_trail
+from bench.scratch import scratch_database
+from platform_events.audit.models import AuditEvent
+from platform_events.db.history import history_rewrite
+from tokens.models import Token
 
 # Tables of its own, seeded history: the bench works as the owner role.
 connection = connections["owner"]
-from django.test import Client  # noqa: E402
-from django.test.utils import override_settings  # noqa: E402
-from django.urls import path  # noqa: E402
-from django.utils import timezone  # noqa: E402
-
-from accounts.models import Account  # noqa: E402
-from accounts.selectors import account_trail  # noqa: E402
-from platform_events.audit.models import AuditEvent  # noqa: E402
-from tokens.models import Token  # noqa: E402
 
 # A stock admin of the same models, on a site of its own, for the comparison.
 stock_site = admin.AdminSite(name="stock")
@@ -165,8 +160,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     args = parser.parse_args()
 
-    bench_name = scratch.create()
-    try:
+    with scratch_database():
         started = time.perf_counter()
         seed(args.accounts, args.audit_rows)
         print(f"  seeding took {time.perf_counter() - started:.0f} s")
@@ -229,9 +223,6 @@ def main() -> None:
         # The account's trail (its rows and its tokens'), first 100 as the audit list shows them.
         trail = timed_call(lambda: list(account_trail(middle)[:100]), args.requests)
         print(f"{'account_trail(), first 100':30} {trail[0] * 1000:8.1f}ms {trail[1] * 1000:6.1f}ms")
-    finally:
-        connection.close()
-        scratch.destroy(bench_name)
 
 
 if __name__ == "__main__":

@@ -34,9 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # The bench process and the server alike: DEBUG off as in production (on, Django keeps every query's
 # SQL and time), and what DEBUG off then asks for.
 SETTINGS = {
@@ -48,17 +46,17 @@ SETTINGS = {
 }
 os.environ.update(SETTINGS)
 
-import django  # noqa: E402
+import bench.setup  # noqa: E402, F401 (Django set up with SETTINGS)
 
-django.setup()
-
+# isort: split
 import httpx  # noqa: E402
-import scratch  # noqa: E402
 from django.db import connection  # noqa: E402
-from figures import percentiles  # noqa: E402
 
 from accounts.models import Account  # noqa: E402
 from accounts.services import account_provision  # noqa: E402
+from bench import ROOT  # noqa: E402
+from bench.figures import percentiles  # noqa: E402
+from bench.scratch import scratch_database  # noqa: E402
 from platform_events.api.clients import api_client_create  # noqa: E402
 from platform_events.api.models import ApiScope  # noqa: E402
 from tests.smtp import free_port  # noqa: E402
@@ -188,28 +186,26 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    bench_name = scratch.create()
     server = None
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT version()")
-            version = cursor.fetchone()[0].split(" on ")[0]
-        client, key = api_client_create(name="bench", scopes=list(ApiScope.values), actor=None)
-        warm = account_provision(email="warm@example.com", login="warm", actor=client)
-        server = Server(conn_max_age=args.conn_max_age)
-        print(
-            f"{version} - {args.requests} calls a measurement; the API on runserver's server, threaded, TCP_NODELAY;"
-            f" DEBUG off, CONN_MAX_AGE {args.conn_max_age}; httpx, a keep-alive connection per thread"
-        )
-        print(f"{'':52} {'threads':>7} {'calls/s':>9}   {'per call':44} API / in-process")
-        http = http_session(server, key, warm.pk)
-        for concurrency in CONCURRENCIES:
-            measure(concurrency, args.requests, client, http)
-    finally:
-        if server is not None:
-            server.stop()
-        connection.close()
-        scratch.destroy(bench_name)
+    with scratch_database():
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT version()")
+                version = cursor.fetchone()[0].split(" on ")[0]
+            client, key = api_client_create(name="bench", scopes=list(ApiScope.values), actor=None)
+            warm = account_provision(email="warm@example.com", login="warm", actor=client)
+            server = Server(conn_max_age=args.conn_max_age)
+            print(
+                f"{version} - {args.requests} calls a measurement; the API on runserver's server, threaded, TCP_NODELAY;"
+                f" DEBUG off, CONN_MAX_AGE {args.conn_max_age}; httpx, a keep-alive connection per thread"
+            )
+            print(f"{'':52} {'threads':>7} {'calls/s':>9}   {'per call':44} API / in-process")
+            http = http_session(server, key, warm.pk)
+            for concurrency in CONCURRENCIES:
+                measure(concurrency, args.requests, client, http)
+        finally:
+            if server is not None:
+                server.stop()
 
 
 def measure(concurrency: int, count: int, client, http) -> None:

@@ -5,7 +5,7 @@ webhook dispatch with more workers.
                                    [--concurrency 1,2,4,8,16,32] [--accounts 20000] [--messages 2000]
 
 Everything runs on an embedded PostgreSQL of its own (a new data directory, removed afterwards), as
-tests/soak.py does: migrated, seeded as bench/admin.py seeds (accounts in every state over a year,
+bench/soak.py does: migrated, seeded as bench/admin.py seeds (accounts in every state over a year,
 their tokens, audit rows in monthly partitions), an API client with every scope and a superuser;
 collectstatic into a temporary directory. Then gunicorn serves lifecycle.wsgi (sync workers,
 ``--workers``; lifecycle/ops/gunicorn_conf.py as its config when it exists, the flags given here win)
@@ -51,15 +51,14 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx  # noqa: E402
-from figures import quantile  # noqa: E402
+import httpx
 
-from tests.smtp import free_port  # noqa: E402
-from tests.soak import CSRF, production_on_loopback  # noqa: E402
+from bench import ROOT
+from bench.figures import quantile
+from bench.soak import CSRF, production_on_loopback
+from tests.smtp import free_port
 
 CONCURRENCIES = [1, 2, 4, 8, 16, 32]
 DRAIN_WORKERS = [1, 2, 4]
@@ -150,7 +149,7 @@ def cores(cpu: dict[str, float]) -> str:
 
 
 def product_settings(databases: dict, *, static_root: Path, conn_max_age: int) -> dict:
-    """DEBUG off as in production, on plain HTTP (tests/soak.py), the API's limit raised too."""
+    """DEBUG off as in production, on plain HTTP (bench/soak.py), the API's limit raised too."""
     return {
         **production_on_loopback(databases, static_root=static_root, limit=RAISED_LIMIT),
         "CONN_MAX_AGE": str(conn_max_age),
@@ -168,10 +167,10 @@ class Data:
 
 def seed(accounts: int) -> Data:
     """bench/admin.py's accounts and audit rows (three per account), an API client, a superuser."""
-    from admin import seed as seed_accounts_and_audit
     from django.contrib.auth import get_user_model
 
     from accounts.models import Account
+    from bench.admin import seed as seed_accounts_and_audit
     from platform_events.api.clients import api_client_create
     from platform_events.api.models import ApiScope
 
@@ -190,7 +189,7 @@ class Gunicorn:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         command = [sys.executable, "-m", "gunicorn", "lifecycle.wsgi:application"]
-        self.config = ROOT / "lifecycle" / "gunicorn_conf.py"
+        self.config = ROOT / "lifecycle" / "ops" / "gunicorn_conf.py"
         if self.config.exists():
             command += ["--config", "python:lifecycle.ops.gunicorn_conf"]
         command += ["--workers", str(workers), "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"]
@@ -518,10 +517,9 @@ def postmaster_pid() -> int:
 
 
 def mail_and_webhooks(count: int) -> dict:
-    import mailroom
-    import webhooks
     from django.conf import settings
 
+    from bench import mailroom, webhooks
     from platform_events.outbox.models import EventType
     from platform_events.webhooks import dispatch
     from platform_events.webhooks.endpoints import endpoint_create
@@ -630,11 +628,11 @@ def main(argv: list[str] | None = None) -> int:
         databases = embedded_db.ensure_running(pgdata)
         env = product_settings(databases, static_root=workdir / "static", conn_max_age=args.conn_max_age)
         os.environ.update(env)
-        # The webhook receiver is on loopback. Read once, by whichever bench module sets Django up first.
-        os.environ["WEBHOOKS_ALLOW_PRIVATE_URLS"] = "true"
-        import mailroom  # noqa: F401 (sets Django up; its functions and bench/webhooks.py's measure the workers)
+        os.environ["WEBHOOKS_ALLOW_PRIVATE_URLS"] = "true"  # the webhook receiver is on loopback
         from django.core.management import call_command
         from django.db import connection
+
+        import bench.setup  # noqa: F401 (Django set up with the environment above)
 
         call_command("migrate", interactive=False, verbosity=0)
         with connection.cursor() as cursor:

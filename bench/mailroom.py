@@ -12,34 +12,30 @@ Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in o
 """
 
 import argparse
-import os
 import smtplib
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
-os.environ.setdefault("DEBUG", "true")
 
-import django  # noqa: E402
+import bench.setup  # noqa: F401 (Django set up before any model is imported)
 
-django.setup()
+# isort: split
+from django.conf import settings
+from django.db import connection, connections
+from django.test.utils import override_settings
+from django.utils import timezone
 
-import scratch  # noqa: E402
-from django.conf import settings  # noqa: E402
-from django.db import connection, connections  # noqa: E402
-from django.test.utils import override_settings  # noqa: E402
-from django.utils import timezone  # noqa: E402
-from figures import percentiles  # noqa: E402
-
-from accounts.services import account_provision  # noqa: E402
-from tests.smtp import SMTPServerProcess  # noqa: E402
-from tests.support import database_url_for_tests, start_manage, wait_for  # noqa: E402
-from tokens.mailroom import send  # noqa: E402
-from tokens.mailroom.drain import drain  # noqa: E402
-from tokens.mailroom.render import render_mail  # noqa: E402
-from tokens.models import Token  # noqa: E402
+from accounts.services import account_provision
+from bench.figures import percentiles
+from bench.scratch import scratch_database
+from tests.smtp import SMTPServerProcess
+from tests.support import database_url_for_tests, start_manage, wait_for
+from tokens.mailroom import send
+from tokens.mailroom.drain import drain
+from tokens.mailroom.render import render_mail
+from tokens.models import Token
 
 
 def sign_up(count: int) -> None:
@@ -99,78 +95,77 @@ def main() -> None:
     parser.add_argument("--schedule-samples", type=int, default=3, help="each waits up to a minute; 0 to skip")
     args = parser.parse_args()
 
-    bench_name = scratch.create()
-    server = SMTPServerProcess().start()
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT version()")
+    with scratch_database():
+        server = SMTPServerProcess().start()
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT version()")
+                print(
+                    cursor.fetchone()[0].split(" on ")[0],
+                    f"- {args.tokens} tokens, batches of {settings.MAILROOM_BATCH_SIZE}",
+                )
+
+            # Pairs measured back to back, the order swapped each round, so a slower minute of the shared
+            # machine weighs on both sides of a ratio; the median pair is the figure.
+            pairs = []
+            with smtp_settings(server):
+                for round_ in range(args.repeat):
+                    sign_up(args.tokens)
+                    if round_ % 2 == 0:
+                        baseline = smtplib_rate(server, args.tokens)
+                        ours = drain_rate(args.tokens)
+                    else:
+                        ours = drain_rate(args.tokens)
+                        sign_up(args.tokens)
+                        baseline = smtplib_rate(server, args.tokens)
+                    pairs.append((ours / baseline, ours, baseline))
+                    print(
+                        f"  round {round_ + 1}: drain {ours:6,.0f} e-mails/s, smtplib {baseline:6,.0f}: {ours / baseline:.2f}x"
+                    )
+            ratio, ours, baseline = sorted(pairs)[len(pairs) // 2]
+            print(f"drain over SMTP                    {ours:9,.0f} e-mails/s")
             print(
-                cursor.fetchone()[0].split(" on ")[0],
-                f"- {args.tokens} tokens, batches of {settings.MAILROOM_BATCH_SIZE}",
+                f"plain smtplib, pre-rendered        {baseline:9,.0f} e-mails/s   drain / smtplib = {ratio:.2f}x"
+                f" (median of {len(pairs)} pairs)"
             )
 
-        # Pairs measured back to back, the order swapped each round, so a slower minute of the shared
-        # machine weighs on both sides of a ratio; the median pair is the figure.
-        pairs = []
-        with smtp_settings(server):
-            for round_ in range(args.repeat):
+            with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
                 sign_up(args.tokens)
-                if round_ % 2 == 0:
-                    baseline = smtplib_rate(server, args.tokens)
-                    ours = drain_rate(args.tokens)
-                else:
-                    ours = drain_rate(args.tokens)
-                    sign_up(args.tokens)
-                    baseline = smtplib_rate(server, args.tokens)
-                pairs.append((ours / baseline, ours, baseline))
-                print(
-                    f"  round {round_ + 1}: drain {ours:6,.0f} e-mails/s, smtplib {baseline:6,.0f}: {ours / baseline:.2f}x"
-                )
-        ratio, ours, baseline = sorted(pairs)[len(pairs) // 2]
-        print(f"drain over SMTP                    {ours:9,.0f} e-mails/s")
-        print(
-            f"plain smtplib, pre-rendered        {baseline:9,.0f} e-mails/s   drain / smtplib = {ratio:.2f}x"
-            f" (median of {len(pairs)} pairs)"
-        )
+                rendered = drain_rate(args.tokens)
+                sign_up(args.tokens)
+                send.render_mail = lambda token, now=None: None  # the dummy backend sends anything, even nothing
+                try:
+                    bare = drain_rate(args.tokens)
+                finally:
+                    send.render_mail = render_mail
+            print(f"claim + render + mark, no sending  {rendered:9,.0f} tokens/s")
+            print(f"claim + mark only                  {bare:9,.0f} tokens/s")
 
-        with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
-            sign_up(args.tokens)
-            rendered = drain_rate(args.tokens)
-            sign_up(args.tokens)
-            send.render_mail = lambda token, now=None: None  # the dummy backend sends anything, even nothing
-            try:
-                bare = drain_rate(args.tokens)
-            finally:
-                send.render_mail = render_mail
-        print(f"claim + render + mark, no sending  {rendered:9,.0f} tokens/s")
-        print(f"claim + mark only                  {bare:9,.0f} tokens/s")
-
-        env = {"DATABASE_URL": database_url_for_tests(), "EMAIL_URL": server.url}
-        sign_up(0)
-        listener = start_manage("listen_mailroom", "--poll-seconds", "300", **env)
-        try:
-            latencies(server, 3, wait=30, prefix="warm")  # warm-up: the listener's first drain and connections
-            samples = latencies(server, args.latency_samples, wait=30, prefix="listen")
-            print(f"commit -> SMTP accept, listen_mailroom      {percentiles(samples)}")
-        finally:
-            listener.terminate()
-            listener.wait(timeout=30)
-
-        if args.schedule_samples:
-            from django_q.models import Schedule
-
+            env = {"DATABASE_URL": database_url_for_tests(), "EMAIL_URL": server.url}
             sign_up(0)
-            Schedule.objects.filter(name="mailroom: drain").update(next_run=timezone.now())
-            worker = start_manage("qcluster", **env)
+            listener = start_manage("listen_mailroom", "--poll-seconds", "300", **env)
             try:
-                samples = latencies(server, args.schedule_samples, wait=150, prefix="schedule")
-                print(f"commit -> SMTP accept, django-q2 schedule   {percentiles(samples)}")
+                latencies(server, 3, wait=30, prefix="warm")  # warm-up: the listener's first drain and connections
+                samples = latencies(server, args.latency_samples, wait=30, prefix="listen")
+                print(f"commit -> SMTP accept, listen_mailroom      {percentiles(samples)}")
             finally:
-                worker.terminate()
-                worker.wait(timeout=60)
-    finally:
-        server.stop()
-        scratch.destroy(bench_name)
+                listener.terminate()
+                listener.wait(timeout=30)
+
+            if args.schedule_samples:
+                from django_q.models import Schedule
+
+                sign_up(0)
+                Schedule.objects.filter(name="mailroom: drain").update(next_run=timezone.now())
+                worker = start_manage("qcluster", **env)
+                try:
+                    samples = latencies(server, args.schedule_samples, wait=150, prefix="schedule")
+                    print(f"commit -> SMTP accept, django-q2 schedule   {percentiles(samples)}")
+                finally:
+                    worker.terminate()
+                    worker.wait(timeout=60)
+        finally:
+            server.stop()
 
 
 if __name__ == "__main__":

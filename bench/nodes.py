@@ -29,7 +29,6 @@ by one set-based DELETE per 1,000 rows, for comparison. Nothing here asserts on 
 
 import argparse
 import multiprocessing
-import os
 import random
 import sys
 import threading
@@ -40,21 +39,18 @@ from math import log
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
-os.environ.setdefault("DEBUG", "true")
 
-import django  # noqa: E402
+import bench.setup  # noqa: F401 (Django set up before any model is imported)
 
-django.setup()
+# isort: split
+import psycopg
+from django.conf import settings
+from django.db import connections
 
-import psycopg  # noqa: E402
-import scratch  # noqa: E402
-from django.conf import settings  # noqa: E402
-from django.db import connections  # noqa: E402
-from figures import percentiles  # noqa: E402
-
-from accounts.nodes.selectors import old_assignment_records  # noqa: E402
-from accounts.nodes.services import ALLOCATE, assignment_delete, service_add  # noqa: E402
+from accounts.nodes.selectors import old_assignment_records
+from accounts.nodes.services import ALLOCATE, assignment_delete, service_add
+from bench.figures import percentiles
+from bench.scratch import scratch_database
 
 # The set-up writes as the owner (bulk history, the naive tables); the clients and the purge connect
 # as the runtime role, as the product does.
@@ -406,8 +402,7 @@ def main() -> None:
             f" or four times --purge-rows; lower --allocations or --purge-rows"
         )
 
-    bench_name = scratch.create()
-    try:
+    with scratch_database():
         with owner.cursor() as cursor:
             cursor.execute("SELECT version()")
             version = cursor.fetchone()[0].split(" on ")[0]
@@ -506,9 +501,6 @@ def main() -> None:
         with owner.cursor() as cursor:
             state = node_state(cursor, "ours", sid)
             print(f"after the purge: nodes whose load is not their row count {state.miscounted}")
-    finally:
-        connections.close_all()
-        scratch.destroy(bench_name)
 
 
 if __name__ == "__main__":

@@ -13,22 +13,19 @@ the outbox dropped in turn.
 """
 
 import argparse
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
-os.environ.setdefault("DEBUG", "true")
 
-import django  # noqa: E402
+import bench.setup  # noqa: F401 (Django set up before any model is imported)
 
-django.setup()
+# isort: split
+from django.db import connections
 
-import scratch  # noqa: E402
-from django.db import connections  # noqa: E402
+from bench.scratch import scratch_database
 
 # Tables of its own, seeded history: the bench works as the owner role.
 connection = connections["owner"]
@@ -262,8 +259,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    bench_name = scratch.create()
-    try:
+    with scratch_database() as bench_name:
         connection.set_autocommit(True)  # single-row figures: one transaction (and commit) per INSERT
         with connection.cursor() as cursor:
             cursor.execute("SELECT version()")
@@ -324,8 +320,6 @@ def main() -> None:
             endpoints(cursor, 0)
             if args.index_costs:
                 index_costs(cursor, args.bulk, args.repeat)
-    finally:
-        scratch.destroy(bench_name)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ ratio within 0.90-1.10. The limits are raised for the run (every request comes f
 """
 
 import argparse
-import os
+import logging
 import random
 import statistics
 import sys
@@ -18,20 +18,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
-os.environ.setdefault("DEBUG", "true")
 
-import logging  # noqa: E402
+import bench.setup  # noqa: F401 (Django set up before any model is imported)
 
-import django  # noqa: E402
+# isort: split
+from django.conf import settings
+from django.test import Client
+from django.test.utils import setup_test_environment
 
-django.setup()
+from bench.scratch import scratch_database
+
 logging.getLogger("django.request").setLevel(logging.ERROR)  # one "Bad Request" line per wrong code otherwise
-
-import scratch  # noqa: E402
-from django.conf import settings  # noqa: E402
-from django.test import Client  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
 
 PASSWORD = "seven quiet harbours 1874"
 
@@ -73,8 +70,7 @@ def main() -> None:
     options = parser.parse_args()
     setup_test_environment()
     settings.PUBLIC_LIMITS_PER_HOUR = dict.fromkeys(settings.PUBLIC_LIMITS_PER_HOUR, 10**9)
-    name = scratch.create()
-    try:
+    with scratch_database():
         from lifecycle.demo.factories import AccountFactory
 
         AccountFactory(login="waiting", email="waiting@example.com")
@@ -100,8 +96,6 @@ def main() -> None:
                 f"{label:36} {medians['known']:9.2f} {medians['unknown']:10.2f} {ratio:6.3f}  "
                 + ", ".join(f"{kind} {status}" for kind, status in sorted(statuses))
             )
-    finally:
-        scratch.destroy(name)
 
 
 if __name__ == "__main__":

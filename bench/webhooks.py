@@ -23,30 +23,27 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
-os.environ.setdefault("DEBUG", "true")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ["WEBHOOKS_ALLOW_PRIVATE_URLS"] = "true"  # the receiver is on loopback
 # One key for this process and the listener it starts (unset, each would derive its own from SECRET_KEY).
 os.environ["WEBHOOK_SECRET_KEYS"] = "bench:" + base64.b64encode(os.urandom(32)).decode()
 
-import django  # noqa: E402
+import bench.setup  # noqa: F401 (Django set up with the settings above)
 
-django.setup()
+# isort: split
+import httpx
+from django.db import connection, connections
 
-import httpx  # noqa: E402
-import scratch  # noqa: E402
-from django.db import connection, connections  # noqa: E402
-from figures import percentiles  # noqa: E402
-
-from accounts.services import account_provision  # noqa: E402
-from platform_events.outbox.models import EventType, OutboxEvent  # noqa: E402
-from platform_events.webhooks import dispatch, http  # noqa: E402
-from platform_events.webhooks.endpoints import endpoint_create  # noqa: E402
-from platform_events.webhooks.signing import signature_headers  # noqa: E402
-from tests.smtp import free_port  # noqa: E402
-from tests.support import database_url_for_tests, start_manage, wait_for  # noqa: E402
+from accounts.services import account_provision
+from bench import ROOT
+from bench.figures import percentiles
+from bench.scratch import scratch_database
+from platform_events.outbox.models import EventType, OutboxEvent
+from platform_events.webhooks import dispatch, http
+from platform_events.webhooks.endpoints import endpoint_create
+from platform_events.webhooks.signing import signature_headers
+from tests.smtp import free_port
+from tests.support import database_url_for_tests, start_manage, wait_for
 
 
 class Receiver:
@@ -166,74 +163,73 @@ def main() -> None:
     parser.add_argument("--latency-samples", type=int, default=50)
     args = parser.parse_args()
 
-    bench_name = scratch.create()
-    receiver = Receiver()
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT version()")
-            print(cursor.fetchone()[0].split(" on ")[0], f"- {args.events} events, batches of 50")
-        endpoint, secret = endpoint_create(
-            url=receiver.url, events=[EventType.ACCOUNT_CREATED], owner="bench", description="", actor=None
-        )
-
-        # Rounds measured back to back, the order turned each round, so a slower minute of the shared
-        # machine weighs on every side of a ratio; the median round (by the first ratio) is the figure.
-        rounds = []
-        for round_ in range(args.repeat):
-            queue(args.events)
-            rates = {}
-            order = ["dispatch", "client", "transport"]
-            for name in order[round_ % 3 :] + order[: round_ % 3]:
-                if name == "dispatch":
-                    rates[name] = dispatch_rate(args.events)
-                    queue(args.events)
-                elif name == "client":
-                    rates[name] = httpx_rate(receiver.url, secret)
-                else:
-                    rates[name] = transport_rate(receiver.url, secret)
-            ours, client, transport = rates["dispatch"], rates["client"], rates["transport"]
-            rounds.append((ours / client, ours / transport, ours, client, transport))
-            print(
-                f"  round {round_ + 1}: dispatch {ours:6,.0f}/s, httpx client {client:6,.0f}/s ({ours / client:.2f}x),"
-                f" httpx transport {transport:6,.0f}/s ({ours / transport:.2f}x)"
+    with scratch_database():
+        receiver = Receiver()
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT version()")
+                print(cursor.fetchone()[0].split(" on ")[0], f"- {args.events} events, batches of 50")
+            endpoint, secret = endpoint_create(
+                url=receiver.url, events=[EventType.ACCOUNT_CREATED], owner="bench", description="", actor=None
             )
-        by_client, by_transport, ours, client, transport = sorted(rounds)[len(rounds) // 2]
-        print(f"dispatch over HTTP                 {ours:9,.0f} deliveries/s")
-        print(
-            f"plain httpx, pre-signed            {client:9,.0f} posts/s        dispatch / httpx = {by_client:.2f}x"
-            f" (median of {len(rounds)} rounds)"
-        )
-        print(
-            f"httpx transport, pre-signed        {transport:9,.0f} posts/s        dispatch / transport = {by_transport:.2f}x"
-            f" (that round; median of all {sorted(r[1] for r in rounds)[len(rounds) // 2]:.2f}x)"
-        )
 
-        queue(args.events)
-        real_post = http.post
-        http.post = lambda transport, url, body, headers: http.Attempt("delivered", 204, "", 0)
-        try:
-            stubbed = dispatch_rate(args.events)
-        finally:
-            http.post = real_post
-        print(f"claim + sign + record, no sending  {stubbed:9,.0f} deliveries/s")
+            # Rounds measured back to back, the order turned each round, so a slower minute of the shared
+            # machine weighs on every side of a ratio; the median round (by the first ratio) is the figure.
+            rounds = []
+            for round_ in range(args.repeat):
+                queue(args.events)
+                rates = {}
+                order = ["dispatch", "client", "transport"]
+                for name in order[round_ % 3 :] + order[: round_ % 3]:
+                    if name == "dispatch":
+                        rates[name] = dispatch_rate(args.events)
+                        queue(args.events)
+                    elif name == "client":
+                        rates[name] = httpx_rate(receiver.url, secret)
+                    else:
+                        rates[name] = transport_rate(receiver.url, secret)
+                ours, client, transport = rates["dispatch"], rates["client"], rates["transport"]
+                rounds.append((ours / client, ours / transport, ours, client, transport))
+                print(
+                    f"  round {round_ + 1}: dispatch {ours:6,.0f}/s, httpx client {client:6,.0f}/s ({ours / client:.2f}x),"
+                    f" httpx transport {transport:6,.0f}/s ({ours / transport:.2f}x)"
+                )
+            by_client, by_transport, ours, client, transport = sorted(rounds)[len(rounds) // 2]
+            print(f"dispatch over HTTP                 {ours:9,.0f} deliveries/s")
+            print(
+                f"plain httpx, pre-signed            {client:9,.0f} posts/s        dispatch / httpx = {by_client:.2f}x"
+                f" (median of {len(rounds)} rounds)"
+            )
+            print(
+                f"httpx transport, pre-signed        {transport:9,.0f} posts/s        dispatch / transport = {by_transport:.2f}x"
+                f" (that round; median of all {sorted(r[1] for r in rounds)[len(rounds) // 2]:.2f}x)"
+            )
 
-        queue(0)
-        env = {
-            "DATABASE_URL": database_url_for_tests(),
-            "WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
-            "WEBHOOK_SECRET_KEYS": os.environ["WEBHOOK_SECRET_KEYS"],
-        }
-        listener = start_manage("listen_webhooks", "--poll-seconds", "300", **env)
-        try:
-            latencies(receiver, 3, prefix="warm")
-            samples = latencies(receiver, args.latency_samples, prefix="listen")
-            print(f"commit -> received, listen_webhooks        {percentiles(samples)}")
+            queue(args.events)
+            real_post = http.post
+            http.post = lambda transport, url, body, headers: http.Attempt("delivered", 204, "", 0)
+            try:
+                stubbed = dispatch_rate(args.events)
+            finally:
+                http.post = real_post
+            print(f"claim + sign + record, no sending  {stubbed:9,.0f} deliveries/s")
+
+            queue(0)
+            env = {
+                "DATABASE_URL": database_url_for_tests(),
+                "WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
+                "WEBHOOK_SECRET_KEYS": os.environ["WEBHOOK_SECRET_KEYS"],
+            }
+            listener = start_manage("listen_webhooks", "--poll-seconds", "300", **env)
+            try:
+                latencies(receiver, 3, prefix="warm")
+                samples = latencies(receiver, args.latency_samples, prefix="listen")
+                print(f"commit -> received, listen_webhooks        {percentiles(samples)}")
+            finally:
+                listener.terminate()
+                listener.wait(timeout=30)
         finally:
-            listener.terminate()
-            listener.wait(timeout=30)
-    finally:
-        receiver.stop()
-        scratch.destroy(bench_name)
+            receiver.stop()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Helpers the tests share: sessions of their own on the test database, real concurrency (threads
-and manage.py processes), staff in the admin, waiting with a bound, and bad input the database
-must refuse."""
+and manage.py processes), staff in the admin, the public pages as a person uses them, waiting with a
+bound, and bad input the database must refuse."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,6 +121,52 @@ def admin_action(client: Client, action: str, accounts, reason: str | None = Non
     if reason is not None:
         data |= {"confirm": "yes", "reason": reason}
     return client.post(reverse("admin:accounts_account_changelist"), data, follow=reason is not None, **meta)
+
+
+def act_url(pk, action: str = "suspend") -> str:
+    """The account page's action URL, built by hand so that any ``pk`` (malformed too) can be tried."""
+    return f"/admin/accounts/account/{pk}/act/{action}/"
+
+
+def quiet(client: Client) -> Client:
+    """``client`` answering a server error with the 500 page, as a browser sees it, instead of raising."""
+    client.raise_request_exception = False
+    return client
+
+
+def csrf_client(role: str | None, username: str) -> Client:
+    """A logged-in client of ``role`` (a superuser without one) that enforces CSRF, as a browser would
+    be attacked cross-site."""
+    if role:
+        user = get_user_model().objects.create_user(username, password="x", is_staff=True)
+        user.groups.set([Group.objects.get(name=role)])
+    else:
+        user = get_user_model().objects.create_superuser(username, password="x")
+    client = Client(enforce_csrf_checks=True, raise_request_exception=False)
+    client.force_login(user)
+    return client
+
+
+def fail_logins(client: Client, username: str, times: int, **meta):
+    """Sign in to the admin as ``username`` with a wrong password ``times`` times; the last answer.
+    ``meta``: request headers and REMOTE_ADDR, as the test client takes them."""
+    response = None
+    for _ in range(times):
+        response = client.post(reverse("admin:login"), {"username": username, "password": "wrong"}, **meta)
+    return response
+
+
+# The public pages
+
+PASSWORD = "correct horse battery staple 7"
+NEW_PASSWORD = {"password": PASSWORD, "password_again": PASSWORD}
+
+
+def page_text(response, typed: str = "") -> str:
+    """A page as the person sees it, the same for two requests: without the CSRF token, random per page,
+    and without what they typed, which a form shows again."""
+    page = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", response.content.decode())
+    return page.replace(f'value="{typed}"', 'value="(typed)"') if typed else page
 
 
 # manage.py in other processes, as cron, a worker or a person would run it

@@ -1,18 +1,20 @@
-"""The soak test's short form (issue 9): the whole product under load while it maintains itself, a
-mail worker killed and the database restarted (tests/soak.py, on a data directory of its own). The
-long form is bench/soak.py."""
+"""The soak test's short form: the whole product under load while it maintains itself, a mail worker
+killed and the database restarted (bench/soak.py, on a data directory of its own; its defaults are
+the long form)."""
 
 import json
 import subprocess
 import sys
 
-from tests.soak import OLD_SIGN_UPS
+from bench.soak import OLD_SIGN_UPS
 from tests.support import ROOT
+
+SHORT_FORM = ["--clients", "4", "--seconds", "20"]
 
 
 def test_under_load_with_a_worker_killed_and_the_database_restarted_every_promise_holds():
     done = subprocess.run(
-        [sys.executable, "-m", "tests.soak", "--clients", "4", "--seconds", "20", "--json"],
+        [sys.executable, "-m", "bench.soak", *SHORT_FORM, "--json"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -12,23 +12,22 @@ from accounts.models import Account, AccountPassword, AccountStatus
 from accounts.services import account_suspend
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
-from tests.support import expire, in_threads, max_code_attempts, run_queued_tasks, wrong_code
+from tests.support import (
+    NEW_PASSWORD,
+    PASSWORD,
+    expire,
+    in_threads,
+    max_code_attempts,
+    page_text,
+    run_queued_tasks,
+    wrong_code,
+)
 from tokens.links import landing_path, secret_to_text
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_resend_activation, token_send_password_recovery
 
 pytestmark = pytest.mark.django_db
-
-PASSWORD = "correct horse battery staple 7"
-NEW_PASSWORD = {"password": PASSWORD, "password_again": PASSWORD}
-
-
-def page_text(response, typed: str = "") -> str:
-    """A page as the person sees it, the same for two requests: without the CSRF token, random per page,
-    and without what they typed, which a form shows again."""
-    page = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", response.content.decode())
-    return page.replace(f'value="{typed}"', 'value="(typed)"') if typed else page
 
 
 def statements(queries) -> list[str]:

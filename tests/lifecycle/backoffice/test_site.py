@@ -5,6 +5,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from tests.support import fail_logins
+
 pytestmark = pytest.mark.django_db
 
 
@@ -55,11 +57,6 @@ def test_a_good_login_with_a_nul_in_the_user_agent_works(settings):
 def test_the_admin_says_whose_it_is(admin_client):
     response = admin_client.get(reverse("admin:index"))
     assert "Lifecycle back-office" in response.content.decode()
-
-
-def fail_logins(client: Client, username: str, times: int, **meta) -> None:
-    for _ in range(times):
-        client.post(reverse("admin:login"), {"username": username, "password": "wrong"}, **meta)
 
 
 def test_behind_a_proxy_one_clients_failures_do_not_lock_the_login_out_for_another(settings):

@@ -1,10 +1,8 @@
-"""Attacks on the webhook dispatcher posting straight to httpx's transport (http.post over
-GuardedTransport, deadline.py) and on the session settings a run sets (_run_settings): real receivers
-on loopback (raw sockets, or tests/webhook_receiver.py) and the real test database."""
+"""Attacks on the webhook dispatcher's transport: posting straight to httpx's transport (http.post over
+GuardedTransport, deadline.py), against real receivers on loopback (raw sockets, or
+tests/webhook_receiver.py)."""
 
 import ipaddress
-import os
-import signal
 import socket
 import ssl
 import threading
@@ -16,12 +14,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from django.db import connection, transaction
 
 from platform_events.webhooks import http
-from platform_events.webhooks.dispatch import deliver
-from tests.platform_events.webhooks.test_dispatch import make_endpoint, provision
-from tests.support import connect
+
+pytestmark = pytest.mark.attack
 
 
 class RawReceiver:
@@ -309,59 +305,3 @@ def test_no_proxy_is_taken_from_the_environment(short_timeouts, monkeypatch, rec
             attempt = post(transport, receiver.url)
     assert (attempt.outcome, attempt.status) == ("delivered", 200)
     assert len(receiver.received) == 1 and proxied == []
-
-
-# The session settings a run sets (synchronous_commit, enable_sort) against the real database.
-
-SETTINGS = ("enable_sort", "synchronous_commit")
-
-
-def session_settings() -> dict[str, str]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('enable_sort'), current_setting('synchronous_commit')")
-        return dict(zip(SETTINGS, cursor.fetchone(), strict=True))
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("webhook_settings")
-def test_the_callers_own_session_settings_are_put_back_after_a_run_and_after_one_that_raises(receiver):
-    """A caller whose session set its own enable_sort and synchronous_commit (SET, outside any
-    transaction) finds them as they were after a run, also after Ctrl-C mid-POST. RESET put back the
-    server's defaults instead, not what the session had."""
-    make_endpoint(receiver.url)
-    with connection.cursor() as cursor:
-        cursor.execute("SET enable_sort = off")
-        cursor.execute("SET synchronous_commit = local")
-    before = session_settings()
-    assert before == {"enable_sort": "off", "synchronous_commit": "local"}
-    try:
-        with connect(autocommit=True) as conn:
-            provision(conn, 3)
-        assert deliver().delivered == 3
-        assert session_settings() == before
-
-        with connect(autocommit=True) as conn:
-            provision(conn, 3, prefix="more")
-        receiver.on_request = lambda number: number == 5 and os.kill(os.getpid(), signal.SIGINT)
-        with pytest.raises(KeyboardInterrupt):
-            deliver()
-        receiver.on_request = None
-        assert session_settings() == before
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("RESET enable_sort; RESET synchronous_commit")
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("webhook_settings")
-def test_a_run_inside_the_callers_transaction_leaves_its_settings_alone(receiver):
-    make_endpoint(receiver.url)
-    with connect(autocommit=True) as conn:
-        provision(conn, 3)
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = local")
-        before = session_settings()
-        assert deliver().delivered == 3
-        assert session_settings() == before
-    assert session_settings() == {"enable_sort": "on", "synchronous_commit": "on"}

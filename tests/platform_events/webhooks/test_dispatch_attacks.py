@@ -1,5 +1,7 @@
-"""Attacks on the webhook dispatcher's unawaited records (DeliveredRecords / UnawaitedStatement) and
-its in_due_order() claim: each test here failed against the change it attacks."""
+"""Attacks on the webhook dispatcher (platform_events/webhooks/dispatch.py): its unawaited records
+(DeliveredRecords / UnawaitedStatement), its in_due_order() claim and the session settings a run sets
+(_run_settings), with a real receiver on loopback (tests/webhook_receiver.py) and the real test
+database."""
 
 import os
 import signal
@@ -14,7 +16,11 @@ from platform_events.webhooks.dispatch import RECORD_EVERY, claim_batch, deliver
 from tests.platform_events.webhooks.test_dispatch import dispatcher_env, make_endpoint, provision
 from tests.support import connect, manage
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("webhook_settings")]
+pytestmark = [
+    pytest.mark.attack,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("webhook_settings"),
+]
 
 
 def test_ctrl_c_while_a_records_answer_is_pending_leaves_the_connection_usable(receiver):
@@ -121,3 +127,55 @@ def test_a_connection_whose_socket_is_past_fd_setsize_can_record(receiver):
         for fd in padding:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+# The session settings a run sets (synchronous_commit, enable_sort) against the real database.
+
+SETTINGS = ("enable_sort", "synchronous_commit")
+
+
+def session_settings() -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('enable_sort'), current_setting('synchronous_commit')")
+        return dict(zip(SETTINGS, cursor.fetchone(), strict=True))
+
+
+def test_the_callers_own_session_settings_are_put_back_after_a_run_and_after_one_that_raises(receiver):
+    """A caller whose session set its own enable_sort and synchronous_commit (SET, outside any
+    transaction) finds them as they were after a run, also after Ctrl-C mid-POST. RESET put back the
+    server's defaults instead, not what the session had."""
+    make_endpoint(receiver.url)
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_sort = off")
+        cursor.execute("SET synchronous_commit = local")
+    before = session_settings()
+    assert before == {"enable_sort": "off", "synchronous_commit": "local"}
+    try:
+        with connect(autocommit=True) as conn:
+            provision(conn, 3)
+        assert deliver().delivered == 3
+        assert session_settings() == before
+
+        with connect(autocommit=True) as conn:
+            provision(conn, 3, prefix="more")
+        receiver.on_request = lambda number: number == 5 and os.kill(os.getpid(), signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            deliver()
+        receiver.on_request = None
+        assert session_settings() == before
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET enable_sort; RESET synchronous_commit")
+
+
+def test_a_run_inside_the_callers_transaction_leaves_its_settings_alone(receiver):
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 3)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = local")
+        before = session_settings()
+        assert deliver().delivered == 3
+        assert session_settings() == before
+    assert session_settings() == {"enable_sort": "on", "synchronous_commit": "on"}

@@ -25,7 +25,7 @@ from tokens.mailroom.send import send_batch
 from tokens.models import Job, MailState, Token
 from tokens.selectors import live_token
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.attack, pytest.mark.django_db(transaction=True)]
 
 
 def test_one_refused_sent_mark_leaves_only_its_own_token_to_be_sent_again(smtp_server, psql):
