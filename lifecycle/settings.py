@@ -272,7 +272,7 @@ STAFF_CONTACT = env.str("STAFF_CONTACT", default="")
 # from, the back-office's or the public pages'; Django's own page is unstyled (lifecycle/error_pages.py).
 CSRF_FAILURE_VIEW = "lifecycle.error_pages.csrf_failure"
 
-# Limits of the public pages, per hour (README, "Limits"): per identifier (a login or address,
+# Limits of the public pages, per hour (README, "Public pages"): per identifier (a login or address,
 # whoever owns it) and per client address (behind a shared NAT, raise the per-client ones).
 PUBLIC_LIMITS_PER_HOUR = {
     "sign-up-per-identifier": read_int("LIMIT_SIGN_UP_PER_ADDRESS", default=3, minimum=1),

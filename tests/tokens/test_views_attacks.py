@@ -1,5 +1,5 @@
 """Attacks on the public pages (tokens/views.py): bad input is never a 500 and changes nothing; the
-limits hold (README, "Public pages", "Limits"); passwords are never stored raw or copied where they do
+limits hold (README, "Public pages"); passwords are never stored raw or copied where they do
 not belong; no page tells whether an account exists."""
 
 import logging
