@@ -1,4 +1,4 @@
-"""The accounts' retention rules: sign-ups never activated (seed 003), deleted with their tokens; and
+"""The accounts' retention rules: sign-ups never activated, deleted with their tokens; and
 replaced node assignments, purged as purge_old_records does (accounts/nodes/purge.py)."""
 
 import logging

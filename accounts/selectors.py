@@ -20,9 +20,8 @@ def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     """Accounts whose e-mail (when ``identifier`` holds an @) or else login is ``identifier``, ignoring case.
 
     Logins cannot hold an @ (accounts/sql/0007_address_rules.sql), so an identifier is one or the
-    other, never both: a login that looked like someone's address once sent their recovery e-mail to
-    the login's owner. Both sides go through the database's lower(), the expression the indexes are
-    built on.
+    other, never both: otherwise a login that looks like someone's address would get their recovery
+    e-mail. Both sides go through the database's lower(), the expression the indexes are built on.
     """
     identifier = identifier.strip()
     if "\x00" in identifier:  # names nobody; PostgreSQL text cannot even hold it (a DataError)
@@ -95,7 +94,8 @@ def account_suspension(account_id: int) -> AuditEvent | None:
 
 
 def email_is_claimed(email: str) -> bool:
-    """Whether an activated account holds this address (seed 003's claim), ignoring case."""
+    """Whether an activated account holds this address, ignoring case: activating claims an address for
+    that account alone, while unactivated sign-ups may share one."""
     return (
         Account.objects.alias(email_lower=Lower("email"))
         .filter(email_lower=Lower(Value(email.strip())), activated_at__isnull=False)
@@ -103,7 +103,7 @@ def email_is_claimed(email: str) -> bool:
     )
 
 
-# Staff's search (issue 11). A term is matched in three tiers, read in this order: exact, then the
+# Staff's search. A term is matched in three tiers, read in this order: exact, then the
 # start, then any other part of a login or e-mail. The last needs a trigram index
 # (accounts/sql/0012_substring_search.sql), which narrows nothing without 3 letters or digits in a row.
 SUBSTRING_MIN_RUN = re.compile(r"[a-z0-9]{3}")
@@ -187,8 +187,8 @@ def accounts_search_tiers(queryset: QuerySet[Account], term: str) -> list[QueryS
     return ordered
 
 
-# Seed 003's periodic cleanup: sign-ups never activated, with no token issued and not unsuspended by
-# staff since the cut-off.
+# The periodic cleanup's abandoned sign-ups: never activated, with no token issued and not unsuspended
+# by staff since the cut-off.
 # ABANDONED is the condition on a row ``a`` of accounts.
 ABANDONED = """
     a.status = 'provisioned' AND a.activated_at IS NULL AND a.created_at < %(before)s

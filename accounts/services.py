@@ -59,7 +59,7 @@ def account_provision(*, email: str, login: str, actor, password_hash: str | Non
 def account_sign_up(*, email: str, login: str, password_hash: str) -> Account | None:
     """A public sign-up (the person who typed it is the actor): a provisioned account with its password,
     whose activation token the database issues. None when an activated account holds the address:
-    nothing is made, and the page said the same either way (README, "Public pages").
+    nothing is made, and the page says the same either way (README, "Public pages").
 
     ``password_hash`` is made by the caller (account_password_hash) while the request is answered,
     the same work for every sign-up.
@@ -134,7 +134,7 @@ def account_suspend(*, account: Account, actor) -> Account:
 
 
 def account_unsuspend(*, account: Account, actor) -> Account:
-    """Lift a suspension: back to active, or to provisioned if it never activated (seed rule)."""
+    """Lift a suspension: back to active, or to provisioned if it never activated."""
     changed = _set_status(account, actor=actor, status=AccountStatus.ACTIVE, only_from=AccountStatus.SUSPENDED)
     if not changed:
         raise NotSuspended(
@@ -165,12 +165,12 @@ def accounts_delete_abandoned(*, created_before: datetime, batch_size: int) -> i
     reason = f"abandoned sign-up: never activated, no token since {created_before:%Y-%m-%d %H:%M %Z}"
     params = {"before": created_before, "batch": batch_size}
     with transaction.atomic(), audit_context(reason=reason), connection.cursor() as cursor:
-        # Lock the batch first, then delete in a second statement that checks the rule again. One
-        # statement read the tokens as of its start: a new code asked for (token_resend_activation,
-        # which holds the account's row lock until it commits) that committed while that statement
-        # scanned was not seen, and the sign-up went with the token it had just been sent. The second
-        # statement's snapshot is taken under our locks: such a token is seen now, and one asked for
-        # later waits for this batch and then finds the account gone (AccountGone).
+        # Lock the batch first, then delete in a second statement that checks the rule again. A single
+        # statement would read the tokens as of its start: a new code asked for (token_resend_activation,
+        # which holds the account's row lock until it commits) that commits while that statement scans
+        # would not be seen, and the sign-up would go with the token it had just been sent. The second
+        # statement's snapshot is taken under our locks: such a token is seen, and one asked for later
+        # waits for this batch and then finds the account gone (AccountGone).
         while True:
             cursor.execute(f"{ABANDONED_SIGN_UPS} ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED", params)
             locked = [row[0] for row in cursor.fetchall()]

@@ -5,7 +5,7 @@
 Runs on a scratch database (``<name>_bench``, created and dropped), DEBUG off on both sides. The API
 is served in a process of its own by runserver's server, threaded (a thread per connection), with
 Nagle's algorithm off (bench/runserver_nodelay.py: stock runserver stalls every keep-alive response
-~40 ms; no production WSGI server such as gunicorn is installed), on the same 2 cores as the bench
+~40 ms; bench/load.py measures the API under gunicorn), on the same 2 cores as the bench
 and PostgreSQL; the client is httpx, one keep-alive connection per thread. At concurrency 1 and 4
 (threads, ``--requests`` calls shared among them), it prints requests/s and p50/p99 per call of:
 

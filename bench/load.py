@@ -1,4 +1,4 @@
-"""The product at scale (issue 15): gunicorn under rising concurrency, and the mail drain and the
+"""The product at scale: gunicorn under rising concurrency, and the mail drain and the
 webhook dispatch with more workers.
 
     .venv/bin/python bench/load.py [--quick] [--json] [--workers 5] [--seconds 10]

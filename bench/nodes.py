@@ -4,7 +4,7 @@ UPDATE in the same run, at 1, 2 and 4 concurrent clients; and purge_old_records'
     .venv/bin/python bench/nodes.py [--accounts 1000000] [--allocations N] [--rounds 3] [--purge-rows N]
 
 Runs on a scratch database (``<name>_bench``, created and dropped) of the configured server: the
-embedded one unless DATABASE_URL is set (``LIFECYCLE_PGDATA`` chooses its data directory). Issue 14.
+embedded one unless DATABASE_URL is set (``LIFECYCLE_PGDATA`` chooses its data directory).
 
 Set-up (timed and printed): one service; 100 nodes, capacities spread over 0.5-1.5x of accounts / 50
 (10,000-30,000 for a million accounts: twice the accounts in all); ``--accounts`` accounts inserted in
@@ -23,8 +23,8 @@ tokenserver's order puts an empty node first, so concurrent clients meet there, 
 put a node over its capacity. Then the checks (nodes over capacity, each node's load against its
 rows, one live row per account, the spread of load / capacity), and the purge: ``--purge-rows`` rows
 replaced 29 days ago, deleted as purge_old_records does per row (old_assignment_records() pages,
-assignment_delete() per row; accounts/nodes/purge.py is not on this branch yet), then as many again
-by one set-based DELETE per 1,000 rows, for comparison. Nothing here asserts on a time.
+assignment_delete() per row: accounts/nodes/purge.py's loop without its DELETE to the node), then as
+many again by one set-based DELETE per 1,000 rows, for comparison. Nothing here asserts on a time.
 """
 
 import argparse

@@ -4,9 +4,9 @@
 
 Runs on a scratch database (``<name>_bench``, created and dropped) of the configured server: the
 embedded one unless DATABASE_URL is set. Prints rows/s for single-row transactions (one INSERT,
-one commit each) and for one bulk INSERT ... SELECT, and the ratio to a bare table of the seed's
-shape measured in the same run; then the seed's own schema and triggers (bench/seed_schema.sql),
-and ours with the triggers added one at a time, to show what costs what. Then the whole trigger chain
+one commit each) and for one bulk INSERT ... SELECT, and the ratio to a bare table of the seed
+schema's shape (bench/seed_schema.sql) measured in the same run; then that schema with its own
+triggers, and ours with the triggers added one at a time, to show what costs what. Then the whole trigger chain
 against the same rows written by plain set-based SQL (checked to be the same rows), the chain with 1
 and 5 webhook endpoints, and with ``--index-costs`` the chain with each index of the audit trail and
 the outbox dropped in turn.

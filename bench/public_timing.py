@@ -1,4 +1,5 @@
-"""Whether the public pages' timing tells a real account from an unknown one (issue 10, "No oracle").
+"""Whether the public pages' timing tells a real account from an unknown one (README, "Public pages":
+no oracle).
 
     .venv/bin/python bench/public_timing.py [--requests 200]
 

@@ -7,7 +7,7 @@ Stock runserver writes a response in several small send()s (status line, headers
 algorithm on, each after the first waits for the client's delayed ACK, about 40 ms on Linux, on every
 response after the first on a keep-alive connection: a GET of /api/v1/problems/not-found took 44 ms
 that way against 1.4 ms on a new connection each time (and 0.3 ms through Django's test client). That
-stall is the development server's, not the API's; no production WSGI server (gunicorn) is installed.
+stall is the development server's, not the API's (bench/load.py measures the production server, gunicorn).
 """
 
 import socketserver

@@ -1,4 +1,5 @@
--- The seed's schema and triggers (seeds/000), in a schema of their own, for comparison only.
+-- The seed schema: the accounts and tokens tables and triggers the product was designed from (README,
+-- "What differs from the seed, and why"), in a schema of their own, for comparison only.
 -- One change: the embedded PostgreSQL has no pgcrypto, so gen_random_bytes(32) is replaced by the
 -- same core expression our schema uses.
 CREATE SCHEMA seed;
@@ -51,7 +52,7 @@ $$;
 CREATE TRIGGER after_token_inserted AFTER INSERT ON seed.tokens
     FOR EACH ROW EXECUTE FUNCTION seed.trg_after_token_inserted();
 
--- Bare tables of the same shape: the seed's columns with only the primary key, and with the seed's indexes.
+-- Bare tables of the same shape: the same columns with only the primary key, and with the indexes above.
 CREATE TABLE seed.accounts_bare (LIKE seed.accounts INCLUDING DEFAULTS);
 ALTER TABLE seed.accounts_bare ADD PRIMARY KEY (id);
 CREATE TABLE seed.accounts_indexed (LIKE seed.accounts INCLUDING ALL);

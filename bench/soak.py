@@ -19,8 +19,8 @@ none can start it again during the outage): the web server (runserver --noreload
   password through its link; again and again until the time is up.
 - **Upkeep** meanwhile: this month's audit partition is absent at the start (as on an install whose
   month was not made ahead), and ``ensure_audit_partitions`` makes it under load; ``cleanup``
-  deletes old abandoned sign-ups made before the run (and whatever else its rules no longer keep); ``drain_mailroom`` runs as cron would, beside
-  the listeners and the cluster's schedule.
+  deletes old abandoned sign-ups made before the run (and whatever else its rules no longer keep);
+  ``drain_mailroom`` runs as cron would, beside the listeners and the cluster's schedule.
 - **Disruptions**: one listener is killed (SIGKILL) and started again; later the database is
   stopped and started again.
 

@@ -1,4 +1,4 @@
-"""The pages that refuse something, each in the look of the part of the site it refuses (issue 11).
+"""The pages that refuse something, each in the look of the part of the site it refuses.
 
 - The lock-out after repeated failed sign-ins (django-axes' ``AXES_LOCKOUT_CALLABLE``): the
   back-office's look, no navigation (nobody is signed in), what happened, for how many minutes and

@@ -138,7 +138,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "platform_events.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 # The lock-out page in the back-office's look, with its length, its end and whom to ask (axes' own
-# answer was one unstyled line); still axes' status, 429 (lifecycle/error_pages.py).
+# answer is one unstyled line); still axes' status, 429 (lifecycle/error_pages.py).
 AXES_LOCKOUT_CALLABLE = "lifecycle.error_pages.lockout_page"
 
 ROOT_URLCONF = "lifecycle.urls"
@@ -197,7 +197,7 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Lifecycle <no-reply@
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 EMAIL_TIMEOUT = read_int("EMAIL_TIMEOUT", default=30, minimum=1)
 
-# The mailroom (tokens/mailroom.py); README, "Mailroom".
+# The mailroom (tokens/mailroom/); README, "Mailroom".
 MAILROOM_BATCH_SIZE = read_int("MAILROOM_BATCH_SIZE", default=100, minimum=1)
 MAILROOM_LEASE_SECONDS = read_int("MAILROOM_LEASE_SECONDS", default=300, minimum=1)
 MAILROOM_BACKOFF_SECONDS = read_int("MAILROOM_BACKOFF_SECONDS", default=10, minimum=0)
@@ -272,7 +272,7 @@ STAFF_CONTACT = env.str("STAFF_CONTACT", default="")
 # from, the back-office's or the public pages'; Django's own page is unstyled (lifecycle/error_pages.py).
 CSRF_FAILURE_VIEW = "lifecycle.error_pages.csrf_failure"
 
-# Limits of the public pages, per hour (README, "Limits"): per identifier (a login or address,
+# Limits of the public pages, per hour (README, "Public pages"): per identifier (a login or address,
 # whoever owns it) and per client address (behind a shared NAT, raise the per-client ones).
 PUBLIC_LIMITS_PER_HOUR = {
     "sign-up-per-identifier": read_int("LIMIT_SIGN_UP_PER_ADDRESS", default=3, minimum=1),

@@ -9,7 +9,7 @@ left were written by the client and are never trusted; with no proxy counted (th
 header is ignored altogether.
 
 Not django-ipware: its proxy_count counts the hops listed inside X-Forwarded-For, so behind one
-proxy that appends only the client it answered None, and with a count of 0 it took the client's own
+proxy that appends only the client it answers None, and with a count of 0 it takes the client's own
 entry (python-ipware 4.1.1; README, "Security").
 """
 

@@ -55,7 +55,7 @@ def old_rate_limits() -> RetentionRule:
 
 def old_events() -> RetentionRule:
     """Outbox events this old, with their deliveries, once no endpoint is still due them (the table's
-    delete trigger refuses the others; seed 004 keeps published events 30 days)."""
+    delete trigger refuses the others; RETENTION_EVENT_DAYS, 30 by default)."""
     days = settings.RETENTION_EVENT_DAYS
     return queryset_rule(
         "events",
@@ -81,7 +81,7 @@ def old_processed_events() -> RetentionRule:
 
 
 def expired_idempotency_keys() -> RetentionRule:
-    """The client API's Idempotency-Keys past their time (seed 004: 24 hours; API_IDEMPOTENCY_HOURS):
+    """The client API's Idempotency-Keys past their time (API_IDEMPOTENCY_HOURS, 24 by default):
     a retry after that runs as a new request."""
     return queryset_rule(
         "idempotency-keys",

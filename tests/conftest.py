@@ -108,7 +108,7 @@ def sql(db):
 
 @pytest.fixture
 def owner_sql(django_db_blocker, request):
-    """Raw SQL as the owner role (what the runtime role may not do: aged rows, rows the rules now
+    """Raw SQL as the owner role (what the runtime role may not do: aged rows, rows the rules
     refuse, direct audit rows), on the owner's own connection inside its own test transaction.
     Needs ``@pytest.mark.django_db(databases=["default", "owner"])``."""
 

@@ -269,7 +269,7 @@ BAD_EMAILS = [
     ("user@localhost", "e-mail is not a valid address"),
     ("two@at@example.com", "e-mail is not a valid address"),
     ("user@-example.com", "e-mail is not a valid address"),
-    # Addresses the mailer cannot send to, or sends elsewhere (issue 8).
+    # Addresses the mailer cannot send to, or sends elsewhere.
     ("poison@" + "x" * 64 + ".example.com", "e-mail domain parts must be at most 63 characters each"),
     ("user@example." + "c" * 64, "e-mail domain parts must be at most 63 characters each"),
     ("=?utf-8?q?a=0D=0Ab?=@example.com", 'e-mail must not contain "=?"'),
@@ -286,7 +286,7 @@ BAD_LOGINS = [
     ("ı", "login may only hold ASCII"),
     ("Ma\u00dfe", "login may only hold ASCII"),
     ("-user", "login may only hold ASCII"),
-    # A login that reads as an address would let a login-or-e-mail form find the wrong account (issue 8).
+    # A login that reads as an address would let a login-or-e-mail form find the wrong account.
     ("jane@example.com", "login must not contain @"),
 ]
 

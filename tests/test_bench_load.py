@@ -1,4 +1,4 @@
-"""bench/load.py's quick mode (issue 15): gunicorn on an embedded PostgreSQL of its own, every
+"""bench/load.py's quick mode: gunicorn on an embedded PostgreSQL of its own, every
 endpoint driven at two concurrencies, the mail drain and the webhook dispatch with 1, 2 and 4 workers.
 Its figures are measured, never asserted: this checks that every part ran and answered as expected."""
 

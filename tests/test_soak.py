@@ -29,7 +29,7 @@ def test_under_load_with_a_worker_killed_and_the_database_restarted_every_promis
     assert figures["failed_outside_outage"] == 0, report
     assert figures["failed_in_outage"] >= 1, report
     # Load happened: every client went through whole flows. (Not a rate: on 2 shared cores the count of
-    # flows in 20 s varies with what else runs; 20 failed a CI run that another test run slowed.)
+    # flows in 20 s varies with what else runs: a floor of 20 is too high when another test run slows it.)
     assert figures["completed"]["recovered"] >= 4, report
     # Every due e-mail arrived; a second copy only for a sent-mark the kill or the restart cut off.
     assert figures["emails_lost"] == [], report

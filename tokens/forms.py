@@ -16,8 +16,8 @@ class IdentifierForm(forms.Form):
     def clean_identifier(self):
         identifier = self.cleaned_data["identifier"]
         # Logins and addresses are plain ASCII (accounts/sql/0007). Anything else names nobody, yet
-        # PostgreSQL's lower() folds some of it onto ASCII ("İAN" is "ian"): it found an account under
-        # a spelling the limits counted apart (the attack run of issue 10).
+        # PostgreSQL's lower() folds some of it onto ASCII ("İAN" is "ian"): it would find an account
+        # under a spelling the limits count apart.
         if not identifier.isascii() or not _printable(identifier):
             raise forms.ValidationError("A login or e-mail address is plain ASCII letters, digits and signs.")
         return identifier

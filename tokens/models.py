@@ -67,7 +67,7 @@ class Token(models.Model):
         managed = False
         db_table = "tokens"
         ordering = ["-id"]
-        # Support's "Retry mailing now" without the right to change tokens, which no role has (issue 11).
+        # Support's "Retry mailing now" without the right to change tokens, which no role has.
         permissions = [("retry_mail", "Can retry mailing tokens now")]
 
     def __str__(self):
@@ -79,8 +79,8 @@ class JobType(models.TextChoices):
 
 
 class Job(models.Model):
-    """One run of a job (e.g. one drain of the mail queue): the seed's jobs table as a history. A mail
-    run that claims nothing leaves no row (tokens/mailroom/drain.py)."""
+    """One run of a job (e.g. one drain of the mail queue), kept as a history of runs. A mail run that
+    claims nothing leaves no row (tokens/mailroom/drain.py)."""
 
     id = models.BigAutoField(primary_key=True, verbose_name="run")
     job_type = models.CharField(max_length=16, choices=JobType, verbose_name="job", help_text="What ran.")
@@ -88,7 +88,7 @@ class Job(models.Model):
         null=True,
         blank=True,
         verbose_name="highest token id",
-        help_text="The highest token id the run handled: the seed's cursor, kept for the record only.",
+        help_text="The highest token id the run handled, kept for the record only: nothing is mailed by cursor.",
     )
     started_at = models.DateTimeField(
         db_default=Now(), verbose_name="started", help_text="When it claimed its first e-mails."

@@ -37,7 +37,7 @@ NEEDS = {TokenAction.ACTIVATION: AccountStatus.PROVISIONED, TokenAction.PASSWORD
 
 
 def public_limit(name: str) -> Limit:
-    """One of the public pages' limits, as settings.PUBLIC_LIMITS_PER_HOUR sets it (README, "Limits")."""
+    """One of the public pages' limits, as settings.PUBLIC_LIMITS_PER_HOUR sets it (README, "Public pages")."""
     return Limit(name=name, max_hits=settings.PUBLIC_LIMITS_PER_HOUR[name], window=timedelta(hours=1))
 
 

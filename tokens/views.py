@@ -137,7 +137,8 @@ def sign_up(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email, login, password = (form.cleaned_data[name] for name in ("email", "login", "password"))
         try:
-            # Before the limit: a refused password uses up nobody's allowance (the attack run of issue 10).
+            # Before the limit: a refused password uses up nobody's allowance (else anyone could spend a
+            # victim's sign-up allowance with three weak passwords).
             account_password_check(password, login=login, email=email)
         except ValidationError as error:
             form.add_error("password", error)

@@ -1,10 +1,11 @@
 """Node assignment in the back-office: services, their storage nodes, and the assignments.
 
 Registered by accounts/admin.py (Django discovers only that module); the account page
-(lifecycle/backoffice/accounts.py) shows an account's assignments (``NodeAssignmentInline``). Every change goes through accounts/nodes/services.py
-with the staff member and, for the actions, a required reason, so the database's triggers audit it
-(node.added, node.changed, node.unassigned). Nobody deletes a service or a node here: removing a node
-(node_remove) replaces every assignment on it and leaves their rows without a node, not a job for a click.
+(lifecycle/backoffice/accounts.py) shows an account's assignments (``NodeAssignmentInline``). Every
+change goes through accounts/nodes/services.py with the staff member and, for the actions, a required
+reason, so the database's triggers audit it (node.added, node.changed, node.unassigned). Nobody deletes a
+service or a node here: removing a node (node_remove) replaces every assignment on it and leaves their
+rows without a node, not a job for a click.
 
 A node's list shows its load as a bar; the actions (downed, up, backoff, unassign) each ask why on a
 confirmation page. An assignment's ``client_state`` is the hash of its client's sync key: shown by its

@@ -77,8 +77,8 @@ def _routine(on: bool = True) -> Iterator[None]:
     """Mark the assignment changes inside (a transaction) as a client's routine ones, not audited, or
     (``on`` False) as not routine; then put the setting back as it was. SET LOCAL lasts to the end of
     the whole transaction: without the restore, a caller's outer transaction (a test's, an admin
-    action's) carried it on, and an operator's later change in it went unaudited. After an error the
-    block's rollback puts the setting back."""
+    action's) would carry it on, and an operator's later change in it would go unaudited. After an
+    error the block's rollback puts the setting back."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT current_setting('lifecycle.node_routine', true), set_config('lifecycle.node_routine', %s, true)",

@@ -1,17 +1,16 @@
-"""The audit trail in the admin, as support staff and auditors read it (issue 11).
+"""The audit trail in the admin, as support staff and auditors read it.
 
-Registered here, in the composition, because it reads accounts beside the audit rows: each row names
-the account it is about by login and e-mail, a search by login or e-mail finds that account's whole
-trail, and ``?account=<id>`` lists an account's rows with its tokens' (the account page's History
-links there). platform_events, where the rows live, imports no app.
+In the composition (registered by lifecycle/admin.py), because it reads accounts beside the audit
+rows: each row names the account it is about by login and e-mail, a search by login or e-mail finds
+that account's whole trail, and ``?account=<id>`` lists an account's rows with its tokens' (the account
+page's History links there). platform_events, where the rows live, imports no app.
 
 Read-only like every audit admin; Auditors (and superusers) may also export the list as CSV
 (lifecycle/audit_trail/export.py), each export itself audited.
 
-The locked-out staff logins and their Unlock action are in platform_events/lockouts/admin.py, django-q2's
-task pages without their arguments in platform_events/task_queue/admin.py, the webhook endpoints, deliveries and
-events in platform_events/webhooks/admin.py, the API clients in platform_events/api/admin.py, each
-registered by importing it here (Django discovers only this module).
+The platform's other pages (the locked-out staff logins and their Unlock action, django-q2's task
+pages without their arguments, the webhook endpoints and deliveries, the outbox's events, the API
+clients) are in their feature folders under platform_events/, registered by platform_events/admin.py.
 """
 
 import uuid
@@ -58,7 +57,8 @@ class AccountFilter(admin.SimpleListFilter):
 
     @staticmethod
     def value_fits(value: str) -> bool:
-        """An account id: anything else answers 400, "This link does not work" (declared_lookups.py)."""
+        """An account id: anything else answers 400, "This link does not work"
+        (platform_events/admin_kit/lookups.py)."""
         return _is_id(value)
 
     def lookups(self, request, model_admin):
@@ -81,7 +81,7 @@ class AuditTrailChangeList(ChangeList):
     @cached_property
     def narrowed_to(self) -> list[dict]:
         """What a link narrowed the list to, each with links to widen it again: said out loud above
-        the list (STYLE.md, pghistory's object filter)."""
+        the list, as pghistory's object filter says it in its sidebar."""
         narrowings = []
         for spec in self.filter_specs:
             if isinstance(spec, AccountFilter) and spec.value() is not None:
@@ -378,7 +378,7 @@ def _link(allowed: bool, url_name: str, pk, text: str) -> str:
 
 def _admin_url(url_name: str, pk=None) -> str:
     """reverse(), once per page kind: a list of 100 rows links each two or three times, and
-    reverse() was a third of the list's rendering time."""
+    reverse() each time takes a third of the list's rendering time."""
     if pk is None:
         return _reversed(url_name, get_script_prefix())
     return _reversed(url_name, get_script_prefix(), with_pk=True).replace(PK_PLACEHOLDER, quote(str(pk)))

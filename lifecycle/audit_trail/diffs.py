@@ -1,5 +1,5 @@
 """An audit row's diff as people read it: field labels, times in the admin's time zone to the
-second, "—" for nothing (issue 11).
+second, "—" for nothing.
 
 The triggers store only what changed (``diff_before`` / ``diff_after``), plus, in a token row's
 ``diff_after``, the token's account and action for context. A key on both sides is a change

@@ -1,4 +1,4 @@
-"""The audit trail exported as CSV, for auditors (issue 11): the rows of a list as filtered, bounded,
+"""The audit trail exported as CSV, for auditors: the rows of a list as filtered, bounded,
 streamed, and audited itself before a byte leaves.
 
 The export is recorded first (``audit.exported``: who, the list's query, how many rows, up to when),

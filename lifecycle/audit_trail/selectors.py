@@ -1,5 +1,5 @@
 """Reads of the audit trail as people read it: the account each row is about, by login and e-mail,
-and the rows of the accounts a login or e-mail names (issue 11).
+and the rows of the accounts a login or e-mail names.
 
 A row names its account by id: an ``account`` row by its resource id, a ``token`` row in its diff
 (``coalesce(diff_after->>'account', diff_before->>'account')``, the expression

@@ -2,7 +2,8 @@
 
 Superusers can do everything; these groups get what their job needs and no more. None can
 add, change or delete accounts, tokens or audit rows: state changes go through the actions. Only
-Auditors may export the audit trail (CSV); only Integrators (and superusers) see webhooks, API clients and storage nodes.
+Auditors may export the audit trail (CSV); only Integrators (and superusers) see webhooks, API clients
+and storage nodes.
 """
 
 from django.apps import apps
@@ -38,7 +39,7 @@ ROLES = {
         "platform_events.view_apiclient",
         "platform_events.add_apiclient",
         "platform_events.change_apiclient",  # the scopes, and revoking
-        # Storage nodes of the services they connect (issue 14): add services and nodes, change a node's
+        # Storage nodes of the services they connect: add services and nodes, change a node's
         # capacity, take it down or into backoff and unassign it (manage_node), read the assignments.
         # Support has none of it: a downed or unassigned node moves every account on it at once.
         "accounts.view_service",

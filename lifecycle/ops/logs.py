@@ -64,8 +64,8 @@ class JsonLines(JsonFormatter):
 
 class Brief(logging.Filter):
     """One short line, without the traceback: for django.security.DisallowedHost, which any scanner
-    trips with a Host header of its choice (attack finding: an 8,000-byte Host made a 33,000-character
-    ERROR line with a traceback, twice the header in it)."""
+    trips with a Host header of its choice (with the traceback, an 8,000-byte Host makes a
+    33,000-character ERROR line, the header in it twice)."""
 
     LIMIT = 300
 

@@ -1,8 +1,8 @@
 """Request headers without NUL, before anything stores them.
 
-PostgreSQL text cannot hold a NUL: a User-Agent or Accept header carrying one failed django-axes'
-login rows and the audit context, and the admin login answered 500 without counting the failure
-(issue 8, Low list). RFC 9110 (section 5.5) lets a recipient replace each NUL in a field value with
+PostgreSQL text cannot hold a NUL: a User-Agent or Accept header carrying one would fail django-axes'
+login rows and the audit context, and the admin login would answer 500 without counting the failure.
+RFC 9110 (section 5.5) lets a recipient replace each NUL in a field value with
 a space before processing it, which this does, first of all the middleware.
 """
 

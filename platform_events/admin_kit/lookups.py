@@ -2,7 +2,7 @@
 
 Django's ``ModelAdmin.lookup_allowed`` accepts any lookup on a model's own fields, listed filter or
 not: ``/admin/tokens/token/?code__startswith=5`` answers "1 token" or "0 tokens", and a few dozen
-such requests read a token's code (issue 8). The admin site mixes ``DeclaredLookupsOnly`` into every
+such requests read a token's code. The admin site mixes ``DeclaredLookupsOnly`` into every
 ``ModelAdmin`` it registers (lifecycle/backoffice/site.py), Django's and other apps' included, so a query
 string may only carry the parameters of the declared list filters (and an admin's ``extra_lookups``);
 anything else, or a value the filter cannot take (``?status=bogus`` on an enum, ``?actor_ip=x``, a

@@ -1,9 +1,9 @@
-"""Idempotency keys for the client API's POSTs (IETF draft "The Idempotency-Key HTTP Header Field";
-seed 004's idempotency_keys, per client: platform_events/sql/0013_api.sql).
+"""Idempotency keys for the client API's POSTs (IETF draft "The Idempotency-Key HTTP Header Field"),
+per client: the idempotency_keys table of platform_events/sql/0013_api.sql.
 
 ``run_once`` runs a request's work at most once per (client, key) and answers a retry with the first
-response. The row is inserted first, in its own transaction (the seed's "insert first, on conflict
-compare": two requests with one key never both pass), holding a lease. The work then runs in one
+response. The row is inserted first, in its own transaction (insert first, on conflict compare: two
+requests with one key never both pass), holding a lease. The work then runs in one
 transaction with the row locked, and the response is stored in that same transaction: a key either
 has a stored response and the effect behind it, or neither. So:
 
@@ -83,7 +83,7 @@ class Outcome:
 
 def idempotency_key(header: str | None) -> str:
     """The key an Idempotency-Key header carries: the draft's quoted string ("...") or the bare key,
-    32-128 of [A-Za-z0-9_-] (seed 004). A Problem (400) when it is missing or malformed."""
+    32-128 of [A-Za-z0-9_-]. A Problem (400) when it is missing or malformed."""
     if header is None or not header.strip():
         raise Problem("idempotency-key-missing", "send an Idempotency-Key header: 32-128 of A-Z a-z 0-9 _ -")
     value = header.strip()

@@ -33,7 +33,7 @@ class ApiClient(models.Model):
         ordering = ["name"]
         verbose_name = "API client"
 
-    # A call made with its key is audited as api-client:<id>, actor type SERVICE (platform_events/audit.py).
+    # A call made with its key is audited as api-client:<id>, actor type SERVICE (platform_events/audit/context.py).
     audit_kind = "api-client"
 
     def __str__(self):

@@ -28,8 +28,8 @@ def ensure_partitions(
     """Make the audit partitions of this month and the next ``months_ahead``; return those made."""
     first = (today or date.today()).replace(day=1)
     made = []
-    # Two runs at once (the daily schedule and a person) both found a month missing and both made it:
-    # the second failed. The second now waits, then finds the months made.
+    # Two runs at once (the daily schedule and a person) would both find a month missing and both make
+    # it, and the second would fail: the second waits for the lock, then finds the months made.
     with advisory_lock(PARTITIONS_LOCK, wait=True, using=using), connections[using].cursor() as cursor:
         for offset in range(months_ahead + 1):
             month = date(first.year + (first.month - 1 + offset) // 12, (first.month - 1 + offset) % 12 + 1, 1)

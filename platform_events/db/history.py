@@ -38,7 +38,7 @@ def history_rewrite(*, using: str = "default") -> Iterator[None]:
         # SET LOCAL outside a transaction would last one statement, and autocommit would end it at once.
         raise RuntimeError("history_rewrite() needs a transaction: open transaction.atomic() first.")
     connection.ensure_connection()
-    # Bound server-side (psycopg.Cursor, not Django's client-side cursor): inline, the key showed in
+    # Bound server-side (psycopg.Cursor, not Django's client-side cursor): inline, the key would show in
     # pg_stat_activity's query text to every other session of the runtime role.
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute("SELECT set_config('lifecycle.rewrite_history', %s, true)", [history_rewrite_key()])

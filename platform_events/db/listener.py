@@ -21,7 +21,8 @@ MAX_POLL_SECONDS = 86_400
 
 
 def poll_seconds_problem(seconds: float) -> str | None:
-    """Why ``--poll-seconds`` is no interval, or None. nan made a busy loop (383 runs in 5 s); inf, no poll."""
+    """Why ``--poll-seconds`` is no interval, or None. nan would make a busy loop (383 runs in 5 s); inf, no
+    poll."""
     if not 0 < seconds <= MAX_POLL_SECONDS:
         return f"--poll-seconds must be more than 0 and at most {MAX_POLL_SECONDS} (a day)."
     return None

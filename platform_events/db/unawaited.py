@@ -1,8 +1,8 @@
-"""A statement sent on Django's connection without waiting for its answer (issues 8 and 12).
+"""A statement sent on Django's connection without waiting for its answer.
 
 The mailroom and the webhook dispatcher record each outcome in PostgreSQL and then wait for the next
-SMTP server or receiver: waiting for the record's answer first put PostgreSQL's time and theirs end to
-end. ``UnawaitedStatement.send()`` returns once the statement is wholly written to the socket; the
+SMTP server or receiver: waiting for the record's answer first would put PostgreSQL's time and theirs
+end to end. ``UnawaitedStatement.send()`` returns once the statement is wholly written to the socket; the
 answer is read by ``collect()``, which the caller runs before the connection does anything else (the
 next ``send()`` does it too). At most one statement is unanswered at a time.
 

@@ -89,8 +89,9 @@ class LimitExceeded(Exception):
 
 
 def bucket_for(*, limit: Limit, key: str) -> str:
-    """The bucket of ``key`` under ``limit``: a keyed digest of the key (DESIGN: store a digest, not
-    the credential), case and surrounding spaces ignored as the services ignore them."""
+    """The bucket of ``key`` under ``limit``: a keyed digest of the key, never the key itself (a row
+    must not tell whose address, login or IP it counts), case and surrounding spaces ignored as the
+    services ignore them."""
     if not isinstance(key, str):
         raise TypeError(f"limits: the key of {limit.name} must be a str, not {type(key).__name__}")
     digest = salted_hmac("lifecycle.limits", key.strip().lower(), algorithm="sha256").hexdigest()

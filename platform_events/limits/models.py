@@ -4,7 +4,8 @@ from django.db import models
 
 
 class RateLimit(models.Model):
-    """One bucket's hits in one fixed window, counted by platform_events/limits.py (platform_events/sql/0008_limits.sql)."""
+    """One bucket's hits in one fixed window, counted by platform_events/limits/counters.py
+    (platform_events/sql/0008_limits.sql)."""
 
     # The table's identity is (bucket, window_start), unique; Django is given the surrogate key.
     id = models.BigAutoField(primary_key=True)

@@ -47,7 +47,7 @@ class DeadlineStream(httpcore.NetworkStream):
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         # Not the stream's own write: httpcore's loops send() under one socket timeout, and a receiver
-        # reading a little within each kept a large body's write going past the deadline.
+        # reading a little within each would keep a large body's write going past the deadline.
         sock = self._stream.get_extra_info("socket")
         view = memoryview(buffer)
         try:

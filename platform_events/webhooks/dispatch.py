@@ -163,8 +163,8 @@ def record_attempt(
 
 class DeliveredRecords:
     """Successful attempts, kept until RECORD_EVERY are in, then recorded by one statement sent without
-    waiting for its answer (platform_events/db/unawaited.py): the next POSTs go out while PostgreSQL records them
-    (issue 12). ``collect()`` reads the answer into the run's counts; anything else using the
+    waiting for its answer (platform_events/db/unawaited.py): the next POSTs go out while PostgreSQL
+    records them. ``collect()`` reads the answer into the run's counts; anything else using the
     connection calls it first. A record on its way is applied even if the run is killed next."""
 
     STATEMENT = (
@@ -338,7 +338,7 @@ def _run_settings():
     * synchronous_commit off: the run's commits do not wait for the WAL to reach disk. A record lost
       to a crash of PostgreSQL itself (not of this process: a commit it saw stays) only sends that
       delivery again, with the same webhook-id, which is at least once as promised; waiting for the
-      flush made the records cost 0.8 ms each, most of a delivery.
+      flush would make the records cost 0.8 ms each, most of a delivery.
     * enable_sort off, as in_due_order() sets it for one transaction: the claim walks the due index.
       None of the run's other statements sorts.
 

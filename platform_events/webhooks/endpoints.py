@@ -62,7 +62,7 @@ def endpoint_fields_checked(*, url: str, events: Iterable[str], owner: str, desc
     """The endpoint's columns from what staff or a command gave, or an EndpointError naming the first
     field refused. The admin's forms call it too, so that a refusal shows beside its field."""
     for field, text in (("url", url), ("owner", owner), ("description", description)):
-        if not _is_text(text):  # a command line's undecodable bytes (surrogates) failed at the database
+        if not _is_text(text):  # a command line's undecodable bytes (surrogates) would fail at the database
             raise EndpointError(f"The {field} is not valid text (UTF-8).", field=field)
     if "\x00" in url or url != url.strip() or not url:
         raise EndpointError("The URL must not be empty or hold spaces or control characters.", field="url")
@@ -153,7 +153,7 @@ def endpoint_rotate_secret(endpoint: WebhookSubscription, *, actor, overlap_hour
     that window drops the older previous secret. Refused if the secret changed since ``endpoint``
     was read (someone rotated it at the same moment: the secret they were shown must stay)."""
     hours = settings.WEBHOOKS_SECRET_OVERLAP_HOURS if overlap_hours is None else overlap_hours
-    if not 0 <= hours <= MAX_OVERLAP_HOURS:  # 2**31 hours was a database error, not a sentence
+    if not 0 <= hours <= MAX_OVERLAP_HOURS:  # 2**31 hours would be a database error, not a sentence
         raise EndpointError(
             f"The overlap must be from 0 to {MAX_OVERLAP_HOURS} hours (30 days).", field="overlap_hours"
         )

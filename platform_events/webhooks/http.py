@@ -3,8 +3,8 @@
 Requests go straight to httpx's transport (``HTTPTransport.handle_request``, httpx's documented
 transport API) rather than through an ``httpx.Client``: the client's per-request work is all for
 what a webhook must not do (keep a receiver's cookies and send them back, follow redirects, ask for a
-compressed answer whose raw bytes would then fill the excerpt) and cost about a third of a POST
-(issue 12). So no redirect is followed (a 3xx is a failed attempt, its Location in the excerpt), no
+compressed answer whose raw bytes would then fill the excerpt) and costs about a third of a POST.
+So no redirect is followed (a 3xx is a failed attempt, its Location in the excerpt), no
 cookie is kept, no proxy is used, every connection goes through the SSRF guard (addresses.py), and at
 most ``EXCERPT_CHARS`` of an answer are read and kept: a receiver that answers a gigabyte, or
 trickles, costs one excerpt and at most ``WEBHOOKS_CONNECT_TIMEOUT_SECONDS`` +
@@ -59,7 +59,7 @@ class GuardedTransport(httpx.HTTPTransport):
 
     def drop_out_of_step_connections(self) -> None:
         """Close a kept-alive connection holding bytes its receiver sent after its answer (a second
-        answer, a body longer than its Content-Length): reused, they were read as the next delivery's
+        answer, a body longer than its Content-Length): reused, they would be read as the next delivery's
         answer, before that request was even sent. httpcore checks an idle connection's socket, not
         what h11 already read from it (h11's public ``trailing_data``, behind httpcore's attributes)."""
         for connection in self._pool.connections:
@@ -146,8 +146,8 @@ def _read_excerpt(response: httpx.Response, deadline: float) -> str:
 
 
 def _clean(text: str) -> str:
-    """Text PostgreSQL can store: an answer's NUL bytes become U+FFFD (a NUL in the excerpt made the
-    record fail, and with it every run that claimed this delivery)."""
+    """Text PostgreSQL can store: an answer's NUL bytes become U+FFFD (a NUL in the excerpt would make
+    the record fail, and with it every run that claimed this delivery)."""
     return text.replace("\x00", "\ufffd")[:EXCERPT_CHARS]
 
 

@@ -27,7 +27,7 @@ DUE = """
 def in_due_order():
     """A cursor in a transaction whose queries may not sort: for an ORDER BY over due deliveries the one
     plan left walks webhook_deliveries_due in order and stops at the LIMIT. The planner's own choice
-    read, checked and sorted the whole queue: it estimates the "no earlier event of the account"
+    reads, checks and sorts the whole queue: it estimates the "no earlier event of the account"
     anti-join at a few rows whatever the queue holds (platform_events/sql/0014_due_order.sql)."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('enable_sort'), set_config('enable_sort', 'off', true)")

@@ -56,7 +56,7 @@ def suspended_id(sql):
     ],
 )
 def test_trigger_kept_timestamps_cannot_be_set_by_hand(sql, refused, suspended_id, assignment):
-    """Issue 8, item 10: each was accepted, unaudited; now refused, the row and the trail unchanged."""
+    """Each is refused, the row and the trail unchanged: accepted, it would rewrite history unaudited."""
     before, trail = row(sql, suspended_id), audit_actions(sql, "account", suspended_id)
     refused(
         f"UPDATE accounts SET {assignment} WHERE id = %s", [suspended_id], match="accounts: .* cannot be set by hand"
@@ -94,7 +94,8 @@ def test_created_at_may_be_given_at_insert(sql):
     ],
 )
 def test_status_timestamps_cannot_be_given_at_insert(sql, refused, status, given):
-    """Found by an attack on item 10: an account inserted active with activated_at = '1999-01-01'."""
+    """An insert cannot give a status timestamp either (an account inserted active with activated_at =
+    '1999-01-01' would carry a history it never had)."""
     column, value = given.split(" = ")
     refused(
         f"INSERT INTO accounts (email, login, status, {column}) VALUES ('f@example.com', 'f1', %s, {value})",
@@ -125,8 +126,8 @@ def test_with_the_owners_key_an_insert_may_give_them(sql):
 
 
 def test_an_account_id_cannot_change(sql, refused, suspended_id):
-    """Found by an attack on item 10: two accounts swapping ids in one transaction (the tokens' foreign
-    key is deferred) swapped their tokens too, unaudited."""
+    """An id is fixed: two accounts swapping ids in one transaction (the tokens' foreign key is
+    deferred) would swap their tokens too, unaudited."""
     refused(
         "UPDATE accounts SET id = -id WHERE id = %s",
         [suspended_id],
@@ -191,7 +192,7 @@ def test_the_runtime_role_cannot_read_the_key_nor_guess_it():
 
 @pytest.mark.django_db(transaction=True)
 def test_deleting_an_account_in_psql_is_audited_with_its_tokens(psql):
-    """Issue 8, item 7: a DELETE left no audit row."""
+    """A DELETE typed in psql leaves an audit row for the account and one for each of its tokens."""
     account = AccountFactory(login="gone", email="gone@example.com")
     (token_id,) = psql.execute("SELECT id FROM tokens WHERE account = %s", [account.pk]).fetchone()
     psql.execute("DELETE FROM accounts WHERE id = %s", [account.pk])
@@ -208,7 +209,8 @@ def test_deleting_an_account_in_psql_is_audited_with_its_tokens(psql):
 
 
 def test_the_key_never_shows_in_another_sessions_view_of_the_query(sql, suspended_id):
-    """Found by an attack: bound client-side, the key stood in pg_stat_activity for any runtime session."""
+    """The key is bound server-side: bound client-side, it would stand in pg_stat_activity for any
+    runtime session."""
     from platform_events.db.history import history_rewrite_key
 
     with transaction.atomic(), history_rewrite():

@@ -124,7 +124,7 @@ class TestSearchRefusesNothingBadly:
         assert found(term) == logins
 
     def test_a_search_term_holding_a_nul_finds_nobody(self):
-        """Issue 8, Low list: PostgreSQL text cannot hold NUL, so the term reached it as a DataError."""
+        """PostgreSQL text cannot hold NUL: such a term names nobody, and never reaches it as a DataError."""
         AccountFactory(login="jane")
         assert found("ja\x00") == []
         assert found("jane\x00doe") == []
@@ -210,7 +210,7 @@ class TestAccountTrail:
         assert "Seq Scan" not in plan, plan
 
     def test_the_newest_rows_are_read_from_the_two_indexes_even_when_sorting_looks_dear(self, sql):
-        """With a small LIMIT the planner liked walking every partition's key backwards and filtering
+        """With a small LIMIT the planner prefers walking every partition's key backwards and filtering
         (0.86 s at 3,000,000 rows); sorts made dear here, the newest rows still come from the indexes."""
         account = AccountFactory()
         sql("SET LOCAL enable_sort = off")

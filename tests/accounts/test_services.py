@@ -188,7 +188,8 @@ def test_a_rolled_back_sign_up_leaves_nothing_and_notifies_nobody():
 
 
 class TestNulBytes:
-    """Issue 8, Low list: a NUL reaching PostgreSQL (whose text cannot hold one) surfaced as a DataError."""
+    """A NUL is refused by the rule it breaks, never left to PostgreSQL (whose text cannot hold one) as a
+    DataError."""
 
     @pytest.mark.parametrize(
         ("email", "login", "error"),

@@ -30,7 +30,7 @@ def account_row(sql, account_id):
 
 
 class TestSeedWalkthrough:
-    """The seed's "Let's try it out", step by step, in raw SQL (timestamptz instead of epochs)."""
+    """The lifecycle walked through step by step in raw SQL, as a person types it in psql."""
 
     def test_insert_creates_a_provisioned_account_and_its_activation_token(self, sql):
         account_id = insert_account(sql)
@@ -90,7 +90,8 @@ def test_unsuspending_a_never_activated_account_returns_it_to_provisioned(sql):
 
 
 class TestInsertTimestamps:
-    """Seed flaw: an account inserted as active had no activated_at, so it fell back to provisioned."""
+    """An account inserted in a later state gets that state's timestamps from the triggers: without
+    activated_at, an account inserted active would fall back to provisioned when unsuspended."""
 
     def test_an_account_inserted_as_active_gets_activated_at(self, sql):
         row = account_row(sql, insert_account(sql, status="active"))
@@ -120,7 +121,7 @@ class TestInsertTimestamps:
 
 
 def test_timestamps_are_timestamptz_beyond_2038(sql):
-    """Seed flaw: INTEGER epochs overflow on 2038-01-19."""
+    """Times are timestamptz: INTEGER epochs would overflow on 2038-01-19."""
     account_id = insert_account(sql)
     sql(
         "INSERT INTO tokens (account, action, expires_at) VALUES (%s, 'activation', '2040-01-01T00:00:00Z')",
@@ -146,7 +147,8 @@ def test_an_account_cannot_be_set_back_to_provisioned(sql, refused):
 
 
 class TestEmailClaiming:
-    """Seed 003: an address is unique, ignoring case, only among activated accounts."""
+    """An address is unique, ignoring case, only among activated accounts: an unverified sign-up
+    cannot block the address's owner."""
 
     def test_any_number_of_unverified_sign_ups_may_hold_an_address(self, sql):
         for n in range(3):
@@ -262,5 +264,6 @@ def test_the_problem_function_accepts_what_the_trigger_accepts(sql, email):
 @pytest.mark.parametrize("email", GOOD_EMAILS)
 def test_the_mailer_sends_to_an_accepted_address_as_it_is_stored(email):
     """Addresses compare in the form the mailer sends to: Django's mailer neither refuses an accepted
-    address nor rewrites it into another one (as it decoded '=?us-ascii?q?active1?=@...' to 'active1@...')."""
+    address nor rewrites it into another one (as it would decode '=?us-ascii?q?active1?=@...' to
+    'active1@...')."""
     assert sanitize_address(email, "utf-8") == email

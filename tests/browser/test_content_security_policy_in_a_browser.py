@@ -1,6 +1,6 @@
-"""The Content-Security-Policy in a real browser (issue 15): Chromium blocks nothing on the back-office's
-pages, the public pages or the API docs, and what used inline script (the Copy button of a key shown once,
-the date range filters) still works."""
+"""The Content-Security-Policy in a real browser: Chromium blocks nothing on the back-office's pages,
+the public pages or the API docs, and what needs a script (the Copy button of a key shown once, the
+date range filters) works under it."""
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -38,8 +38,8 @@ def blocked_by_the_policy(page) -> list[str]:
 
 
 def test_no_page_has_anything_blocked_by_the_policy_nor_a_script_error(browser, live_server):
-    """Nor an error of a script that ran: the add forms of API clients and webhook endpoints threw
-    "$ is not a function" (prepopulate_init.js without the admin's jQuery)."""
+    """Nor an error of a script that ran: without the admin's jQuery, prepopulate_init.js on the add
+    forms of API clients and webhook endpoints would throw "$ is not a function"."""
     get_user_model().objects.create_superuser("root", password=PASSWORD)
     account = AccountFactory()
     page = browser.new_page(viewport=SCREEN)
@@ -52,7 +52,7 @@ def test_no_page_has_anything_blocked_by_the_policy_nor_a_script_error(browser, 
         page.wait_for_load_state("networkidle")
         assert blocked == [], path
         assert errors == [], path
-    # The API docs' Swagger UI drew itself from its own files.
+    # The API docs' Swagger UI draws itself from its own files.
     assert page.locator(".swagger-ui .info .title").inner_text().startswith("Lifecycle")
 
 
@@ -67,7 +67,7 @@ def test_the_date_range_filter_gets_its_calendar_from_its_nonced_script(browser,
 
 
 def test_the_copy_button_of_a_key_shown_once_copies_it(browser, live_server):
-    """The button's script is a static file now (no onclick="" under the policy)."""
+    """The button's script is a static file (no onclick="" under the policy)."""
     get_user_model().objects.create_superuser("root", password=PASSWORD)
     context = browser.new_context(viewport=SCREEN, permissions=["clipboard-read", "clipboard-write"])
     page = context.new_page()

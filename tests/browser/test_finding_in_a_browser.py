@@ -1,6 +1,6 @@
 """Support staff finding accounts and tokens in a real browser (Playwright driving Debian's Chromium
 against a live server): an account search by a domain, exact match first; the token list's state
-column and its date-range filters (issue 11)."""
+column and its date-range filters."""
 
 import datetime
 

@@ -28,7 +28,7 @@ def locked_out(username: str, settings, client: Client | None = None):
 
 
 def test_the_lock_out_is_the_back_offices_page_with_its_length_and_end(settings):
-    """After AXES_FAILURE_LIMIT failures the answer is still 429, now the back-office's page: header, no
+    """After AXES_FAILURE_LIMIT failures the answer is axes' 429, as the back-office's page: header, no
     navigation, what happened, the cool-off in minutes and the time it ends, and Retry-After."""
     get_user_model().objects.create_user("support9", password=PASSWORD, is_staff=True)
     before = timezone.now()

@@ -31,7 +31,7 @@ PRODUCTION = {
         ("LOG_LEVEL", "LOUD", "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'."),
         ("LOG_FORMAT", "xml", "LOG_FORMAT must be one of PLAIN, JSON, not 'XML'."),
         ("READY_CACHE_SECONDS", "0", "READY_CACHE_SECONDS must be at least 1, not 0."),
-        # Issue 8, Low list: each of these was a traceback, or a setting that silently broke something.
+        # Each of these would otherwise be a traceback, or a setting that silently breaks something.
         (
             "TIME_ZONE",
             "Mars/Olympus",
@@ -65,7 +65,7 @@ def test_a_bad_value_stops_start_up_with_one_sentence_naming_it(variable, value,
 
 
 def test_an_env_file_that_is_not_text_stops_start_up_with_one_sentence(tmp_path):
-    """Found by the Low list's notes: an ENV_FILE there but unreadable gave a traceback."""
+    """An ENV_FILE that is there but cannot be read as text is one sentence, not a traceback."""
     env_file = tmp_path / "binary.env"
     env_file.write_bytes(b"DEBUG=\xff\xfe\n")
     result = manage("check", ENV_FILE=str(env_file), DEBUG="true")
@@ -174,7 +174,8 @@ def test_read_int_refuses_a_value_below_its_minimum(monkeypatch):
     ],
 )
 def test_production_refuses_what_would_fail_quietly(variable, value, sentence):
-    """Issue 8, Low list: an empty ALLOWED_HOSTS answered every request with 400; a short key was accepted."""
+    """An empty ALLOWED_HOSTS would answer every request with 400, and a short key would be accepted:
+    both stop start-up instead."""
     result = manage("check", **{**PRODUCTION, variable: value})
     assert result.returncode == 1
     assert result.stderr.strip().startswith(f"Configuration error: {sentence}")
@@ -206,7 +207,7 @@ def test_the_web_application_with_a_bad_setting_stops_with_one_sentence(module):
     ],
 )
 def test_an_unreachable_database_is_one_sentence_at_any_command(command, url, reason):
-    """Issue 8, Low list: it was a hundred lines of traceback."""
+    """One sentence, not a hundred lines of traceback."""
     result = manage(command, DEBUG="true", DATABASE_URL=url)
     assert result.returncode == 1
     assert result.stderr.startswith(f"Database unreachable (DATABASE_URL, or the embedded server): {reason}")

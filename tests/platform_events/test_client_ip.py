@@ -1,5 +1,5 @@
 """The client's address behind reverse proxies (platform_events/client_ip.py), for the lock-out and the
-audit trail (issue 8, item 6)."""
+audit trail."""
 
 import pytest
 from django.test import RequestFactory

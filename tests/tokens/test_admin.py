@@ -94,7 +94,7 @@ def offered_actions(client) -> list[str]:
 
 
 class TestWhoMayRetryMail:
-    """Issue 11: the action required tokens.change_token, which no role has; tokens.retry_mail now."""
+    """The action needs tokens.retry_mail, not tokens.change_token, which no role has."""
 
     def test_support_is_offered_retry_mailing_now_and_can_run_it(self, support):
         token = dead_token()

@@ -55,12 +55,12 @@ def trail(sql, token_id):
         "secret = sha256('chosen by the attacker')",
         "action = 'password_recovery'",
         "created_at = now() - interval '1 day'",
-        # Found by an attack on item 10: the trail's rows would name another token.
+        # The trail's rows would name another token.
         "id = -id",
     ],
 )
 def test_a_tokens_identity_cannot_change(sql, refused, token, other_account_id, assignment):
-    """Issue 8, item 10: each was accepted in psql and left no audit row; now refused, nothing changed."""
+    """Each is refused in psql, nothing changed: accepted, it would leave no audit row."""
     before, audited = identity(sql, token.pk), trail(sql, token.pk)
     refused(
         f"UPDATE tokens SET {assignment} WHERE id = %(token)s",
@@ -93,7 +93,8 @@ def test_a_replaced_token_stays_replaced(sql, refused, token):
     ],
 )
 def test_a_token_is_issued_unused(sql, refused, token, columns, values):
-    """Issue 8, item 10: an activation token inserted already consumed never activated its account."""
+    """A token inserted already consumed, replaced, with wrong codes or mailed is refused: an activation
+    token inserted consumed would never activate its account."""
     count = sql("SELECT count(*) FROM tokens")
     refused(
         f"INSERT INTO tokens (account, action, {columns}) VALUES (%s, 'activation', {values})",
@@ -119,8 +120,8 @@ def test_a_token_replaced_by_a_newer_one_or_by_hand_is_audited(sql, token):
 
 
 def test_an_insert_that_never_happens_cannot_replace_the_live_token_unaudited(sql, token):
-    """Found attacking this issue's rules: the supersede runs before the insert, so a conflicting insert
-    that did nothing still replaced the live token, and nothing in the trail said so."""
+    """The supersede runs before the insert, so a conflicting insert that does nothing would still
+    replace the live token: the trail says so."""
     sql(
         "INSERT INTO tokens (id, account, action) VALUES (%s, %s, 'activation') ON CONFLICT DO NOTHING",
         [token.pk, token.account_id],
@@ -164,7 +165,7 @@ def test_retry_now_in_the_admin_is_audited_with_the_staff_member(admin_client, a
 
 
 def test_deleting_a_token_in_psql_is_audited(sql, token):
-    """Issue 8, item 7."""
+    """A DELETE typed in psql leaves its audit row."""
     sql("DELETE FROM tokens WHERE id = %s", [token.pk])
     assert trail(sql, token.pk) == ["token.issued", "token.deleted"]
 

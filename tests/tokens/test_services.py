@@ -97,7 +97,8 @@ class TestConsumeByCode:
         assert live_token(account=account).failed_attempts == 1
 
     def test_five_wrong_codes_block_the_code_even_when_right_afterwards_but_not_the_link(self):
-        """Issue 10: anyone who knew a login could type five wrong codes and kill the e-mailed link too."""
+        """Anyone who knows a login can type five wrong codes: they block the code, never the e-mailed
+        link."""
         account = AccountFactory(login="jane")
         token = live_token(account=account)
         wrong = wrong_code(token.code)
@@ -115,8 +116,8 @@ class TestConsumeByCode:
         assert (consumed.account.status, consumed.consumed_with) == (AccountStatus.ACTIVE, "link")
 
     def test_a_guess_is_compared_with_the_newest_token_only(self):
-        """Issue 10: with 20,000 sign-ups on a victim's address, the first random guess activated one of
-        them and claimed the address. Now a guess meets one code: the most recent e-mail's."""
+        """A guess meets one code, the most recent e-mail's: compared with every sign-up's, with 20,000
+        sign-ups on a victim's address the first random guess would activate one and claim the address."""
         older = [live_token(account=AccountFactory(email="victim@example.com")) for _ in range(5)]
         newest = live_token(account=AccountFactory(email="victim@example.com"))
         guess = next(token.code for token in older if token.code != newest.code)
@@ -155,7 +156,7 @@ class TestConsumeByCode:
 
     @pytest.mark.parametrize("code", ["\uff11\uff12\uff13\uff14\uff15", "1234\u00e9"])
     def test_a_code_that_is_not_ascii_is_a_wrong_code_not_a_type_error(self, code):
-        """Issue 8, Low list: full-width digits reached hmac.compare_digest, which refuses non-ASCII text."""
+        """Full-width digits never reach hmac.compare_digest as text, which it refuses when not ASCII."""
         account = AccountFactory(login="jane")
         with pytest.raises(WrongCode, match="attempt"):
             token_consume_code(identifier="jane", code=code, actor=None)
@@ -174,7 +175,7 @@ class TestConsumeByCode:
             token_consume_code(identifier="jane", code=code, actor=None)
 
     def test_an_expired_code_says_so_to_the_right_code_only(self):
-        """A wrong code learns nothing of the token's state (issue 10: no oracle); the right one is told why."""
+        """A wrong code learns nothing of the token's state (no oracle); the right one is told why."""
         account = AccountFactory(login="jane")
         token = live_token(account=account)
         expire(token)
@@ -233,9 +234,9 @@ class TestPasswordRecovery:
 
     @pytest.mark.django_db(transaction=True)
     def test_an_address_finds_the_account_of_that_address_not_a_login_spelled_like_it(self):
-        """The attack: an account whose login is another person's address took that person's
-        recovery e-mail. Logins can no longer hold @ (BAD_LOGINS); a row stored before that rule
-        (written here by the owner, who alone can lift it) is still never found by an address."""
+        """The attack: an account whose login is another person's address would take that person's
+        recovery e-mail. Logins cannot hold @ (BAD_LOGINS); a row stored before that rule (written here
+        by the owner, who alone can lift it) is still never found by an address."""
         victim = AccountFactory(active=True, email="victim@example.com", login="victim")
         with connect_as_owner() as owner:
             owner.execute("ALTER TABLE accounts DISABLE TRIGGER before_account_validate")

@@ -57,8 +57,8 @@ def drop_the_session(psql) -> None:
 @pytest.mark.django_db(transaction=True)
 class TestAQueuedPublicRequestThroughADatabaseRestart:
     """The recovery page answered "check your e-mail" and queued the work: a restart between the two
-    must not lose it (the soak test lost one request in two CI runs this way; django-q2 alone would
-    run the task again only after Q_RETRY, 120 s)."""
+    must not lose it (the soak test's restart meets this moment about once in two runs; django-q2 alone
+    would run the task again only after Q_RETRY, 120 s)."""
 
     def test_the_request_is_carried_out_on_a_new_connection(self, psql):
         account = AccountFactory(active=True, login="jane")

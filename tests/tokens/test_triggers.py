@@ -22,7 +22,8 @@ def secret_default(sql) -> str:
 
 
 class TestRandomness:
-    """Seed flaws: pgcrypto's gen_random_bytes, and a code from random() that could print '#####'."""
+    """Secrets and codes from a CSPRNG in core PostgreSQL: not pgcrypto's gen_random_bytes (not
+    available everywhere), nor a code from random(), which is no CSPRNG and may print '#####'."""
 
     def test_every_code_is_five_digits(self, sql):
         (bad,) = sql("SELECT count(*) FROM generate_series(1, 100000) WHERE lifecycle_random_code() !~ '^[0-9]{5}$'")[0]

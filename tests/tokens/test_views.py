@@ -189,7 +189,7 @@ class TestActivationCode:
         assert live_token(account=account).consumed_at is None
 
     def test_anyone_typing_wrong_codes_for_a_login_blocks_the_code_never_the_emailed_link(self, client):
-        """Issue 10, the attack: five wrong codes for someone's login also killed their e-mailed link."""
+        """The attack: five wrong codes for someone's login, which must not kill their e-mailed link."""
         account = AccountFactory(login="jane")
         token = live_token(account=account)
         attacker = Client()
@@ -214,7 +214,7 @@ class TestActivationCode:
 
     @pytest.mark.parametrize("field", ["identifier", "code"])
     def test_a_nul_byte_is_a_form_error_never_a_server_error(self, client, field):
-        """Issue 8, Low list: a NUL reaching the database was a DataError."""
+        """A NUL reaching the database would be a DataError: the form refuses it."""
         account = AccountFactory(login="jane")
         data = code_form("jane", live_token(account=account).code, **NEW_PASSWORD) | {field: "ja\x00ne"}
         response = client.post(reverse("activate-code"), data)
@@ -232,8 +232,8 @@ def accounts_in_every_state():
 
 
 class TestNoOracle:
-    """Issue 10: /activate/ answered 404 / 400 "4 attempt(s) left" / 409 for unknown / provisioned / active
-    logins. Every public form now answers the same status and page for any identifier."""
+    """Every public form answers the same status and page for any identifier: answers such as 404 /
+    400 "4 attempt(s) left" / 409 for unknown / provisioned / active logins would tell them apart."""
 
     @pytest.mark.parametrize(
         ("page", "data"),
@@ -289,7 +289,7 @@ class TestNoOracle:
         }
         assert answers[0].status_code == 200
         run_queued_tasks()
-        # A claimed address gets no second account; the others do (seed 003: sign-ups may share one).
+        # A claimed address gets no second account; the others do (unactivated sign-ups may share one).
         assert set(Account.objects.filter(login__startswith="new").values_list("login", flat=True)) == {"new0", "new1"}
 
 
@@ -353,7 +353,7 @@ class TestRecovery:
         assert live_token(account=account, action=TokenAction.PASSWORD_RECOVERY) is not None
 
     def test_asking_again_re_sends_the_live_link_instead_of_cancelling_it(self, client):
-        """Issue 10, the attack: each POST to /recover/ cancelled the person's previous link (410)."""
+        """The attack: POSTs to /recover/ that would each cancel the person's previous link (410)."""
         account = AccountFactory(active=True, login="jane")
         token = recovery_token(account)
         Token.objects.filter(pk=token.pk).update(mail_state=MailState.SENT)
@@ -425,7 +425,7 @@ class TestResend:
 
 class TestLimits:
     def test_mailbox_bombing_is_stopped_by_the_per_identifier_limit(self, client):
-        """Issue 10, the attack: 50 anonymous POSTs to /recover/ delivered 34 e-mails to one person."""
+        """The attack: 50 anonymous POSTs to /recover/ for one person; three pass, the rest are 429."""
         AccountFactory(active=True, login="jane")
         statuses = [client.post(reverse("recover"), {"identifier": "jane"}).status_code for _ in range(50)]
         assert statuses == [200] * 3 + [429] * 47
@@ -461,9 +461,9 @@ class TestLimits:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("known", [True, False])
 def test_concurrent_recovery_requests_all_get_the_same_answer(known):
-    """The attack: 8 concurrent POSTs for a real account answered 500 in most (a unique violation on
-    the live-token index), never for an unknown address: an oracle. All answer alike, and the queued
-    work leaves one live token."""
+    """The attack: 8 concurrent POSTs for a real account, which a unique violation on the live-token
+    index would answer 500 in most (never for an unknown address: an oracle). All answer alike, and
+    the queued work leaves one live token."""
     AccountFactory(active=True, email="jane@example.com")
     identifier = "jane@example.com" if known else "nobody@example.com"
 

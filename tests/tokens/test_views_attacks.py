@@ -1,5 +1,5 @@
 """Attacks on the public pages (tokens/views.py): bad input is never a 500 and changes nothing; the
-limits hold (README, "Public pages", "Limits"); passwords are never stored raw or copied where they do
+limits hold (README, "Public pages"); passwords are never stored raw or copied where they do
 not belong; no page tells whether an account exists."""
 
 import logging
@@ -107,8 +107,9 @@ def test_nasty_passwords_on_the_links_change_nothing():
 
 
 def test_login_and_address_of_one_account_each_get_the_mail_allowance(client):
-    """README: three e-mails an hour "caps a mailbox bombing ... at three". Typing the login and then the
-    address of the same account gets two allowances: six e-mails land in one mailbox within the hour."""
+    """README: three e-mails an hour "caps a mailbox bombing ... at three". The attack types the login and
+    then the address of the same account, for two allowances: six e-mails in one mailbox within the
+    hour. The queued task counts per account too."""
     AccountFactory(login="victim", email="victim@example.com", active=True)
     delivered = 0
     for identifier in ["victim", "victim", "victim", "victim@example.com", "victim@example.com", "victim@example.com"]:
@@ -119,10 +120,10 @@ def test_login_and_address_of_one_account_each_get_the_mail_allowance(client):
     assert delivered <= 3, f"{delivered} e-mails reached victim@example.com in one hour"
 
 
-def test_dotted_capital_i_lookalike_no_longer_bypasses_the_per_identifier_limit(client):
-    """The attack: the limit's key was Python's lower() of what was typed, the account lookup PostgreSQL's
+def test_dotted_capital_i_lookalike_does_not_bypass_the_per_identifier_limit(client):
+    """The attack: the limit's key is Python's lower() of what was typed, the account lookup PostgreSQL's
     lower(). They differ for U+0130 (İ): Python gives 'i̇' (two code points), PostgreSQL (C.UTF-8) gives
-    'i'. So 'İAN' was a new bucket, yet named the account 'ian'. Identifiers are now plain ASCII: the
+    'i'. So 'İAN' would be a new bucket, yet name the account 'ian'. Identifiers are plain ASCII: the
     form refuses it (400, for anyone) and nothing is mailed."""
     AccountFactory(login="ian", email="ian@example.com", active=True)
     for _ in range(3):
@@ -204,10 +205,10 @@ def test_passwords_and_hashes_never_reach_audit_tasks_or_logs(client, caplog):
         assert secret not in caplog.text
 
 
-def test_a_weak_password_at_sign_up_uses_up_the_address_allowance(client):
-    """A refused password is meant to consume nothing; at /signup/ the limit is counted before the
-    password is checked, so three refused (weak) passwords lock the address out of signing up for an
-    hour: anyone can block a victim's address this way without a single e-mail being sent."""
+def test_a_weak_password_at_sign_up_does_not_use_up_the_address_allowance(client):
+    """A refused password consumes nothing: were /signup/'s limit counted before the password is
+    checked, three refused (weak) passwords would lock the address out of signing up for an hour, and
+    anyone could block a victim's address this way without a single e-mail being sent."""
     for _ in range(3):
         response = client.post(
             reverse("sign-up"),

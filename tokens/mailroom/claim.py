@@ -70,10 +70,10 @@ def _lease_until():
 
 
 class SentMarks:
-    """Marks tokens mailed without waiting for the database's answer (issue 8): the next message goes
-    out while PostgreSQL applies the mark (platform_events/db/unawaited.py). The mark is on its way
-    before ``mark()`` returns, so a run killed later still marks its token, and a killed run re-sends
-    at most the one message in flight. ``collect()`` reads the answer; anything else using the
+    """Marks tokens mailed without waiting for the database's answer: the next message goes out while
+    PostgreSQL applies the mark (platform_events/db/unawaited.py). The mark is on its way before
+    ``mark()`` returns, so a run killed later still marks its token, and a killed run re-sends at most
+    the one message in flight. ``collect()`` reads the answer; anything else using the
     connection calls it first."""
 
     STATEMENT = (

@@ -27,7 +27,7 @@ class DrainResult:
     # Tokens this run sent or failed after its lease ran out and another run took them over.
     lost_claims: int = 0
     error: str | None = None
-    # The highest token id this run handled: the seed's last_seq, kept in jobs for the record only.
+    # The highest token id this run handled, kept in jobs for the record only: no run reads a cursor.
     last_seq: int | None = None
 
     @property
@@ -47,8 +47,8 @@ def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> Dra
     """Mail everything due, batch after batch, until nothing is due or the SMTP server is unreachable.
 
     The run's row in ``jobs`` is inserted with its first claim, in the claim's transaction: a run
-    that claims nothing and fails nothing leaves no row (issue 11: the listener's poll every
-    MAILROOM_POLL_SECONDS added an empty row each time), and a run holding tokens always has one,
+    that claims nothing and fails nothing leaves no row (otherwise the listener's poll every
+    MAILROOM_POLL_SECONDS would add an empty row each time), and a run holding tokens always has one,
     whose ``progress_at`` tells a killed run from a live one (close_stopped_runs)."""
     batch_size = batch_size or settings.MAILROOM_BATCH_SIZE
     close_stopped_runs()

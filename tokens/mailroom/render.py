@@ -18,8 +18,8 @@ ASK_AGAIN_PAGES = {TokenAction.ACTIVATION: "resend", TokenAction.PASSWORD_RECOVE
 
 def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlternatives:
     """The e-mail, rendered as it is sent (``now``, by default the moment of the call): it states the
-    validity left then, not the configured lifetime (issue 11: mailed 9 minutes late, it said 15
-    minutes when 6 were left)."""
+    validity left then, not the configured lifetime (mailed 9 minutes late, it says about 6 minutes,
+    not 15)."""
     now = now or timezone.now()
     account = token.account
     context = {

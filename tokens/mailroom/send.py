@@ -65,7 +65,7 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
                 _answered(in_flight, wire, marks=marks, result=result)
                 in_flight = None
             # The message goes out only once the last mark has landed: a mark refused (a lock timeout, a
-            # terminated session) leaves one delivered e-mail unmarked, as before the overlap, not two.
+            # terminated session) leaves one delivered e-mail unmarked, not two.
             if _attempt(token, _start, wire, message, marks, marks=marks, result=result) is not _FAILED:
                 in_flight = token
         unrecorded = len(batch)

@@ -4,10 +4,11 @@ the next message's building over Django's SMTP backend.
 A plain SMTP client waits for the server's last answer (after the body, while the server parses and
 queues the message) with nothing to do, then builds the next message while the server waits. Over
 Django's SMTP backend the drain writes a message's body, builds the next message, and only then reads
-the answer: the two costs overlap on the two sides of the connection (issue 8: the drain reached about
-half of a bare smtplib loop). Still one message is in flight at a time: the next one starts only
-after the answer to this one was read and its mark sent (tokens/mailroom/claim.py's SentMarks), and
-its body goes out only once that mark's answer is in, so a killed run re-sends at most one.
+the answer: the two costs overlap on the two sides of the connection (one after the other, the drain
+reaches about half the rate of a bare smtplib loop). Still one message is in flight at a time: the
+next one starts only after the answer to this one was read and its mark sent (tokens/mailroom/claim.py's
+SentMarks), and its body goes out only once that mark's answer is in, so a killed run re-sends at
+most one.
 """
 
 import re

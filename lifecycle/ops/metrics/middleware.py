@@ -1,7 +1,7 @@
 """django-prometheus's middleware, with one repair: its "before the view" step reads Content-Length with
-int(), so a malformed header (``14x``) made every request a 500 before any view could refuse it
-(tests/attack/test_api_attack.py). Here such a request is counted as a body of 0 bytes and goes on to
-the view, which answers 400 as before."""
+int(), so a malformed header (``14x``) would make every request a 500 before any view could refuse
+it (tests/lifecycle/api/test_api_attacks.py). Here such a request is counted as a body of 0 bytes and
+goes on to the view, which answers 400."""
 
 from django_prometheus.middleware import PrometheusAfterMiddleware
 from django_prometheus.utils import Time

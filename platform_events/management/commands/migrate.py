@@ -1,7 +1,7 @@
 """Django's migrate, run as the owner role by default (settings.DATABASES["owner"]): the runtime role
 owns nothing and cannot change the schema (README, "Security"). Once the schema is there, it makes
 the audit partitions of this month and the next ones, so that a fresh install never writes audit
-rows into the default partition (issue 9; the daily schedule keeps them ahead from then on)."""
+rows into the default partition (the daily schedule keeps them ahead from then on)."""
 
 from django.core.management.commands.migrate import Command as DjangoMigrate
 from django.db import connections

@@ -36,7 +36,7 @@ SERVICE_NAMES = [
     "a",
     "0.x_y-z",
     "s" * 30,
-    "s" * 31,  # one past the column: the admin's form and the API each said the length their own way
+    "s" * 31,  # one past the column: one sentence for it, whether the admin's form or the API asks
     "Sync",
     "-sync",
     ".sync",

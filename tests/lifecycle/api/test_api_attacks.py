@@ -1,7 +1,8 @@
 """Attacks on the client API (/api/v1/: its problems, its rate, Idempotency-Keys, POST /sessions).
 
-Each test in the first part reproduces a finding and fails on the code it was written against; the
-last part keeps attacks that the API withstood, where they add something the API's own tests lack.
+The first part holds attacks that each need a defence of their own: each docstring says what the
+attack would get without it. The second holds attacks the API's ordinary rules withstand, kept where
+they add something the API's own tests lack.
 """
 
 import hashlib
@@ -40,17 +41,16 @@ def _canonical(body: dict) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-# Findings ------------------------------------------------------------------------------------------
+# Attacks with a defence of their own -----------------------------------------------------------------
 
 
 @pytest.mark.django_db
 def test_a_provisioned_password_cannot_be_checked_offline_against_the_stored_request_hash(api):
-    """POST /accounts with a password: the request's fingerprint, an unsalted SHA-256 of method, path
-    and the canonical JSON body (password included), is kept in idempotency_keys.request_hash for 24
-    hours (and in every backup). The e-mail and login are in the accounts table next to it, so one
-    SHA-256 per guess confirms the password: an offline dictionary attack at GPU speed, around the
-    Argon2id hash that account_passwords keeps. (POST /sessions takes no key "so that its body is
-    never stored"; POST /accounts stores a fast digest of it.)"""
+    """POST /accounts with a password: the request's fingerprint (method, path and the canonical JSON
+    body, password included) is kept in idempotency_keys.request_hash for 24 hours, and in every
+    backup, beside the account's e-mail and login. As an unsalted SHA-256 it would confirm a guessed
+    password with one hash: an offline dictionary attack at GPU speed, around the Argon2id hash that
+    account_passwords keeps. The fingerprint is keyed with SECRET_KEY instead."""
     password = "cobol-compiler-1952"
     response = api.post("/accounts", {"email": "grace@example.com", "login": "grace", "password": password})
     assert response.status_code == 201
@@ -66,12 +66,13 @@ def test_a_provisioned_password_cannot_be_checked_offline_against_the_stored_req
 
 @pytest.mark.django_db
 def test_the_session_failure_limit_does_not_tell_whether_a_login_exists(api, settings):
-    """POST /sessions promises the same answer for a name nobody has. Its per-account failure bucket is
-    the account when the name finds one (PostgreSQL's lower() on both sides) and otherwise the name as
-    typed (Python's lower()). The two lower()s differ for U+0130 (İ): PostgreSQL gives 'i', Python
-    'i̇'. So after the limit's failures on "iris", "İris" names the same account (same bucket: 429),
-    while after as many on "irina", nobody's, "İrina" is a fresh bucket (a wrong password). A client with only the
-    sessions scope learns which logins exist (and any address or login holding an 'i')."""
+    """POST /sessions answers a name nobody has as it answers a real one. Its per-account failure
+    bucket is the account when the name finds one (PostgreSQL's lower() on both sides) and otherwise
+    the name as typed (Python's lower()), and the two lower()s differ for U+0130 (İ): PostgreSQL gives
+    'i', Python 'i̇'. Were such a name looked up, after the limit's failures on "iris" "İris" would
+    name the same account (same bucket: 429), while after as many on "irina", nobody's, "İrina" would
+    be a fresh bucket (a wrong password): a client with only the sessions scope would learn which
+    logins exist. Names that are not plain ASCII are refused before any lookup, alike."""
     settings.API_SESSION_FAILURES_PER_NAME = 3
     AccountFactory(login="iris", email="iris@example.com", active=True)
 
@@ -89,8 +90,8 @@ def test_the_session_failure_limit_does_not_tell_whether_a_login_exists(api, set
 def test_a_deeply_nested_body_is_not_a_server_error(api, operation):
     """No 500 for any input. These two operations take no body, so ninja never parses it; the
     fingerprint does (json.loads), and a nesting deeper than Python's recursion limit raises
-    RecursionError, which request_fingerprint() does not catch (only ValueError): 500 server-error,
-    with a traceback in the log, from 10 kB of '['."""
+    RecursionError, not ValueError: uncaught, 10 kB of '[' would be a 500 server-error with a
+    traceback in the log."""
     account = AccountFactory(active=True)
     response = api.post(f"/accounts/{account.pk}/{operation}", raw=b"[" * 5000 + b"]" * 5000)
     assert response.status_code != 500, response.content
@@ -100,8 +101,9 @@ def test_a_deeply_nested_body_is_not_a_server_error(api, operation):
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/sessions", "/accounts/1/suspend"])
 def test_a_malformed_content_length_is_not_a_server_error(api, path):
-    """Content-Length: 14x (runserver, the Procfile's web server, passes it on): the API's own size
-    check reads it as 0, then Django's request.body does int() on it: ValueError, 500 server-error."""
+    """Content-Length: 14x (runserver, make run's web server, passes it on): the API's own size check
+    reads it as 0, and Django's request.body would do int() on it: a ValueError, a 500 server-error.
+    It is a 4xx problem."""
     body = json.dumps({"reason": "x"} if "suspend" in path else {"identifier": "x", "password": "y"}).encode()
     response = api.client.post(
         f"/api/v1{path}", body, content_type="application/json", headers=api.headers(new_key()), CONTENT_LENGTH="14x"
@@ -114,7 +116,8 @@ def test_a_malformed_content_length_is_not_a_server_error(api, path):
 @pytest.mark.parametrize("path", ["/api/v1/accounts/1/", "/api/v1/nothing", "/api/v1//accounts/1", "/api/v1/"])
 def test_an_unknown_path_under_the_api_is_a_problem(api, path):
     """RFC 9457 problem+json everywhere: a path under /api/v1/ that no operation has (a trailing
-    slash, a typo) gets Django's HTML 404 page (with DEBUG, the URL patterns too)."""
+    slash, a typo) gets the not-found problem, not Django's HTML 404 page (with DEBUG, the URL
+    patterns too)."""
     response = api.client.get(path, headers=api.headers(None))
     assert response.status_code == 404
     assert response["Content-Type"] == PROBLEM, response["Content-Type"]
@@ -126,8 +129,8 @@ def test_an_unknown_path_under_the_api_is_a_problem(api, path):
     ("method", "path"), [("DELETE", "/accounts/1"), ("GET", "/accounts/1/suspend"), ("PUT", "/accounts")]
 )
 def test_a_wrong_method_is_a_problem(api, method, path):
-    """The catalogue has method-not-allowed (405) and BY_STATUS maps 405 to it, yet ninja's own
-    HttpResponseNotAllowed goes out as text/html "Method not allowed"."""
+    """A method an operation does not take is the catalogue's method-not-allowed problem (405), not
+    ninja's own HttpResponseNotAllowed, a text/html "Method not allowed"."""
     response = api.client.generic(method, f"/api/v1{path}", headers=api.headers(new_key()))
     assert response.status_code == 405
     assert response["Content-Type"] == PROBLEM, response["Content-Type"]
@@ -136,11 +139,10 @@ def test_a_wrong_method_is_a_problem(api, method, path):
 
 @pytest.mark.django_db
 def test_a_wrong_password_answer_does_not_say_the_clients_key_failed(api):
-    """POST /sessions answered a wrong password 401 (invalid-credentials) without WWW-Authenticate, which
-    RFC 9110 (15.5.2) requires of every 401; the API's other 401 (unauthenticated) has it. A client
-    library reads a 401 as "this API key is not accepted" (retry with another key, alert, open a
-    circuit breaker); here the key was fine and the end user's password was wrong. Now 403, with its
-    own type (as Auth0 answers a wrong password)."""
+    """POST /sessions answers a wrong password 403 invalid-credentials (as Auth0 does), not 401: RFC
+    9110 (15.5.2) requires WWW-Authenticate of every 401, and a client library reads a 401 as "this
+    API key is not accepted" (retry with another key, alert, open a circuit breaker), while here the
+    key is fine and the end user's password is wrong."""
     AccountFactory(login="ada", email="ada@example.com", active=True)
     response = api.post("/sessions", {"identifier": "ada", "password": "not her password"}, key=None)
     assert response.status_code != 401, "a 401 says the API client's own key failed"
@@ -160,11 +162,11 @@ FORGERIES = {
 @pytest.mark.django_db
 @pytest.mark.parametrize("forgery", FORGERIES)
 def test_a_finished_idempotency_key_cannot_be_rewritten_by_the_runtime_role(api, sql, forgery):
-    """One effect per key, and the first answer replayed, is kept by Python alone: idempotency_keys has
-    no trigger and no audit. The runtime role can reopen a finished key (a retry then runs the work a
-    second time: a second activation e-mail, the first link cancelled), change the answer a retry
-    gets, or delete an unexpired key (retention needs only the expired ones), and nothing records it.
-    0013_api.sql guards the clients' table this way; the keys' table, nothing."""
+    """One effect per key, and the first answer replayed, hold against the runtime role too: it cannot
+    reopen a finished key (a retry would run the work a second time: a second activation e-mail, the
+    first link cancelled), change the answer a retry gets, or delete a key before it expires
+    (retention needs only the expired ones). The table's trigger refuses each
+    (platform_events/sql/0013_api.sql), as it does for the clients' table."""
     account = AccountFactory()
     key = new_key()
     first = api.post(f"/accounts/{account.pk}/activation-email", key=key)
@@ -183,13 +185,12 @@ def test_a_finished_idempotency_key_cannot_be_rewritten_by_the_runtime_role(api,
 
 @pytest.mark.django_db(transaction=True)
 def test_a_retry_after_the_lease_of_a_running_request_is_answered_at_once(server):
-    """Same key while the first still runs: 409 request-in-progress, at once (the API's own test:
-    "answered at once, not queued behind the first"). Once the first request's lease has ended while
-    it still runs (held up by a lock), a retry's TAKE_OVER matches the row and waits for the row lock
-    the first holds (LOCK_MINE ... FOR UPDATE) until the first ends. The effect still happens once,
-    but each waiting retry holds a server thread and a database connection for as long as the slow
-    request runs: a client retrying every second behind one request stuck for minutes (the default
-    lease is 60 s) opens a connection a second, toward PostgreSQL's max_connections."""
+    """Same key while the first still runs: 409 request-in-progress, at once, also once the first
+    request's lease has ended while it still runs (held up by a lock). A retry's TAKE_OVER that
+    waited for the row lock the first holds (LOCK_MINE ... FOR UPDATE) would hold a server thread and
+    a database connection for as long as the slow request runs: a client retrying every second behind
+    one request stuck for minutes (the default lease is 60 s) would open a connection a second,
+    toward PostgreSQL's max_connections."""
     _, api_key = api_client_create(name="billing", scopes=EVERY_SCOPE, actor=None)
     api = server(API_IDEMPOTENCY_LEASE_SECONDS="1")
     key = new_key()
@@ -225,7 +226,7 @@ def test_a_retry_after_the_lease_of_a_running_request_is_answered_at_once(server
     assert retry.status_code == 409 and retry.json()["type"] == "/api/v1/problems/request-in-progress"
 
 
-# Attacks the API withstood ---------------------------------------------------------------------------
+# Attacks the API's ordinary rules withstand ----------------------------------------------------------
 
 
 @pytest.mark.django_db
@@ -286,7 +287,7 @@ def test_held_keys_and_passwords_reach_no_log_and_no_table(api, client, caplog, 
         api.post("/sessions", {"identifier": "grace", "password": attempt}, key=None)
     client.get("/api/v1/accounts/1", HTTP_AUTHORIZATION=f"Bearer {api.key}x")
     client.get("/api/v1/accounts/1", HTTP_AUTHORIZATION=f"Basic {api.key}")
-    api.post("/accounts/1/activation-email", raw=b"[" * 5000 + b"]" * 5000)  # a logged 500, traceback and all
+    api.post("/accounts/1/activation-email", raw=b"[" * 5000 + b"]" * 5000)  # whatever it logs of the request
     (stored_hash,) = sql("SELECT password FROM account_passwords")[0]
     secrets_ = [api.key, api.key[11:], password, stored_hash, stored_hash.split("$")[-1]]
     for table in ["audit_events", "idempotency_keys", "rate_limits", "api_clients", "accounts", "django_q_task"]:

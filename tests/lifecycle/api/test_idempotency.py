@@ -1,4 +1,4 @@
-"""Idempotency keys (IETF draft "The Idempotency-Key HTTP Header Field", seed 004): one effect per
+"""Idempotency keys (IETF draft "The Idempotency-Key HTTP Header Field"): one effect per
 key, the first response replayed, and the answers for a reused, running, missing or malformed key."""
 
 import json

@@ -1,4 +1,4 @@
-"""The audit trail in the admin (lifecycle/audit_trail/admin.py), as support staff and auditors read it (issue 11):
+"""The audit trail in the admin (lifecycle/audit_trail/admin.py), as support staff and auditors read it:
 rows name their account by login and e-mail; a login or e-mail finds an account's whole trail; one
 account's trail is a link (?account=<id>) that says what it is filtered to; diffs read as labels and
 times; rows link to their detail page and to every row of their request; read-only throughout."""
@@ -46,8 +46,8 @@ def rows(response) -> list[AuditEvent]:
 
 def row_html(response, event) -> str:
     """The HTML of one row of the list, the whole <tr> holding its detail link (the time column comes
-    before the link: a row cut from the link held only the diff's times, which the event's own time
-    matched only while both fell in the same second)."""
+    before the link: a row cut from the link would hold only the diff's times, which the event's own
+    time matches only while both fall in the same second)."""
     page = response.content.decode()
     link = page.index(reverse("admin:platform_events_auditevent_change", args=[event.pk]))
     return page[page.rindex("<tr", 0, link) : page.index("</tr>", link)]

@@ -60,7 +60,8 @@ class TestActions:
         assert event.request_id is not None
 
     def test_behind_a_trusted_proxy_the_audit_row_names_the_client_not_the_proxy(self, support, settings):
-        """Issue 8, item 6."""
+        """Behind a proxy every request comes from the proxy's address: the row names the client the
+        trusted proxy saw, not the proxy."""
         settings.TRUSTED_PROXY_COUNT = 1
         account = AccountFactory(active=True)
         admin_action(
@@ -81,7 +82,7 @@ class TestActions:
         assert str(event.actor_ip) == "127.0.0.1"
 
     def test_a_nul_byte_in_the_user_agent_is_a_space_not_a_server_error(self, support):
-        """Issue 8, Low list: it answered 500 (PostgreSQL text cannot hold NUL)."""
+        """PostgreSQL text cannot hold NUL: the trail keeps a space instead, and the action is no 500."""
         account = AccountFactory(active=True)
         response = admin_action(support, "suspend", [account], reason="chargeback", HTTP_USER_AGENT="curl\x00/8")
         assert response.status_code == 200
@@ -274,14 +275,14 @@ class TestDateRanges:
             "created_at__range__lte=9999-12-31",
             "created_at__range__between=2026-01-01",
             "status__range__gte=2026-01-01",
-            "created_at__gte=2026-01-01",  # the old preset's parameter: not a filter any more
+            "created_at__gte=2026-01-01",  # a plain date lookup: no filter of the list reads it
         ],
     )
     def test_a_date_or_parameter_the_filters_cannot_use_answers_400(self, support, query):
         assert support.get(f"{CHANGELIST}?{query}").status_code == 400
 
     def test_the_last_day_of_the_calendar_west_of_utc_is_a_400_not_a_500(self, support, settings):
-        """Its last moment in New York is past year 9999 in UTC: Python's datetime overflowed."""
+        """Its last moment in New York is past year 9999 in UTC, where Python's datetime would overflow."""
         settings.TIME_ZONE = "America/New_York"
         assert support.get(CHANGELIST, {"created_at__range__lte": "9999-12-31"}).status_code == 400
         assert support.get(CHANGELIST, {"created_at__range__lte": "9999-12-30"}).status_code == 200

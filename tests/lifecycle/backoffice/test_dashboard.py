@@ -104,7 +104,7 @@ def figure(figures, label: str):
 
 class TestMailFigures:
     def test_dead_and_retrying_mail_are_shown_beside_due_mail_each_linked_to_its_tokens(self, support):
-        """Issue 11: only due mail was shown. Each number is the count of the list its link opens."""
+        """Mail that is stuck shows beside due mail. Each number is the count of the list its link opens."""
         due, retrying, dead, other_dead = (live_token(account=AccountFactory()) for _ in range(4))
         Token.objects.filter(pk=retrying.pk).update(
             mail_state=MailState.RETRYING, mail_next_attempt_at=timezone.now() + timedelta(minutes=5)
@@ -246,7 +246,8 @@ class TestChart:
 
 
 def test_a_staff_action_names_the_account_by_its_login(admin_client, admin_user):
-    """Issue 11: "account.suspended account 40" said nothing; the row names jane, and a token's row its account."""
+    """A row names the account by its login ("account.suspended account 40" would say nothing), and a
+    token's row its account."""
     account = AccountFactory(active=True, login="jane")
     with audit_context(reason="chargeback"):
         account_suspend(account=account, actor=admin_user)

@@ -32,8 +32,8 @@ def test_a_good_login_works(settings):
 
 @pytest.mark.parametrize("header", ["HTTP_USER_AGENT", "HTTP_ACCEPT"])
 def test_failed_logins_with_a_nul_in_a_header_still_lock_the_login_out(settings, header):
-    """Issue 8, Low list: django-axes keeps both headers, PostgreSQL text cannot hold a NUL, and the
-    login answered 500 without counting the failure."""
+    """django-axes keeps both headers and PostgreSQL text cannot hold a NUL: the failures still count
+    (a NUL reaching the database would answer 500 without counting them)."""
     get_user_model().objects.create_user("support5", password="right-password-123", is_staff=True)
     login = reverse("admin:login")
     client = Client()
@@ -60,8 +60,8 @@ def test_the_admin_says_whose_it_is(admin_client):
 
 
 def test_behind_a_proxy_one_clients_failures_do_not_lock_the_login_out_for_another(settings):
-    """Issue 8, item 6: behind a proxy every request came from the proxy's address, so five wrong
-    passwords from anywhere locked a staff login out for everyone."""
+    """Behind a proxy every request comes from the proxy's address: counted by it, five wrong
+    passwords from anywhere would lock a staff login out for everyone."""
     settings.TRUSTED_PROXY_COUNT = 1
     get_user_model().objects.create_user("support7", password="right-password-123", is_staff=True)
     via_proxy = {"REMOTE_ADDR": "10.0.0.2"}

@@ -37,7 +37,7 @@ class TestSeedDemo:
         assert Account.objects.dates("created_at", "day").count() > 10  # spread for the dashboard's chart
 
     def test_each_staff_login_has_its_own_password(self, settings, monkeypatch):
-        """Issue 8, Low list: one shared password, so Support knew the superuser's."""
+        """Each login its own password: with one shared password, Support would know the superuser's."""
         settings.DEBUG = True
         monkeypatch.setenv("DEMO_ADMIN_PASSWORD", "demo-pass-123")
         out = io.StringIO()
@@ -50,7 +50,7 @@ class TestSeedDemo:
         assert support.check_password(printed["Support"])
 
     def test_force_never_resets_an_existing_staff_password(self, settings, monkeypatch):
-        """Issue 8, Low list: --force reset every staff login's password."""
+        """--force (demo data with DEBUG off) leaves a staff login's existing password as it is."""
         settings.DEBUG = False
         user = get_user_model().objects.create_user("support", password="chosen-by-support", is_staff=True)
         monkeypatch.setenv("DEMO_SUPPORT_PASSWORD", "demo-pass-456")

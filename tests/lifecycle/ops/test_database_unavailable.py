@@ -1,4 +1,4 @@
-"""While the database cannot be reached, pages answer a clear 503, never a traceback (issue 9)."""
+"""While the database cannot be reached, pages answer a clear 503, never a traceback."""
 
 from contextlib import contextmanager
 
@@ -60,7 +60,7 @@ def test_a_failing_query_is_no_unreachable_database(statement):
 
 
 def test_the_client_api_answers_503_unavailable_with_retry_after():
-    """As the pages do: an unreachable database is no server error (it was a 500 server-error)."""
+    """As the pages do: an unreachable database is no server error (not a 500 server-error)."""
     from platform_events.api.clients import api_client_create
 
     _, api_key = api_client_create(name="reader", scopes=["accounts:read"], actor=None)

@@ -80,7 +80,7 @@ def test_status_reports_the_running_server():
 @pytest.fixture
 def scratch(tmp_path_factory):
     """A directory for a server of its own, where the server's user can reach it (pytest's tmp_path
-    lies under a 0700 directory, and the server no longer widens anyone's directories)."""
+    lies under a 0700 directory, and the server widens nobody's directories)."""
     (ROOT / ".local").mkdir(exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="t-", dir=ROOT / ".local"))
     path.chmod(0o755)
@@ -111,9 +111,9 @@ def test_a_server_is_started_and_stopped_in_a_fresh_directory(scratch):
 
 
 def test_a_stop_and_a_start_at_the_same_moment_never_fail(scratch):
-    """Found by the soak test (issue 9): a process that needed the server while ``stop`` was shutting
-    it down started it again halfway, and the stop failed with pg_ctl's traceback. The two now take
-    turns: the server ends up running, started again after the stop."""
+    """A process that needs the server while ``stop`` shuts it down waits its turn: otherwise it would
+    start it again halfway, and the stop would fail with pg_ctl's traceback. The server ends up
+    running, started again after the stop."""
     pgdata = scratch / "pgdata"
     embedded_db.ensure_running(pgdata)
     env = {**os.environ, "LIFECYCLE_PGDATA": str(pgdata)}
@@ -156,8 +156,9 @@ def test_a_database_an_earlier_version_made_as_the_superuser_is_handed_to_the_ow
         embedded_db.stop(pgdata, delete=True)
 
 
-# Issue 8, item 4: as root, a long data path put the socket in a world-writable directory (any local
-# user became superuser), start-up widened every parent directory to o+rx, and authentication was trust.
+# The server is closed to other local users, also when run as root: every role signs in with its
+# password (never trust), a long data path never puts the socket in a world-writable directory (any
+# local user could become superuser), and start-up widens no parent directory to o+rx.
 
 
 @on_embedded_server
@@ -290,7 +291,7 @@ def server_process_ids(pid: int) -> dict[str, list[int]]:
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
 def test_run_as_root_the_server_holds_none_of_roots_groups(scratch):
     """The server runs as its user with that user's group only: with root's gid 0, COPY ... PROGRAM
-    (a superuser's) ran with the root group's rights (issue 8, item 4)."""
+    (a superuser's) would run with the root group's rights."""
     pgdata = scratch / "pgdata"
     embedded_db.ensure_running(pgdata)
     try:

@@ -1,4 +1,4 @@
-"""The production web server (issue 15; README, "Running in production"): gunicorn with
+"""The production web server (README, "Running in production"): gunicorn with
 lifecycle/ops/gunicorn_conf.py, DEBUG off, the static files collected and served by WhiteNoise, behind a TLS
 proxy that says so in X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER), on the test database."""
 
@@ -239,7 +239,7 @@ def test_the_log_is_json_lines_and_never_holds_a_links_secret(production):
 
 def test_reading_the_configuration_makes_no_metrics_directory():
     """The server's own metrics directory is made when it starts, not when its configuration is read:
-    each --check-config left one in /dev/shm."""
+    otherwise each --check-config would leave one in /dev/shm."""
     shm = Path("/dev/shm")
     before = set(shm.glob("lifecycle-metrics-*"))
     env = environment(**PRODUCTION, DATABASE_URL="postgres://nobody@127.0.0.1:9/nothing")

@@ -182,8 +182,8 @@ class TestALinkSecret:
         ["/activate//{}", "/ACTIVATE/{}", "/recover//{}", "/activate/./{}", "/resend/{}", "/x{}y", "/activate/{}junk"],
     )
     def test_is_hidden_in_a_mangled_link_too(self, path, json_log):
-        """A proxy that doubles a slash, a mail client that changes the case (attack finding: each of
-        these was logged in full, by the request line and by Django's Not Found)."""
+        """A proxy that doubles a slash, a mail client that changes the case: the request line and
+        Django's Not Found would log each of these in full."""
         response = Client().get(path.format(A_SECRET))
         assert response.status_code == 404
         assert A_SECRET not in json_log.text
@@ -225,7 +225,7 @@ def test_runserver_prints_json_lines_without_the_secret(server):
 
 
 def test_a_host_not_allowed_is_one_short_line_without_a_traceback(json_log):
-    """Any scanner chooses the Host: an 8,000-byte one made a 33,000-character ERROR with a traceback."""
+    """Any scanner chooses the Host: with the traceback, an 8,000-byte one makes a 33,000-character ERROR."""
     response = Client().get("/recover/", HTTP_HOST="evil" + "x" * 8000 + ".example")
     assert response.status_code == 400
     [line] = [line for line in json_log.lines if line["logger"] == "django.security.DisallowedHost"]
@@ -234,7 +234,7 @@ def test_a_host_not_allowed_is_one_short_line_without_a_traceback(json_log):
 
 
 def test_the_cut_of_a_long_host_leaves_no_part_of_a_secret():
-    """Hidden before the cut: a secret-shaped run across the 300th character left up to 42 of it."""
+    """Hidden before the cut: a secret-shaped run across the 300th character would leave up to 42 of it."""
     record = logging.makeLogRecord({"msg": "Invalid HTTP_HOST header: '%s'", "args": ("h" * 280 + "S" * 43,)})
     Brief().filter(record)
     assert "S" * 10 not in record.getMessage()
@@ -242,7 +242,8 @@ def test_the_cut_of_a_long_host_leaves_no_part_of_a_secret():
 
 def test_django_q2_process_names_and_request_ids_are_not_taken_for_secrets():
     """Only a run as long as a link's secret (43) is hidden: django-q2 names its processes
-    Process-<32 hex digits>, 40 characters, and every line of the worker was "(hidden) processing ..."."""
+    Process-<32 hex digits>, 40 characters, which would make every line of the worker "(hidden)
+    processing ..."."""
     name, request_id = "Process-09966500566f4ca8a9a0450271cfb037", "8d1f0c7e-4a51-4c55-9a3b-2f6d7c1e5b90"
     record = logging.makeLogRecord({"msg": f"{name} processing {request_id}", "levelname": "INFO"})
     assert f"{name} processing {request_id}" in PlainLines().format(record)

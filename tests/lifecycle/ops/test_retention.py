@@ -1,5 +1,5 @@
-"""manage.py cleanup: one retention rule per table that grows (lifecycle/ops/retention.py); it took over
-sweep_signups, seed 003's periodic cleanup of sign-ups that never activated."""
+"""manage.py cleanup: one retention rule per table that grows (lifecycle/ops/retention.py), the periodic
+cleanup of sign-ups that never activated among them."""
 
 import io
 import uuid
@@ -58,7 +58,7 @@ def cleanup(*args):
     return out.getvalue()
 
 
-# Sign-ups (seed 003)
+# Sign-ups
 
 
 def test_only_old_never_activated_sign_ups_and_their_tokens_are_deleted(sql):
@@ -84,8 +84,8 @@ def test_a_sign_up_that_asked_for_a_new_code_recently_is_kept(sql):
 
 
 def test_a_sign_up_staff_unsuspended_recently_is_kept(sql):
-    """Found by an attack: a never-activated account that staff unsuspend goes back to provisioned,
-    and its old token made it "abandoned" the next night."""
+    """A never-activated account that staff unsuspend goes back to provisioned: its old token alone
+    would make it "abandoned" the next night."""
     account = AccountFactory()
     age(account, 30, sql)
     account_unsuspend(account=account_suspend(account=account, actor=None), actor=None)
@@ -280,7 +280,7 @@ def test_the_worker_runs_it_daily(sql):
     assert tasks.cleanup().startswith("Deleted: sign-ups 1, tokens 0,")
 
 
-# Outbox events, their deliveries, and the consumers' records (seed 004: 30 days)
+# Outbox events, their deliveries, and the consumers' records (RETENTION_EVENT_DAYS: 30 days)
 
 
 @pytest.mark.django_db(transaction=True)

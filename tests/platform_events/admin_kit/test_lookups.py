@@ -1,4 +1,4 @@
-"""Admin lists filter only by their declared filters: no query string reads a credential (issue 8)."""
+"""Admin lists filter only by their declared filters: no query string reads a credential."""
 
 import pytest
 from django.contrib import admin
@@ -28,7 +28,7 @@ def token():
 
 @pytest.mark.parametrize("role", ["Support", "superuser"])
 def test_a_token_code_cannot_be_guessed_digit_by_digit(role, token, admin_client):
-    """The attack: '?id=8&code__startswith=5' said "1 token" or "0 tokens"; now both answer 400 alike."""
+    """The attack: '?id=8&code__startswith=5' would say "1 token" or "0 tokens"; both answer 400 alike."""
     client = admin_client if role == "superuser" else staff_client(role)
     tokens = changelist(type(token))
     right, wrong = token.code[0], str((int(token.code[0]) + 1) % 10)

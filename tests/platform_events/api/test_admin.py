@@ -344,7 +344,7 @@ def test_support_and_auditors_have_no_api_client_page(role):
 )
 def test_the_add_forms_load_the_admins_jquery_before_the_script_that_needs_it(admin_client, path):
     """change_form.html runs prepopulate_init.js, which reads django.jQuery: without the admin's media
-    the page threw "$ is not a function" in the browser."""
+    the page would throw "$ is not a function" in the browser."""
     scripts = re.findall(r'<script[^>]*src="([^"]+)"', admin_client.get(path).content.decode())
     jquery_init = next(i for i, src in enumerate(scripts) if "admin/js/jquery.init" in src)
     assert jquery_init < next(i for i, src in enumerate(scripts) if "prepopulate_init" in src)

@@ -14,9 +14,10 @@ pytestmark = pytest.mark.attack
 @pytest.mark.django_db
 def test_a_revoked_key_cannot_be_restored_by_deleting_and_reinserting_its_client(sql):
     """0013_api.sql: "A revoked key stays revoked ... a new key is a new client"; its trigger refuses
-    UPDATE ... SET revoked_at = NULL. The runtime role (a leaked DATABASE_URL, an SQL injection) may
-    still DELETE the revoked row and INSERT it again, OVERRIDING SYSTEM VALUE, with the same id, name,
-    key_hash and key_prefix and more scopes: the leaked key works again, as the same client."""
+    UPDATE ... SET revoked_at = NULL. The attack: the runtime role (a leaked DATABASE_URL, an SQL
+    injection) deletes the revoked row and inserts it again, OVERRIDING SYSTEM VALUE, with the same
+    id, name, key_hash and key_prefix and more scopes, so that the leaked key would work again as the
+    same client. It stays revoked."""
     client, key = api_client_create(name="leaky", scopes=["accounts:read"], actor=None)
     api_client_revoke(client=client, reason="the key was pasted in a chat", actor=None)
     assert api_client_by_key(key) is None

@@ -1,9 +1,9 @@
-"""Partition upkeep never fails a concurrent write (issue 9).
+"""Partition upkeep never fails a concurrent write.
 
-Found on a fresh clone: the worker's first "audit: ensure partitions" made this month's partition
-while sign-ups were running, and each long-lived connection's next sign-up failed with "new row for
-relation audit_events_default violates partition constraint" (raised in an audit trigger, so the
-whole sign-up rolled back)."""
+On a fresh install the worker's first "audit: ensure partitions" makes this month's partition while
+sign-ups may be running; done carelessly, each long-lived connection's next sign-up would fail with
+"new row for relation audit_events_default violates partition constraint" (raised in an audit
+trigger, so the whole sign-up would roll back)."""
 
 import io
 import threading

@@ -59,7 +59,7 @@ class TestPartitions:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_second_run_waits_for_the_first_and_finds_the_months_made():
-    """Issue 8, Low list: two runs at once both made the missing month, and the second failed."""
+    """Two runs at once would both make the missing month, and the second would fail: it waits."""
     from datetime import date
 
     from platform_events.audit.partitions import PARTITIONS_LOCK

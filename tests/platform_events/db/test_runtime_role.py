@@ -1,6 +1,6 @@
 """The runtime role (what the web server, the worker and the commands connect as) cannot rewrite the
 audit trail, nor lift the rules that guard it: each statement of the attack, tried on a real
-connection of that role (issue 8)."""
+connection of that role."""
 
 import psycopg
 import pytest

@@ -1,7 +1,6 @@
 """No function of the schema can be pointed at a fake table: each has a fixed search_path (public,
 then pg_temp), so a temporary table named like ours and put first on a session's search_path is
-never what a trigger reads or writes (issue 8; accounts/sql/0010, tokens/sql/0010,
-platform_events/sql/0006)."""
+never what a trigger reads or writes (accounts/sql/0010, tokens/sql/0010, platform_events/sql/0006)."""
 
 import pytest
 
@@ -24,7 +23,7 @@ def test_every_function_of_the_schema_has_a_fixed_search_path(sql):
 
 
 def shadow(sql, table: str, *, assignments: str = "") -> None:
-    """What the attack did: a temporary copy of ``table`` first on the search_path, changed at will."""
+    """What the attack does: a temporary copy of ``table`` first on the search_path, changed at will."""
     sql(f"CREATE TEMP TABLE {table} (LIKE public.{table} INCLUDING ALL)")
     sql(f"INSERT INTO pg_temp.{table} SELECT * FROM public.{table}")
     if assignments:
@@ -57,9 +56,9 @@ def test_a_fake_accounts_table_does_not_let_a_suspended_account_recover(sql, ref
 
 
 def test_a_fake_tokens_table_does_not_keep_the_old_token_live(sql):
-    """A new token replaces the live one of its account and action; with a fake tokens table first on
-    the search_path the replacement went to the fake, and the new token was refused by the live-token
-    index (no recovery e-mail could be sent)."""
+    """A new token replaces the live one of its account and action, also with a fake tokens table first
+    on the search_path: a trigger reading the fake would replace the fake's token, and the live-token
+    index would refuse the new one (no recovery e-mail could be sent)."""
     (account_id,) = sql(
         "INSERT INTO accounts (email, login, status) VALUES ('t@example.com', 't1', 'active') RETURNING id"
     )[0]

@@ -1,4 +1,4 @@
-"""Unlocking a locked-out staff login from the admin (lifecycle/audit_trail/admin.py, platform_events/lockouts/services.py):
+"""Unlocking a locked-out staff login from the admin (platform_events/lockouts/admin.py and services.py):
 superusers only, after a confirmation page, recorded in the admin's history; the login then signs in."""
 
 import pytest

@@ -234,7 +234,8 @@ def test_a_test_event_goes_to_its_one_endpoint():
 
 
 def test_the_runtime_role_cannot_redirect_or_drop_a_due_delivery():
-    """Found by an attack: a delivery pointed at another endpoint, or deleted while due, unaudited."""
+    """The attack: a delivery pointed at another endpoint, or deleted while due, unaudited. Both are
+    refused."""
     with connect(autocommit=True) as conn:
         endpoint(conn, "account.created")
         other = endpoint(conn, "account.suspended")

@@ -103,8 +103,8 @@ def test_the_secret_is_in_no_page_session_or_audit_row_afterwards(integrator, ad
 
 
 def test_the_secret_is_in_no_log_even_at_debug(integrator, caplog):
-    """Found while adding API clients: django.template logs a page's whole context at DEBUG for each
-    variable it cannot find (admin/base.html's subtitle), the secret's page included."""
+    """django.template logs a page's whole context at DEBUG for each variable it cannot find
+    (admin/base.html's subtitle), the secret's page included: the secret is not in those lines."""
     caplog.set_level(logging.DEBUG, logger="django")
     _, secret, _ = added(integrator)
     assert "Exception while resolving variable" in caplog.text

@@ -67,7 +67,7 @@ def test_rotate_webhook_secret_of_no_endpoint_is_refused(endpoint_id):
 
 
 def test_a_huge_overlap_or_undecodable_text_is_one_sentence():
-    """Found by an attack: tracebacks from the database."""
+    """One sentence, not the database's traceback."""
     from django.core.management import CommandError, call_command
 
     with pytest.raises(CommandError, match="not valid text"):

@@ -317,7 +317,7 @@ def test_a_record_the_database_refuses_leaves_at_most_one_batch_of_records_and_o
 
 @pytest.mark.parametrize("query", ["claim", "longest wait"])
 def test_the_claim_and_the_longest_wait_walk_the_due_index_instead_of_sorting_the_queue(receiver, query):
-    """The planner, left alone, read and sorted every due delivery for each batch of 50 (7 ms with 2,000
+    """The planner, left alone, reads and sorts every due delivery for each batch of 50 (7 ms with 2,000
     due in bench/webhooks.py, O(queue)): it estimates the "no earlier event" anti-join at a few rows.
     Sorting off, the index must hold the claim's whole order for the walk to stop at the batch. A plan,
     not a time. (This database's statistics do not reproduce the bench's estimate, so the planner's
@@ -353,7 +353,7 @@ def test_a_claim_skips_deliveries_another_session_holds_instead_of_waiting(recei
     assert WebhookDelivery.objects.get(pk=held).status == DeliveryStatus.PENDING
 
 
-# Found by an attack on the dispatcher (each stopped every run that claimed the delivery, for every endpoint)
+# An answer or a URL that would stop every run that claims its delivery, for every endpoint
 
 
 @pytest.mark.parametrize("status", [200, 500])

@@ -142,8 +142,8 @@ def session_settings() -> dict[str, str]:
 
 def test_the_callers_own_session_settings_are_put_back_after_a_run_and_after_one_that_raises(receiver):
     """A caller whose session set its own enable_sort and synchronous_commit (SET, outside any
-    transaction) finds them as they were after a run, also after Ctrl-C mid-POST. RESET put back the
-    server's defaults instead, not what the session had."""
+    transaction) finds them as they were after a run, also after Ctrl-C mid-POST. RESET would put back
+    the server's defaults instead, not what the session had."""
     make_endpoint(receiver.url)
     with connection.cursor() as cursor:
         cursor.execute("SET enable_sort = off")

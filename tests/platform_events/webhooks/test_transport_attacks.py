@@ -160,9 +160,10 @@ def test_a_receiver_reading_the_request_slowly_cannot_hold_the_attempt_past_its_
     short_timeouts, request, scheme
 ):
     """Each socket send() waits at most the write timeout, but httpcore's SyncStream.write loops over
-    them under that one timeout: a receiver reading some every 0.1 s kept one attempt going for as
-    long as the body lasted (about 12 s here, for a 2.5 s deadline), and the run's lease with it. Over
-    TLS one SSL_write is bounded as a whole already; that variant checks the new write loop there."""
+    them under that one timeout: a receiver reading some every 0.1 s would keep one attempt going for
+    as long as the body lasts (about 12 s here, for a 2.5 s deadline), and the run's lease with it.
+    Over TLS one SSL_write is bounded as a whole already; that variant checks the deadline's write
+    loop there."""
     short_timeouts.WEBHOOKS_CONNECT_TIMEOUT_SECONDS, short_timeouts.WEBHOOKS_TIMEOUT_SECONDS = 0.5, 2
     server_tls = request.getfixturevalue("tls") if scheme == "https" else None
 
@@ -198,7 +199,7 @@ def test_a_receiver_reading_the_request_slowly_cannot_hold_the_attempt_past_its_
 
 def test_a_retry_after_date_whose_offset_overflows_is_ignored_not_raised(short_timeouts):
     """email.utils.parsedate_to_datetime raises OverflowError (not ValueError) for an offset too large
-    for a C int: http.post raised it, and the run that claimed the delivery failed with it."""
+    for a C int: raised from http.post, it would fail the run that claimed the delivery."""
     with RawReceiver(
         lambda conn, number, stop: (
             read_request(conn)
@@ -265,9 +266,9 @@ def test_a_huge_or_endless_answer_costs_one_excerpt_and_its_connection_is_not_re
 
 def test_bytes_a_receiver_sent_after_its_answer_are_not_the_next_deliverys_answer(short_timeouts):
     """A receiver that sends a second answer (or a body longer than its Content-Length) leaves bytes h11
-    has read but httpcore's idle check cannot see. The connection was reused, and the next delivery
-    took those bytes for its answer ("delivered") before its request had even gone out; the receiver's
-    real answer to it (500) was read by the delivery after."""
+    has read but httpcore's idle check cannot see. Were the connection reused, the next delivery would
+    take those bytes for its answer ("delivered") before its request had even gone out, and the
+    receiver's real answer to it (500) would be read by the delivery after."""
 
     def answers_twice(conn, stop):
         read_request(conn)
@@ -289,7 +290,7 @@ def test_a_receiver_closing_mid_answer_is_a_failed_attempt_and_the_next_one_reco
 
 
 def test_no_proxy_is_taken_from_the_environment(short_timeouts, monkeypatch, receiver):
-    """httpx.Client(trust_env=False) kept HTTP_PROXY and its kin out; the transport alone must too."""
+    """httpx.Client(trust_env=False) keeps HTTP_PROXY and its kin out; the transport alone must too."""
     proxied = []
 
     def record(conn, number, stop):

@@ -46,7 +46,8 @@ class TestMailRunRows:
         assert job.last_seq == max(Token.objects.values_list("pk", flat=True))
 
     def test_runs_over_an_empty_queue_leave_no_row(self, smtp_server):
-        """Issue 11: the listener's poll added an empty row every 30 s (80 in 8 idle minutes)."""
+        """An idle run leaves no row: otherwise the listener's poll every 30 s would add 80 in 8 idle
+        minutes."""
         results = [drain() for _ in range(5)]
         assert not Job.objects.exists()
         assert {result.job_id for result in results} == {None}
@@ -112,9 +113,9 @@ class TestWhatIsNeverMailed:
         assert smtp_server.messages == []
 
     def test_a_token_used_while_a_run_held_it_is_recorded_as_sent_not_as_skipped(self, sql):
-        """Found by the soak test: the run was killed (or lost the database) between the SMTP server's
-        acceptance and the sent-mark, and the person used the e-mail before another run sent it again.
-        Only the e-mail carries the link, so it went out: the record says so. As psql would do it."""
+        """A run killed (or cut off from the database) between the SMTP server's acceptance and the
+        sent-mark, and the person uses the e-mail before another run sends it again: only the e-mail
+        carries the link, so it went out, and the record says so. Used as psql would do it."""
         held = live_token(account=AccountFactory())
         claim_batch(10)
         sql("UPDATE tokens SET consumed_at = now() WHERE id = %s", [held.pk])
@@ -157,7 +158,7 @@ UNSENDABLE_ADDRESSES = ["poison@" + "x" * 64 + ".example.com", "=?utf-8?q?a=0D=0
 
 
 def insert_stored_before_the_rule(email: str) -> int:
-    """An account with an address the rule now refuses, as an older database may still hold (the
+    """An account with an address the rule refuses, as an older database may still hold (the
     owner alone can lift the rule, for this one transaction)."""
     with connect_as_owner() as owner:
         owner.execute("ALTER TABLE accounts DISABLE TRIGGER before_account_validate")
@@ -172,8 +173,8 @@ def insert_stored_before_the_rule(email: str) -> int:
 class TestUnsendableAddresses:
     @pytest.mark.parametrize("email", UNSENDABLE_ADDRESSES, ids=["long-label", "encoded-word"])
     def test_one_unsendable_address_fails_only_its_own_token(self, smtp_server, email):
-        """The attack: a bulk sign-up of 51 with one poison address; the run aborted on it every time
-        and the other activation e-mails expired unsent. Now the poison is dead and the rest go out."""
+        """The attack: a bulk sign-up of 51 with one poison address, which would abort every run and
+        let the other activation e-mails expire unsent. The poison is dead and the rest go out."""
         AccountFactory.create_batch(25)
         poison = live_token(account=insert_stored_before_the_rule(email))
         AccountFactory.create_batch(25)
@@ -287,6 +288,7 @@ class TestDrainCommand:
 
     @pytest.mark.parametrize("size", ["0", "-3", "99999999999999999999"])
     def test_refuses_a_bad_batch_size(self, size):
-        """Issue 8, Low list: a huge one was a DataError (the LIMIT overflowed bigint)."""
+        """One sentence for each; a huge one would otherwise be a DataError (the LIMIT would overflow
+        bigint)."""
         with pytest.raises(CommandError, match="--batch-size must be between 1 and 10000"):
             call_command("drain_mailroom", "--batch-size", size)

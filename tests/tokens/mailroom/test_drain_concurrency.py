@@ -59,7 +59,8 @@ def test_four_concurrent_drains_mail_every_token_exactly_once(psql):
 
 
 def test_a_token_committed_late_behind_a_higher_id_is_still_mailed(psql, smtp_server):
-    """The seed's cursor never mailed it (README, "What differs from the seed")."""
+    """A drain by cursor (the highest id mailed so far) would never mail it (README, "What differs from
+    the seed, and why")."""
     with connect() as late:
         late.execute("INSERT INTO accounts (email, login) VALUES ('late@example.com', 'late')")  # lower id, uncommitted
         psql.execute("INSERT INTO accounts (email, login) VALUES ('early@example.com', 'early')")
@@ -120,8 +121,8 @@ def test_a_drain_killed_with_a_message_in_flight_sends_only_that_one_again(psql)
 
 
 def test_a_killed_runs_row_keeps_its_counts_and_the_next_run_closes_it(psql):
-    """Issue 8 (Low): a run killed mid-way left its jobs row unfinished with counts of 0 although it had
-    sent mail."""
+    """A run killed mid-way keeps the counts of what it sent in its jobs row (not 0), and the next run
+    closes the row."""
     smtp = SMTPServer().start()
     smtp.handler.delay = 0.02
     try:
@@ -148,8 +149,9 @@ def test_a_running_run_is_not_closed_by_another():
 
 
 def test_a_batch_that_outlasts_its_lease_renews_it_and_no_second_run_takes_it_over(psql):
-    """The attack: a slow server (here 0.25 s a message) and a batch longer than the lease; a second
-    run started once the first lease would have ended found the batch free and mailed it again."""
+    """The attack: a slow server (here 0.25 s a message) and a batch longer than the lease; without the
+    renewal, a second run started once the first lease would have ended would find the batch free and
+    mail it again."""
     smtp = SMTPServer().start()
     smtp.handler.delay = 0.25
     try:

@@ -46,6 +46,6 @@ def test_listen_mailroom_mails_a_new_account_without_waiting_for_a_poll(psql):
 
 @pytest.mark.parametrize("seconds", ["nan", "inf", "0", "-1", "86401"])
 def test_a_poll_interval_that_is_no_interval_is_refused(seconds):
-    """Issue 8, Low list: nan made a busy loop (383 runs in 5 s)."""
+    """Each is refused in one sentence; nan would make a busy loop (383 runs in 5 s)."""
     with pytest.raises(CommandError, match="--poll-seconds must be more than 0 and at most 86400"):
         call_command("listen_mailroom", "--poll-seconds", seconds)

@@ -71,7 +71,7 @@ def bodies(message) -> tuple[str, str]:
 
 
 def test_an_e_mail_sent_late_states_the_validity_left_not_the_lifetime(smtp_server):
-    """Issue 11: mailed 9 minutes late, it said "15 minutes" with 6 left."""
+    """Mailed 9 minutes late, it says about 6 minutes, not "15 minutes"."""
     expires_at = mailed_late(
         live_token(account=AccountFactory()), issued_ago=timedelta(minutes=9), left=timedelta(minutes=6)
     )

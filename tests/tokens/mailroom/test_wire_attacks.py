@@ -30,11 +30,10 @@ pytestmark = [pytest.mark.attack, pytest.mark.django_db(transaction=True)]
 
 def test_one_refused_sent_mark_leaves_only_its_own_token_to_be_sent_again(smtp_server, psql):
     """One token's sent-mark fails in the database (its row is locked by a longer transaction, e.g. a
-    person using the link, and the session has a lock_timeout). Before the overlap, that mark raised at
-    once, before the next message was started: one e-mail delivered but not marked. Now the failure is
-    read only after the NEXT message's body went out: that one is delivered too, its answer is never
-    read (QUIT reads it), and it stays claimed as well: two e-mails re-sent once the lease ends, and
-    the rest of the batch sits claimed for a whole lease."""
+    person using the link, and the session has a lock_timeout): one e-mail delivered but not marked.
+    Read only after the NEXT message's body went out, the failure would leave that one delivered too,
+    its answer never read (QUIT reads it) and the token still claimed as well: two e-mails re-sent once
+    the lease ends, and the rest of the batch claimed for a whole lease."""
     tokens = [live_token(account=AccountFactory()) for _ in range(4)]
     claim, batch = claim_batch(10)
     assert [t.pk for t in batch] == [t.pk for t in tokens]
@@ -47,7 +46,7 @@ def test_one_refused_sent_mark_leaves_only_its_own_token_to_be_sent_again(smtp_s
             try:
                 send_batch(batch, claim=claim, result=result)
             except DatabaseError:
-                pass  # what the drain does today (lock timeout); the test is about the tokens
+                pass  # the drain stops on the lock timeout; the test is about the tokens
     finally:
         with connection.cursor() as cursor:
             cursor.execute("RESET lock_timeout")
@@ -98,9 +97,9 @@ def test_many_kills_of_concurrent_drains_double_at_most_one_email_per_kill_and_l
 def test_an_interrupted_drain_waiting_for_a_marks_answer_still_records_its_run(psql):
     """Ctrl-C (SIGINT) of ``manage.py drain_mailroom`` while SentMarks.collect() waits for a mark's
     answer (the row is locked a moment by another transaction). psycopg cancels a query it waits for on
-    KeyboardInterrupt and leaves the connection usable; collect() has already forgotten the answer is
-    due and leaves it unread: the drain's own finally then fails with "another command is already in
-    progress", so its jobs row is never finished and the interrupt is hidden behind that error."""
+    KeyboardInterrupt and leaves the connection usable; were the answer then left unread with collect()
+    no longer expecting it, the drain's own finally would fail with "another command is already in
+    progress": its jobs row never finished, and the interrupt hidden behind that error."""
 
     smtp = SMTPServer().start()
     locker = connect()
@@ -136,14 +135,14 @@ def test_an_interrupted_drain_waiting_for_a_marks_answer_still_records_its_run(p
         smtp.stop()
     assert "another command is already in progress" not in output, output
     job = Job.objects.get()
-    assert job.finished_at is not None, output[-2000:]  # as before the overlap (psycopg cancels and goes on)
+    assert job.finished_at is not None, output[-2000:]  # psycopg cancels, and the run is recorded
 
 
 def test_a_drain_whose_database_session_is_terminated_leaves_one_delivered_email_unmarked_at_most(psql):
     """pg_terminate_backend() of the drain's session (a failover, an operator) while a message is in
-    flight. Before the overlap, the next mark failed at once: one e-mail delivered and not marked.
-    Now the failure is read only after the next message went out too: two e-mails delivered, neither
-    marked, both sent again once the lease ends."""
+    flight: the next mark fails, and one e-mail is delivered and not marked. Read only after the next
+    message went out too, the failure would leave two e-mails delivered, neither marked, both sent
+    again once the lease ends."""
 
     smtp = SMTPServer().start()
     killer = connect(autocommit=True)
@@ -326,8 +325,9 @@ def test_a_slow_server_never_lets_a_lease_run_out_under_a_message_in_flight(sett
     """settings.py: "one message may take 4 x EMAIL_TIMEOUT, and a run renews its lease before that"
     (MAILROOM_MESSAGE_SECONDS). Overlapped, the last message of a batch takes its MAIL, RCPT, DATA and
     body answer (4) plus the answer to the message before it (1) after the last lease check: 5 x
-    EMAIL_TIMEOUT. A server answering each command in just under EMAIL_TIMEOUT lets the lease end while
-    the last message is in flight; another run claims that token and mails it again, no kill needed."""
+    EMAIL_TIMEOUT. Unless the lease check counts that answer too, a server answering each command in
+    just under EMAIL_TIMEOUT would let the lease end while the last message is in flight, and another
+    run would claim that token and mail it again, no kill needed."""
 
     tokens = [live_token(account=AccountFactory()) for _ in range(2)]
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"

@@ -13,7 +13,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, batch_size, **options):
         if batch_size is not None and not 1 <= batch_size <= MAX_BATCH_SIZE:
-            # A batch is one SMTP connection and one lease: a huge one overflowed the LIMIT (bigint).
+            # A batch is one SMTP connection and one lease: a huge one would overflow the LIMIT (bigint).
             raise CommandError(f"--batch-size must be between 1 and {MAX_BATCH_SIZE}.")
         result = drain(batch_size=batch_size, on_batch=lambda progress: self.stdout.write(f"  {progress.summary()}"))
         if result.error:
