@@ -300,6 +300,7 @@ class TestTheList:
         page = support.get(TRAIL).content.decode()
         assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page
 
+    @pytest.mark.django_db(transaction=True)  # the owner's row is committed: the clean-up after such tests removes it
     def test_a_long_diff_shows_three_lines_and_the_rest_under_more(self, support):
         before = {f"field_{n}": n for n in range(5)}
         after = {f"field_{n}": n + 1 for n in range(5)}
