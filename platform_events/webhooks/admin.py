@@ -67,6 +67,24 @@ def status_badge(status, label: str) -> str:
 # Endpoints
 
 
+def checked_by_the_service(form, *, owner_field: str) -> dict:
+    """A form's endpoint fields through the service's own check (endpoint_fields_checked), its refusal
+    shown beside the field it names."""
+    cleaned = form.cleaned_data
+    if form.errors:
+        return cleaned
+    try:
+        endpoint_fields_checked(
+            url=cleaned["url"],
+            events=cleaned["events"],
+            owner=cleaned[owner_field],
+            description=cleaned.get("description") or "",
+        )
+    except EndpointError as refusal:
+        form.add_error(owner_field if refusal.field == "owner" else refusal.field, str(refusal))
+    return cleaned
+
+
 class EndpointFieldsForm(forms.Form):
     """What staff choose of an endpoint; checked by the service's own rules (endpoint_fields_checked)."""
 
@@ -84,16 +102,8 @@ class EndpointFieldsForm(forms.Form):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
 
     def clean(self):
-        cleaned = super().clean()
-        if self.errors:
-            return cleaned
-        try:
-            endpoint_fields_checked(
-                url=cleaned["url"], events=cleaned["events"], owner=cleaned["owner"], description=cleaned["description"]
-            )
-        except EndpointError as refusal:
-            self.add_error(refusal.field, str(refusal))
-        return cleaned
+        super().clean()
+        return checked_by_the_service(self, owner_field="owner")
 
 
 class EndpointAddForm(EndpointFieldsForm):
@@ -126,19 +136,8 @@ class EndpointChangeForm(forms.ModelForm):
         widgets = {"url": forms.URLInput(attrs={"size": 70})}
 
     def clean(self):
-        cleaned = super().clean()
-        if self.errors:
-            return cleaned
-        try:
-            endpoint_fields_checked(
-                url=cleaned["url"],
-                events=cleaned["events"],
-                owner=cleaned["owner_id"],
-                description=cleaned.get("description") or "",
-            )
-        except EndpointError as refusal:
-            self.add_error({"owner": "owner_id"}.get(refusal.field, refusal.field), str(refusal))
-        return cleaned
+        super().clean()
+        return checked_by_the_service(self, owner_field="owner_id")
 
 
 def endpoint_action(label: str, service, question: str, done: str, applies_to, **options) -> RowAction:

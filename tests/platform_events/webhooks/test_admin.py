@@ -155,6 +155,16 @@ def test_changing_the_endpoint_keeps_its_secret_and_is_audited(integrator):
     assert changed.actor_display == "integrator1" and changed.diff_after["url"] == "https://hooks.example.com/v2"
 
 
+def test_a_change_the_service_refuses_is_said_beside_its_field_and_changes_nothing(integrator):
+    endpoint, _, _ = added(integrator)
+    form = {"url": "http://hooks.example.com/plain", "events": ["account.deleted"], "owner_id": "billing"}
+    response = integrator.post(page("change", endpoint.pk), {**form, "description": ""})
+    assert response.status_code == 200
+    assert list(response.context["adminform"].form.errors) == ["url"]
+    endpoint.refresh_from_db()
+    assert endpoint.url != form["url"] and not AuditEvent.objects.filter(action="webhook.changed").exists()
+
+
 def test_rotating_asks_first_then_shows_the_new_secret_once(integrator):
     endpoint, first, _ = added(integrator)
     confirm = integrator.get(act(endpoint, "rotate_secret"))
