@@ -39,7 +39,7 @@ class IllegalTransition(Refused):
     """The account is not in a state this move starts from: the API's generic refusal."""
 
     code = "refused"
-    reason = "illegal transition"
+    default_reason = "illegal transition"
 
 
 @raised_as(sqlstate="LA006")
@@ -51,12 +51,12 @@ class HistoryIsKept(Refused):
 
 class AlreadySuspended(IllegalTransition):
     code = "already-suspended"
-    reason = "already suspended"
+    default_reason = "already suspended"
 
 
 class NotSuspended(IllegalTransition):
     code = "not-suspended"
-    reason = "not suspended"
+    default_reason = "not suspended"
 
 
 class AccountGone(Refused):
@@ -64,4 +64,4 @@ class AccountGone(Refused):
 
     code = "account-gone"
     status = 404
-    reason = "deleted meanwhile"
+    default_reason = "deleted meanwhile"

@@ -46,7 +46,7 @@ TRIGGERS = [
 STEPS = [
     ("bare: the seed's columns, primary key only", "seed.accounts_bare", []),
     ("indexed: the seed's columns and indexes, no triggers", "seed.accounts_indexed", []),
-    ("the seed's schema and triggers (seeds/000)", "seed.accounts", []),
+    ("the seed's schema and triggers (bench/seed_schema.sql)", "seed.accounts", []),
     ("ours: indexes only (all triggers disabled)", "accounts", []),
     ("ours: + validation (e-mail, login)", "accounts", TRIGGERS[:1]),
     ("ours: + insert timestamps and e-mail claim (WHEN false)", "accounts", TRIGGERS[:3]),

@@ -17,10 +17,11 @@ class Refused(Exception):
     The other fields say whose and what, when known: ``account_id`` and ``state`` the account and the
     state it was in, ``field`` the input refused, ``retry_after`` the seconds after which the same
     request may succeed. ``reason`` is a few words that group refusals in a report ("already
-    suspended"): the code's words unless the class or the instance says better.
+    suspended"): the instance's own, or its kind's ``default_reason``, or its code in words.
     """
 
     code = "refused"
+    default_reason: str | None = None  # a kind's own words for ``reason``, where its code's would not do
     status = 409  # the request is sound; the rules, or the state of what it changes, refuse it
     retry_after: int | None = None
 
@@ -47,4 +48,4 @@ class Refused(Exception):
 
     @property
     def reason(self) -> str:
-        return self._reason or self.code.replace("-", " ")
+        return self._reason or self.default_reason or self.code.replace("-", " ")

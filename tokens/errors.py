@@ -55,6 +55,8 @@ class WrongAccountState(Refused):
 
     @property
     def reason(self) -> str:
+        if self._reason:
+            return self._reason
         if self.state and self.needed:
             return f"{self.state}, not {self.needed}"
         return "not in the state this needs"

@@ -39,7 +39,7 @@ from lifecycle.api.schemas import (
     SessionOut,
     Text,
 )
-from platform_events.api.idempotency import Outcome, idempotency_key, request_fingerprint, run_once
+from platform_events.api.idempotency import KEY_PATTERN, Outcome, idempotency_key, request_fingerprint, run_once
 from platform_events.api.models import ApiScope
 from platform_events.api.problems import Problem
 from platform_events.audit.context import audit_context
@@ -65,7 +65,7 @@ IDEMPOTENT = {
             "required": True,
             "description": "32-128 of A-Z a-z 0-9 _ -, bare or as a quoted string. A retry with the same key"
             " and body gets the first response again (with Idempotent-Replayed: true).",
-            "schema": {"type": "string", "pattern": '^([A-Za-z0-9_-]{32,128}|"[A-Za-z0-9_-]{32,128}")$'},
+            "schema": {"type": "string", "pattern": f'^({KEY_PATTERN}|"{KEY_PATTERN}")$'},
         }
     ]
 }
@@ -250,7 +250,7 @@ def _failure_limits(client_id: int, identifier: str) -> list[tuple[Limit, str]]:
 def check_password(request, body: SessionIn):
     """The account a login or e-mail and password sign in to: its id and status (the caller decides
     what a suspended account may do). A wrong password and a name nobody has get the same answer,
-    after the same work. Failures are limited per account and per client (429 with Retry-After)."""
+    after the same work. Failures are limited per name as typed and per client (429 with Retry-After)."""
     account, right = account_password_verify(identifier=body.identifier, password=body.password)
     limits = _failure_limits(request.auth.pk, body.identifier)
     try:

@@ -7,10 +7,6 @@ page's History links there). platform_events, where the rows live, imports no ap
 
 Read-only like every audit admin; Auditors (and superusers) may also export the list as CSV
 (lifecycle/audit_trail/export.py), each export itself audited.
-
-The platform's other pages (the locked-out staff logins and their Unlock action, django-q2's task
-pages without their arguments, the webhook endpoints and deliveries, the outbox's events, the API
-clients) are in their feature folders under platform_events/, registered by platform_events/admin.py.
 """
 
 import uuid
@@ -89,7 +85,8 @@ class AuditTrailChangeList(ChangeList):
                 narrowings.append(self._narrowing(f"account {label}", [spec.parameter_name]))
         resource_type, resource_id = self.params.get("resource_type"), self.params.get("resource_id")
         if resource_type == ResourceType.ACCOUNT and resource_id and _is_id(resource_id):
-            # The old link of the account page: the account's own rows, without its tokens'.
+            # ?resource_type=account&resource_id=7: the account's own rows, without its tokens' (links kept in
+            # bookmarks and in other systems work; the account page links to ?account=7).
             narrowing = self._narrowing(
                 f"account {account_label(int(resource_id))}, its own rows only", ["resource_type", "resource_id"]
             )

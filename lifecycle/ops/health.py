@@ -15,20 +15,20 @@ import asyncio
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import timedelta
 
 import health_check
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import connection, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 from health_check.base import HealthCheck
 from health_check.exceptions import ServiceUnavailable
 
+from platform_events.db.timeouts import bounded_statements
 from platform_events.webhooks.selectors import longest_due_wait
 from tokens.selectors import longest_mail_wait
 
@@ -38,13 +38,6 @@ CHECK_TIME_LIMIT = timedelta(seconds=3)
 STATEMENT_TIMEOUT = "2s"
 
 OK, FAILING, NOT_CHECKED = "ok", "failing", "not checked"
-
-
-@contextmanager
-def _bounded_statements() -> Iterator[None]:
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('statement_timeout', %s, true)", [STATEMENT_TIMEOUT])
-        yield
 
 
 @dataclasses.dataclass
@@ -61,7 +54,7 @@ class Migrations(HealthCheck):
     timeout = CHECK_TIME_LIMIT
 
     def run(self) -> None:
-        with _bounded_statements():
+        with bounded_statements(STATEMENT_TIMEOUT):
             executor = MigrationExecutor(connection)
             unapplied = executor.migration_plan(executor.loader.graph.leaf_nodes())
         if unapplied:
@@ -80,7 +73,7 @@ class QueueAge(HealthCheck):
     timeout = CHECK_TIME_LIMIT
 
     def run(self) -> None:
-        with _bounded_statements():
+        with bounded_statements(STATEMENT_TIMEOUT):
             waited = self.longest_wait()
         if waited is not None and waited > self.max_age:
             raise ServiceUnavailable(f"{self.what} has been due for {waited.total_seconds():.0f} s")

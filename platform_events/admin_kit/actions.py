@@ -194,7 +194,7 @@ class RowActions:
 
     def row_action_view(self, request, object_id, action) -> HttpResponse:
         """One action on one row, from its page: the same confirmation, reason and report as the list's;
-        then back to the page (or to ``then(request, row, result)``'s answer)."""
+        then back to the page (or the page the action's ``answer`` method makes of the row and its result)."""
         if action not in self.row_actions:
             raise Http404(f"No such action: {action}")
         if not self.may_run(request, action):

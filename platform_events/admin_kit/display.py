@@ -35,5 +35,10 @@ def when(moment: datetime | None, *, exact: bool = False) -> str:
     return localtime(moment).strftime("%Y-%m-%d %H:%M:%S.%f %Z" if exact else "%Y-%m-%d %H:%M:%S %Z")
 
 
+def preformatted(text: str) -> str:
+    """Text as it was received (a receiver's answer, a document), wrapped to the column."""
+    return format_html("<pre style='white-space: pre-wrap;'>{}</pre>", text)
+
+
 def pretty_json(value) -> str:
-    return format_html("<pre style='white-space: pre-wrap;'>{}</pre>", json.dumps(value, indent=2, sort_keys=True))
+    return preformatted(json.dumps(value, indent=2, sort_keys=True))

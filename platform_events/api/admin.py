@@ -10,8 +10,9 @@ no client is ever deleted here: the audit trail names clients by id (``api-clien
 """
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
@@ -19,7 +20,7 @@ from django.utils.text import Truncator
 from django.views.decorators.debug import sensitive_variables
 
 from platform_events.admin_kit.actions import RowAction
-from platform_events.admin_kit.display import when
+from platform_events.admin_kit.display import Tone, when
 from platform_events.admin_kit.lookups import DeclaredLookupsOnly
 from platform_events.admin_kit.pages import Concealed, add_page, shown_once
 from platform_events.api.clients import (
@@ -29,6 +30,7 @@ from platform_events.api.clients import (
     api_client_create,
     api_client_name_problem,
     api_client_revoke,
+    api_client_scopes_problem,
 )
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.context import audit_context
@@ -82,9 +84,16 @@ class ApiClientAddForm(forms.Form):
 
 
 class ApiClientChangeForm(forms.ModelForm):
-    """A client's page: its scopes, the one thing that changes (its name and key do not)."""
+    """A client's page: its scopes, the one thing that changes (its name and key do not), checked by the
+    service's own rule before it is asked."""
 
     scopes = ScopesField()
+
+    def clean_scopes(self):
+        scopes = self.cleaned_data["scopes"]
+        if problem := api_client_scopes_problem(scopes):
+            raise forms.ValidationError(problem)
+        return scopes
 
     class Meta:
         model = ApiClient
@@ -209,7 +218,8 @@ class ApiClientAdmin(AuditedRowActions, DeclaredLookupsOnly, admin.ModelAdmin):
         if client.revoked_at is None:
             return "—"
         return format_html(
-            '<span style="color: #b00020;">{}</span><br><span title="{}">{}</span>',
+            '<span style="color: {};">{}</span><br><span title="{}">{}</span>',
+            Tone.BAD,
             when(client.revoked_at),
             client.revoked_reason,
             Truncator(client.revoked_reason).chars(REASON_SHOWN),
@@ -246,8 +256,17 @@ class ApiClientAdmin(AuditedRowActions, DeclaredLookupsOnly, admin.ModelAdmin):
     # Changing: the scopes, through the service
 
     def save_model(self, request, obj, form, change):
-        with audit_context(request=request):
-            api_client_change_scopes(client=obj, scopes=form.cleaned_data["scopes"], actor=request.user)
+        try:
+            with audit_context(request=request):
+                api_client_change_scopes(client=obj, scopes=form.cleaned_data["scopes"], actor=request.user)
+        except ApiClientError as refusal:  # revoked in another tab since the page was read
+            request.refused_change = refusal
+
+    def response_change(self, request, obj):
+        if refusal := getattr(request, "refused_change", None):
+            self.message_user(request, str(refusal), messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:platform_events_apiclient_change", args=[obj.pk]))
+        return super().response_change(request, obj)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         client = self.get_object(request, object_id)

@@ -31,7 +31,9 @@ from django.utils.crypto import salted_hmac
 
 from platform_events.api.problems import MEDIA_TYPE, Problem
 
-KEY = re.compile(r"[A-Za-z0-9_-]{32,128}")
+KEY_CHARACTER = r"[A-Za-z0-9_-]"
+KEY_PATTERN = KEY_CHARACTER + "{32,128}"  # the OpenAPI schema's pattern is built from it too
+KEY = re.compile(KEY_PATTERN)
 REPLAYED_HEADER = "Idempotent-Replayed"
 # A key whose row vanished between two statements (released, or expired and swept) is tried again.
 ATTEMPTS = 3
@@ -93,7 +95,7 @@ def idempotency_key(header: str | None) -> str:
         raise Problem(
             "idempotency-key-malformed",
             f"the Idempotency-Key must be 32-128 characters of A-Z a-z 0-9 _ - (this one has {len(value)} characters"
-            f"{'' if value.isascii() and re.fullmatch(r'[A-Za-z0-9_-]*', value) else ', some of them not allowed'})",
+            f"{'' if value.isascii() and re.fullmatch(f'{KEY_CHARACTER}*', value) else ', some of them not allowed'})",
         )
     return value
 

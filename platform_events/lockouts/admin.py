@@ -19,7 +19,7 @@ LOCKOUT_ACTIONS = {
     "unlock": RowAction(
         "Yes, unlock",
         run=lambda login, actor, reason: bool(staff_login_unlock(username=login, actor=actor)),
-        question=("Unlock this login?", "Unlock these logins?"),
+        question=("Unlock %(count)d login:", "Unlock %(count)d logins:"),
         done=("%(count)d login unlocked: %(names)s.", "%(count)d logins unlocked: %(names)s."),
         none_done="Nothing to unlock: those records were already gone.",
         reason=Reason.NONE,

@@ -22,7 +22,7 @@ from django.utils.html import format_html
 from django.views.decorators.debug import sensitive_post_parameters
 
 from platform_events.admin_kit.actions import Reason, RowAction, always
-from platform_events.admin_kit.display import Tone, badge, pretty_json, when
+from platform_events.admin_kit.display import Tone, badge, preformatted, pretty_json, when
 from platform_events.admin_kit.lookups import DeclaredLookupsOnly, value_fits
 from platform_events.admin_kit.pages import add_page, shown_once
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
@@ -472,7 +472,7 @@ class WebhookDeliveryAdmin(AuditedRowActions, ReadOnlyModelAdmin):
 
     @admin.display(description="response")
     def response(self, delivery):
-        return format_html("<pre style='white-space: pre-wrap;'>{}</pre>", delivery.http_response_body_excerpt or "—")
+        return preformatted(delivery.http_response_body_excerpt or "—")
 
     @admin.display(description="event")
     def event_link(self, delivery):

@@ -11,7 +11,7 @@ class LinkExpired(Refused):
 
 class Taken(Refused):
     code = "name-taken"
-    reason = "taken meanwhile"
+    default_reason = "taken meanwhile"
 
 
 def test_str_is_the_one_sentence_shown_to_a_person():
@@ -49,3 +49,4 @@ def test_the_reason_is_the_code_in_words_unless_the_kind_says_its_own():
 def test_one_refusal_may_say_its_own_reason():
     """An endpoint found paused where it should be active groups as "paused, not active", not by its code."""
     assert LinkExpired("tokens: expired", reason="expired an hour ago").reason == "expired an hour ago"
+    assert Taken("accounts: taken", reason="taken by bob").reason == "taken by bob"  # over its kind's words

@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from accounts.nodes.consumer import ASSIGNMENTS
 from accounts.selectors import account_counts_by_status
+from platform_events.db.timeouts import bounded_statements
 from platform_events.lockouts.selectors import locked_out_logins_count
 from platform_events.outbox.selectors import consumer_lag
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus
@@ -201,9 +202,7 @@ def read_figures() -> dict[str, list[Metric] | None]:
     """Each group's metric families, or None for a group whose query failed."""
     read: dict[str, list[Metric] | None] = dict.fromkeys(FIGURES)
     try:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('statement_timeout', %s, true)", [STATEMENT_TIMEOUT])
+        with bounded_statements(STATEMENT_TIMEOUT):
             for name, figures in FIGURES.items():
                 try:
                     with transaction.atomic():  # a savepoint: a failed query leaves the other groups readable

@@ -12,7 +12,9 @@ import pytest
 from django.contrib.auth.models import Group
 from django.contrib.sessions.models import Session
 from django.urls import reverse
+from django.utils import timezone
 
+from platform_events.api.admin import ApiClientChangeForm
 from platform_events.api.clients import api_client_by_key, api_client_create, api_client_revoke
 from platform_events.api.models import ApiClient
 from platform_events.audit.models import AuditEvent
@@ -192,6 +194,26 @@ def test_no_scope_on_the_client_page_is_a_form_error(integrator):
     client, _, _ = added(integrator)
     response = integrator.post(page("change", client.pk), {"scopes": []})
     assert response.status_code == 200 and "Choose at least one scope" in response.content.decode()
+    client.refresh_from_db()
+    assert client.scopes == ["accounts:read", "sessions"]
+
+
+def test_scopes_saved_as_another_tab_revokes_the_client_are_refused_with_a_warning(integrator, monkeypatch):
+    """Revoked between the page's permission check and the save: the service refuses, the page says
+    why, and nothing changes (a revoked client's page is read-only, so only this moment is left)."""
+    client, _, _ = added(integrator)
+    checked = ApiClientChangeForm.clean_scopes
+
+    def revoked_meanwhile(form):
+        ApiClient.objects.filter(pk=client.pk).update(revoked_at=timezone.now(), revoked_reason="other tab")
+        return checked(form)
+
+    monkeypatch.setattr(ApiClientChangeForm, "clean_scopes", revoked_meanwhile)
+    response = integrator.post(page("change", client.pk), {"scopes": ["sessions"]}, follow=True)
+    assert response.status_code == 200
+    assert [str(m) for m in response.context["messages"]] == [
+        "api: client 'billing' is revoked; its scopes cannot change"
+    ]
     client.refresh_from_db()
     assert client.scopes == ["accounts:read", "sessions"]
 
