@@ -2,7 +2,7 @@
 asserts on a time. Each runs as ``.venv/bin/python bench/<name>.py`` or ``python -m bench.<name>``.
 
 Run as a file, a script first puts the repository on ``sys.path`` (Python puts ``bench/`` there
-instead), then ``import bench.setup`` sets Django up for it; ``bench.scratch.scratch_database()`` gives
+instead), then ``import bench.django_setup`` sets Django up for it; ``bench.scratch.scratch_database()`` gives
 it a database of its own.
 """
 

@@ -46,7 +46,7 @@ SETTINGS = {
 }
 os.environ.update(SETTINGS)
 
-import bench.setup  # noqa: E402, F401 (Django set up with SETTINGS)
+import bench.django_setup  # noqa: E402, F401 (Django set up with SETTINGS)
 
 # isort: split
 import httpx  # noqa: E402

@@ -632,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
         from django.core.management import call_command
         from django.db import connection
 
-        import bench.setup  # noqa: F401 (Django set up with the environment above)
+        import bench.django_setup  # noqa: F401 (Django set up with the environment above)
 
         call_command("migrate", interactive=False, verbosity=0)
         with connection.cursor() as cursor:

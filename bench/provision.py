@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import bench.setup  # noqa: F401 (Django set up before any model is imported)
+import bench.django_setup  # noqa: F401 (Django set up before any model is imported)
 
 # isort: split
 from django.db import connections

@@ -5,7 +5,7 @@ the database restarted.
     .venv/bin/python -m bench.soak [--clients 8] [--seconds 300] [--json] [--keep-logs]
 
 Its defaults are the long form (the README's "Measured" section has a run's figures); the suite runs
-the short form, 4 clients for 20 s (tests/test_soak.py).
+the short form, 4 clients for 20 s (tests/bench/test_soak.py).
 
 Everything runs on an embedded PostgreSQL of its own (a new data directory, removed afterwards)
 and a real SMTP server (aiosmtpd on loopback, in this process). The product runs as it would in
@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import ROOT
 
-# The long form by default; tests/test_soak.py runs 4 clients for 20 s.
+# The long form by default; tests/bench/test_soak.py runs 4 clients for 20 s.
 CLIENTS, SECONDS = 8, 300
 # The mailroom's lease, short so that what a killed worker held is sent again within the run; the
 # settings want it at least 8 × EMAIL_TIMEOUT.
@@ -220,7 +220,7 @@ class Soak:
             "LOG_LEVEL": "INFO",
         }
         os.environ.update(self.product_env)
-        import bench.setup  # noqa: F401 (Django set up with the product's environment above)
+        import bench.django_setup  # noqa: F401 (Django set up with the product's environment above)
 
         logging.getLogger("django-q").setLevel(logging.WARNING)  # its "Enqueued" lines, in this process
         self.say(f"embedded PostgreSQL in {self.pgdata}; migrating")

@@ -28,7 +28,7 @@ os.environ["WEBHOOKS_ALLOW_PRIVATE_URLS"] = "true"  # the receiver is on loopbac
 # One key for this process and the listener it starts (unset, each would derive its own from SECRET_KEY).
 os.environ["WEBHOOK_SECRET_KEYS"] = "bench:" + base64.b64encode(os.urandom(32)).decode()
 
-import bench.setup  # noqa: F401 (Django set up with the settings above)
+import bench.django_setup  # noqa: F401 (Django set up with the settings above)
 
 # isort: split
 import httpx

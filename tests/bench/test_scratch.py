@@ -14,7 +14,7 @@ from tests.support import ROOT, database_url_for_tests, environment
 # A bench in miniature: prints what it sees inside the block, then fails or waits to be interrupted.
 BENCH = """
 import sys, time
-import bench.setup
+import bench.django_setup
 from django.db import connections
 from bench.scratch import scratch_database
 
