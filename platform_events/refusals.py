@@ -35,9 +35,12 @@ class Refused(Exception):
         account_id: int | None = None,
         state: str | None = None,
         reason: str | None = None,
+        retry_after: int | None = None,
     ):
         super().__init__(message)
         self._reason = reason
+        if retry_after is not None:
+            self.retry_after = retry_after
         if code is not None:
             self.code = code
         if status is not None:

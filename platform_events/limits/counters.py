@@ -25,6 +25,8 @@ from django.db import connection
 from django.utils.crypto import salted_hmac
 from prometheus_client import Counter
 
+from platform_events.refusals import Refused
+
 # What ck_rate_limits_bucket accepts before the ":": a name cannot be mistaken for a key.
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 SECOND = timedelta(seconds=1)
@@ -76,16 +78,19 @@ class Limit:
         return self.window // SECOND
 
 
-class LimitExceeded(Exception):
+class LimitExceeded(Refused):
     """A hit over a limit (it is counted all the same). ``limit``: the first of the caller's pairs
     that is over; ``retry_after``: whole seconds until every limit over has a new window."""
 
+    code = "rate-limited"
+    status = 429
+
     def __init__(self, *, limit: Limit, retry_after: int):
         super().__init__(
-            f"limits: over {limit.name} ({limit.max_hits} per {limit.window}); retry after {retry_after} s"
+            f"limits: over {limit.name} ({limit.max_hits} per {limit.window}); retry after {retry_after} s",
+            retry_after=retry_after,
         )
         self.limit = limit
-        self.retry_after = retry_after
 
 
 def bucket_for(*, limit: Limit, key: str) -> str:

@@ -2,6 +2,7 @@
 is kebab-case, and one that names a problem type has that type's status, so that the API answers it
 without renaming; a code the catalogue lacks is answered as the generic refused."""
 
+import datetime
 import re
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 import accounts.errors
 import accounts.nodes.errors
 import platform_events.api.clients
+import platform_events.limits.counters
 import platform_events.webhooks.endpoints
 import tokens.errors
 from accounts.errors import AlreadySuspended
@@ -19,7 +21,7 @@ from platform_events.refusals import Refused
 from tokens.errors import TokenExpired
 
 ERROR_MODULES = [accounts.errors, accounts.nodes.errors, tokens.errors, platform_events.webhooks.endpoints]
-ERROR_MODULES += [platform_events.api.clients]
+ERROR_MODULES += [platform_events.api.clients, platform_events.limits.counters]
 KEBAB_CASE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
@@ -102,3 +104,9 @@ def test_an_unknown_name_is_the_generic_refused_unless_the_view_knows_more():
     """The PUT says account-gone for it (the account was found before): that is the view's knowledge."""
     answer = problem(as_node_problem, UnknownName("nodes: unknown node 'x' for service 'sync-1.5'"))
     assert answer.type.slug == "refused"
+
+
+def test_a_limit_over_is_rate_limited_with_when_to_try_again():
+    limit = platform_events.limits.counters.Limit(name="api-test", max_hits=1, window=datetime.timedelta(minutes=1))
+    answer = problem(as_problem, platform_events.limits.counters.LimitExceeded(limit=limit, retry_after=42))
+    assert (answer.type.slug, answer.status, answer.headers) == ("rate-limited", 429, {"Retry-After": "42"})
