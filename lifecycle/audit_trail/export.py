@@ -21,6 +21,7 @@ from django.utils import timezone
 from lifecycle.audit_trail.diffs import without_credentials
 from platform_events.audit.context import audit_context
 from platform_events.audit.models import AuditEvent
+from platform_events.refusals import Refused
 
 # At most this many rows in one file (a month of a busy trail is more; narrow it by date or account).
 EXPORT_ROW_LIMIT = 100_000
@@ -55,8 +56,11 @@ COLUMNS = [
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-class ExportTooLarge(Exception):
+class ExportTooLarge(Refused):
     """The filter holds more rows than one export may."""
+
+    code = "export-too-large"
+    status = 422
 
     def __init__(self, limit: int):
         super().__init__(

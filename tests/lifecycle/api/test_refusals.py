@@ -9,6 +9,7 @@ import pytest
 
 import accounts.errors
 import accounts.nodes.errors
+import lifecycle.audit_trail.export
 import platform_events.api.clients
 import platform_events.limits.counters
 import platform_events.webhooks.endpoints
@@ -21,7 +22,7 @@ from platform_events.refusals import Refused
 from tokens.errors import TokenExpired
 
 ERROR_MODULES = [accounts.errors, accounts.nodes.errors, tokens.errors, platform_events.webhooks.endpoints]
-ERROR_MODULES += [platform_events.api.clients, platform_events.limits.counters]
+ERROR_MODULES += [platform_events.api.clients, platform_events.limits.counters, lifecycle.audit_trail.export]
 KEBAB_CASE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
