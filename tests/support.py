@@ -372,3 +372,13 @@ class Server:
                 self.kill()
         if not self.process.stdout.closed:
             self.process.stdout.close()
+
+
+def pages_as_html(client, urls: list[str]) -> dict[str, str]:
+    """Each page's HTML, by URL; every one must answer 200."""
+    pages = {}
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        pages[url] = response.content.decode()
+    return pages

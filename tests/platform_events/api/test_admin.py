@@ -18,7 +18,7 @@ from platform_events.api.admin import ApiClientChangeForm
 from platform_events.api.clients import api_client_by_key, api_client_create, api_client_revoke
 from platform_events.api.models import ApiClient
 from platform_events.audit.models import AuditEvent
-from tests.support import staff_client
+from tests.support import pages_as_html, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -63,12 +63,7 @@ def every_page_of(client, api_client, *, superuser=False) -> dict[str, str]:
     if superuser:
         urls += [f"{TRAIL}?resource_type=api_client&resource_id={api_client.pk}"]
         urls += [reverse("admin:platform_events_auditevent_change", args=[e.pk]) for e in AuditEvent.objects.all()]
-    pages = {}
-    for url in urls:
-        response = client.get(url)
-        assert response.status_code == 200, url
-        pages[url] = response.content.decode()
-    return pages
+    return pages_as_html(client, urls)
 
 
 def audit_rows_as_text() -> str:

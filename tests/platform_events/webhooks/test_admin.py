@@ -15,7 +15,7 @@ from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
 from platform_events.webhooks.endpoints import endpoint_create, endpoint_secrets
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
-from tests.support import staff_client
+from tests.support import pages_as_html, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -68,12 +68,7 @@ def every_page_of(client, endpoint, *, superuser=False) -> dict[str, str]:
     if superuser:
         trail = reverse("admin:platform_events_auditevent_changelist")
         urls += [page("delete", endpoint.pk), f"{trail}?resource_type=webhook_endpoint&resource_id={endpoint.pk}"]
-    pages = {}
-    for url in urls:
-        response = client.get(url)
-        assert response.status_code == 200, url
-        pages[url] = response.content.decode()
-    return pages
+    return pages_as_html(client, urls)
 
 
 def test_adding_shows_the_secret_once_on_a_page_nobody_caches(integrator):
