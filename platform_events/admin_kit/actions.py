@@ -165,11 +165,12 @@ class RowActions:
         ]
         return [*own, path("<path:object_id>/act/<str:action>/", view, name=f"{prefix}_act"), *super().get_urls()]
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        """The row's page, with a button for each action that applies to it now."""
-        obj = self.get_object(request, object_id)
-        context = {"action_buttons": self.action_buttons(request, obj)} if obj is not None else {}
-        return super().change_view(request, object_id, form_url, {**context, **(extra_context or {})})
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        """The row's page, with a button for each action that applies to it now (the row as the page
+        read it: no second read)."""
+        if obj is not None:
+            context = {"action_buttons": self.action_buttons(request, obj), **context}
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def action_buttons(self, request, obj) -> list[tuple[str, str]]:
         allowed = self.get_actions(request)
