@@ -59,7 +59,7 @@ def account_provision(*, email: str, login: str, actor, password_hash: str | Non
 def account_sign_up(*, email: str, login: str, password_hash: str) -> Account | None:
     """A public sign-up (the person who typed it is the actor): a provisioned account with its password,
     whose activation token the database issues. None when an activated account holds the address:
-    nothing is made, and the page says the same either way (README, "Public pages").
+    nothing is made, and the page says the same either way (docs/public-pages.md, "No oracle").
 
     ``password_hash`` is made by the caller (account_password_hash) while the request is answered,
     the same work for every sign-up.

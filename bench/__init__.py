@@ -1,4 +1,4 @@
-"""Benchmarks: scripts that measure the product and print their figures (README, "Measured"); none
+"""Benchmarks: scripts that measure the product and print their figures (docs/measurements.md); none
 asserts on a time. Each runs as ``.venv/bin/python bench/<name>.py`` or ``python -m bench.<name>``.
 
 Run as a file, a script first puts the repository on ``sys.path`` (Python puts ``bench/`` there

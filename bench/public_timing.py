@@ -1,5 +1,5 @@
-"""Whether the public pages' timing tells a real account from an unknown one (README, "Public pages":
-no oracle).
+"""Whether the public pages' timing tells a real account from an unknown one (docs/public-pages.md,
+"No oracle").
 
     .venv/bin/python bench/public_timing.py [--requests 200]
 

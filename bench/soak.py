@@ -4,7 +4,7 @@ the database restarted.
     .venv/bin/python bench/soak.py [--clients 8] [--seconds 300] [--json] [--keep-logs]
     .venv/bin/python -m bench.soak [--clients 8] [--seconds 300] [--json] [--keep-logs]
 
-Its defaults are the long form (the README's "Measured" section has a run's figures); the suite runs
+Its defaults are the long form (docs/measurements.md, "Soak", has a run's figures); the suite runs
 the short form, 4 clients for 20 s (tests/bench/test_soak.py).
 
 Everything runs on an embedded PostgreSQL of its own (a new data directory, removed afterwards)
@@ -28,7 +28,7 @@ At the end it waits for the mail to settle and counts: requests made and failed 
 expected, received, lost and doubled, audit rows against the changes in the tables. A failure is
 allowed only while the database is down, and only as the 503 page (never a traceback); an e-mail
 may arrive twice only when its worker was killed or the database went away between the SMTP
-server's acceptance and the sent-mark (the mailroom sends at least once: README, "Mailroom").
+server's acceptance and the sent-mark (the mailroom sends at least once: docs/mailroom.md, "How a run drains").
 Exit status 0 when every promise held, 1 otherwise.
 """
 

@@ -1,4 +1,4 @@
-"""Settings for Lifecycle, read from the environment only (see README, "Configuration").
+"""Settings for Lifecycle, read from the environment only (see docs/configuration.md).
 
 A ``.env`` file beside ``manage.py`` (or the file ENV_FILE names; none when ENV_FILE is empty)
 is read first when present (``make run`` writes one for development); real environment
@@ -160,7 +160,7 @@ TEMPLATES = [
     },
 ]
 
-# Two roles (README, "Security"): "default" is the runtime role everything connects as; "owner" owns
+# Two roles (docs/security.md): "default" is the runtime role everything connects as; "owner" owns
 # the schema and runs the migrations (manage.py migrate uses it: platform_events/management/commands/
 # migrate.py). DATABASE_URL unset: the embedded PostgreSQL under .local/ (LIFECYCLE_PGDATA), started
 # on demand, with both roles. DATABASE_URL without DATABASE_OWNER_URL: one role does both.
@@ -197,7 +197,7 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Lifecycle <no-reply@
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 EMAIL_TIMEOUT = read_int("EMAIL_TIMEOUT", default=30, minimum=1)
 
-# The mailroom (tokens/mailroom/); README, "Mailroom".
+# The mailroom (tokens/mailroom/); docs/mailroom.md.
 MAILROOM_BATCH_SIZE = read_int("MAILROOM_BATCH_SIZE", default=100, minimum=1)
 MAILROOM_LEASE_SECONDS = read_int("MAILROOM_LEASE_SECONDS", default=300, minimum=1)
 MAILROOM_BACKOFF_SECONDS = read_int("MAILROOM_BACKOFF_SECONDS", default=10, minimum=0)
@@ -214,7 +214,7 @@ if MAILROOM_LEASE_SECONDS < 2 * MAILROOM_MESSAGE_SECONDS:
         f" {EMAIL_TIMEOUT}): one message may take 4 × EMAIL_TIMEOUT, and a run renews its lease before that."
     )
 
-# Retention (manage.py cleanup, daily in qcluster; README, "Retention"): days kept.
+# Retention (manage.py cleanup, daily in qcluster; docs/production.md, "Retention"): days kept.
 RETENTION_SIGN_UP_DAYS = read_int("RETENTION_SIGN_UP_DAYS", default=7, minimum=1, maximum=36_500)
 RETENTION_TOKEN_DAYS = read_int("RETENTION_TOKEN_DAYS", default=90, minimum=1, maximum=36_500)
 RETENTION_MAIL_RUN_DAYS = read_int("RETENTION_MAIL_RUN_DAYS", default=30, minimum=1, maximum=36_500)
@@ -222,7 +222,7 @@ RETENTION_ACCESS_LOG_DAYS = read_int("RETENTION_ACCESS_LOG_DAYS", default=90, mi
 RETENTION_TASK_DAYS = read_int("RETENTION_TASK_DAYS", default=30, minimum=1, maximum=36_500)
 RETENTION_EVENT_DAYS = read_int("RETENTION_EVENT_DAYS", default=30, minimum=1, maximum=36_500)
 
-# Webhooks (platform_events/webhooks/; README, "Platform events").
+# Webhooks (platform_events/webhooks/; docs/events.md).
 # Keys that encrypt the endpoints' signing secrets (AES-256-GCM): "kid:base64,kid:base64", the first
 # encrypts, all decrypt (rotate by putting a new key first, then manage.py reencrypt_webhook_secrets).
 # Unset: one derived from SECRET_KEY (check --deploy warns), so that a SECRET_KEY change loses them.
@@ -256,7 +256,7 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
 ]
 
-# The public pages (README, "Public pages"). Off: /signup/ says sign-up is closed; accounts are then
+# The public pages (docs/public-pages.md). Off: /signup/ says sign-up is closed; accounts are then
 # made by staff or the services only.
 PUBLIC_SIGN_UP = read_bool("PUBLIC_SIGN_UP", default=True)
 # Where the pages send people once their account is active or their password changed (the product
@@ -272,7 +272,7 @@ STAFF_CONTACT = env.str("STAFF_CONTACT", default="")
 # from, the back-office's or the public pages'; Django's own page is unstyled (lifecycle/error_pages.py).
 CSRF_FAILURE_VIEW = "lifecycle.error_pages.csrf_failure"
 
-# Limits of the public pages, per hour (README, "Public pages"): per identifier (a login or address,
+# Limits of the public pages, per hour (docs/public-pages.md, "Limits"): per identifier (a login or address,
 # whoever owns it) and per client address (behind a shared NAT, raise the per-client ones).
 PUBLIC_LIMITS_PER_HOUR = {
     "sign-up-per-identifier": read_int("LIMIT_SIGN_UP_PER_ADDRESS", default=3, minimum=1),
@@ -287,7 +287,7 @@ PUBLIC_LIMITS_PER_HOUR = {
     "code-per-client": read_int("LIMIT_CODE_PER_CLIENT", default=60, minimum=1),
 }
 
-# The client API (README, "Client API"): each client's requests per minute, the largest body it
+# The client API (docs/api.md): each client's requests per minute, the largest body it
 # may send, how long an Idempotency-Key is kept and how long a running request holds its key.
 API_REQUESTS_PER_MINUTE = read_int("API_REQUESTS_PER_MINUTE", default=600, minimum=1)
 API_MAX_BODY_BYTES = read_int("API_MAX_BODY_BYTES", default=16_384, minimum=1024)
@@ -297,7 +297,7 @@ API_IDEMPOTENCY_LEASE_SECONDS = read_int("API_IDEMPOTENCY_LEASE_SECONDS", defaul
 API_SESSION_FAILURES_PER_NAME = read_int("API_SESSION_FAILURES_PER_NAME", default=10, minimum=1)
 API_SESSION_FAILURES_PER_CLIENT = read_int("API_SESSION_FAILURES_PER_CLIENT", default=1000, minimum=1)
 
-# Node assignment (README, "Node assignment"): the share of a full node's capacity released at once
+# Node assignment (docs/nodes.md): the share of a full node's capacity released at once
 # when no node has a free slot (tokenserver's NODE_CAPACITY_RELEASE_RATE), and the secret that signs
 # purge_old_records' delete requests to the storage nodes (empty: purge without telling the nodes).
 NODE_CAPACITY_RELEASE_RATE = read_float("NODE_CAPACITY_RELEASE_RATE", default=0.1, minimum=0.01, maximum=1.0)
@@ -306,7 +306,7 @@ NODE_SECRET = env.str("NODE_SECRET", default="")
 # client holding a token for the old node may still sync to it meanwhile. One week, tokenserver's default.
 NODE_PURGE_GRACE_SECONDS = read_int("NODE_PURGE_GRACE_SECONDS", default=604_800, minimum=0, maximum=31_536_000)
 
-# /metrics for Prometheus (lifecycle/ops/metrics/; README, "Running in production").
+# /metrics for Prometheus (lifecycle/ops/metrics/; docs/production.md).
 # The scraper's bearer token. Empty: /metrics answers 404, as if it did not exist.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="").strip()
 if METRICS_TOKEN and (len(METRICS_TOKEN) < 32 or any(c.isspace() for c in METRICS_TOKEN)):
@@ -364,7 +364,7 @@ if Q_CLUSTER["retry"] <= Q_CLUSTER["timeout"]:
     # django-q2 would hand a still-running task to a second worker.
     raise ImproperlyConfigured("Q_RETRY must be greater than Q_TIMEOUT.")
 
-# Health probes (lifecycle/ops/health.py; README, "Running in production").
+# Health probes (lifecycle/ops/health.py; docs/production.md).
 # How long a /readyz result is kept in each process: probes, however many, cannot load the database.
 READY_CACHE_SECONDS = read_int("READY_CACHE_SECONDS", default=5, minimum=1, maximum=300)
 # /readyz fails once the e-mail, or the webhook delivery, due longest has been due this long (the drain
@@ -372,7 +372,7 @@ READY_CACHE_SECONDS = read_int("READY_CACHE_SECONDS", default=5, minimum=1, maxi
 READY_MAIL_MAX_AGE_SECONDS = read_int("READY_MAIL_MAX_AGE_SECONDS", default=600, minimum=0)
 READY_WEBHOOK_MAX_AGE_SECONDS = read_int("READY_WEBHOOK_MAX_AGE_SECONDS", default=600, minimum=0)
 
-# Logs (lifecycle/ops/logs.py, lifecycle/ops/request_log.py; README, "Running in production").
+# Logs (lifecycle/ops/logs.py, lifecycle/ops/request_log.py; docs/production.md).
 # plain: one line of text per record; json: one JSON object per line, for a log collector.
 LOG_FORMAT = read_choice("LOG_FORMAT", "PLAIN", ["PLAIN", "JSON"]).lower()
 # The header a proxy in front sets to a request id of its own (e.g. X-Request-ID), taken when it holds

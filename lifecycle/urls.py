@@ -9,7 +9,7 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_site.urls(), "api"))),
-    # Prometheus, with METRICS_TOKEN only (README, "Running in production"); no slash, as scrapers ask for it.
+    # Prometheus, with METRICS_TOKEN only (docs/production.md, "Metrics"); no slash, as scrapers ask for it.
     path("metrics", metrics, name="metrics"),
     path("", include("tokens.urls")),
 ]

@@ -10,7 +10,7 @@ header is ignored altogether.
 
 Not django-ipware: its proxy_count counts the hops listed inside X-Forwarded-For, so behind one
 proxy that appends only the client it answers None, and with a count of 0 it takes the client's own
-entry (python-ipware 4.1.1; README, "Security").
+entry (python-ipware 4.1.1; docs/decisions.md, "Our own client address rule, not django-ipware").
 """
 
 import ipaddress

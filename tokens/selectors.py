@@ -21,7 +21,7 @@ def live_token(*, account: Account | int, action: TokenAction = TokenAction.ACTI
 
 def due_mail() -> QuerySet[Token]:
     """Tokens to mail now: waiting, unexpired, unconsumed, not replaced, not leased by another run,
-    their next attempt due, and their account in the state the action needs (README, "Mailroom")."""
+    their next attempt due, and their account in the state the action needs (docs/mailroom.md, "Due mail")."""
     return (
         Token.objects.filter(
             mail_state__in=WAITING,
@@ -40,7 +40,7 @@ def due_mail() -> QuerySet[Token]:
 
 def longest_mail_wait() -> timedelta | None:
     """How long the e-mail due longest has been due (since its next attempt came); None when none is.
-    The drain mails what is due within a minute or two (README, "Mailroom"): a long wait says it is
+    The drain mails what is due within a minute or two (docs/mailroom.md, "Due mail"): a long wait says it is
     not running."""
     return due_mail().aggregate(waited=Max(Now() - F("mail_next_attempt_at")))["waited"]
 

@@ -37,7 +37,7 @@ NEEDS = {TokenAction.ACTIVATION: AccountStatus.PROVISIONED, TokenAction.PASSWORD
 
 
 def public_limit(name: str) -> Limit:
-    """One of the public pages' limits, as settings.PUBLIC_LIMITS_PER_HOUR sets it (README, "Public pages")."""
+    """One of the public pages' limits, as settings.PUBLIC_LIMITS_PER_HOUR sets it (docs/public-pages.md, "Limits")."""
     return Limit(name=name, max_hits=settings.PUBLIC_LIMITS_PER_HOUR[name], window=timedelta(hours=1))
 
 
@@ -167,8 +167,8 @@ def token_consume_code(
     database's tokens_max_code_attempts() its code stops working, its link does not. The count is
     committed even though we raise.
 
-    Every identifier costs the same statements, whether or not it names an account (README, "Public
-    pages": no oracle).
+    Every identifier costs the same statements, whether or not it names an account (docs/public-pages.md,
+    "No oracle").
     """
     with transaction.atomic():
         target = (

@@ -1,6 +1,6 @@
 """django-q2 tasks: the mailroom's drain (scheduled by tokens/migrations/0003_mailroom_schedule.py), and
 the work of the public request forms, queued by tokens/views.py so that a request costs the same
-whether or not its login or address names an account (README, "Public pages")."""
+whether or not its login or address names an account (docs/public-pages.md, "No oracle")."""
 
 import functools
 import logging

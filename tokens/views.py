@@ -2,7 +2,7 @@
 (link or code), and ask for an e-mail again. A GET never consumes a token (mail scanners fetch
 links); a POST does. Every outcome has its own page, never a 500.
 
-No page tells whether a login or address names an account (README, "Public pages"): the request
+No page tells whether a login or address names an account (docs/public-pages.md, "No oracle"): the request
 forms answer the same for every input and leave the work to a queued task (tokens/tasks.py); the
 code forms answer a wrong code the same way whoever it was for. Only a link's secret or the right
 code shows whose account it is.

@@ -64,7 +64,7 @@ class Node(models.Model):
 
     @property
     def load_percent(self) -> int:
-        """The load as a share of the capacity, for the admin's bars (over 100 is possible: see README)."""
+        """The load as a share of the capacity, for the admin's bars (over 100 is possible: docs/nodes.md)."""
         return round(100 * self.current_load / self.capacity) if self.capacity else 0
 
 
@@ -73,7 +73,7 @@ class NodeAssignment(models.Model):
 
     uid = models.BigAutoField(primary_key=True)
     service = models.ForeignKey(Service, on_delete=models.DO_NOTHING, db_column="service", related_name="+")
-    # No constraint: an account's deletion neither waits for nor removes its assignments (README).
+    # No constraint: an account's deletion neither waits for nor removes its assignments (docs/nodes.md).
     account = models.ForeignKey(
         "accounts.Account",
         on_delete=models.DO_NOTHING,

@@ -1,5 +1,5 @@
 """purge_old_records: replaced assignments deleted, after their storage node was told to drop the data
-(tokenserver's tools/tokenserver/purge_old_records.py; README, "Node assignment").
+(tokenserver's tools/tokenserver/purge_old_records.py; docs/nodes.md).
 
 A replaced row past the grace period is purged this way:
 

@@ -1,4 +1,4 @@
-"""Node assignment's operations, tokenserver's database.py over our accounts (README, "Node assignment").
+"""Node assignment's operations, tokenserver's database.py over our accounts (docs/nodes.md).
 
 An ``Assignment`` is tokenserver's user record: the account's current row for a service plus what its
 history says (earlier client states, when it was first seen). The rules (one live row, numbers that

@@ -1,4 +1,4 @@
-"""The client API's node assignment (README, "Node assignment"): which storage node holds an account's
+"""The client API's node assignment (docs/nodes.md): which storage node holds an account's
 data for a service, and the client's report that gives it one and moves its history forwards
 (tokenserver's token request, accounts/nodes/sync.py).
 

@@ -1,4 +1,4 @@
-"""The client API (README, "Client API"): django-ninja, so that the OpenAPI 3.1 schema at
+"""The client API (docs/api.md): django-ninja, so that the OpenAPI 3.1 schema at
 /api/v1/openapi.json is generated from the same pydantic schemas that check every request, and its
 docs page at /api/v1/docs. Every refusal is an RFC 9457 problem (platform_events/api/problems.py),
 never Django's HTML error pages or ninja's {"detail": ...}, and never a traceback."""

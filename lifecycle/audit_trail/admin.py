@@ -246,7 +246,7 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     @admin.display(description="actor", ordering="actor_id")
     def actor(self, event):
         """Who the row says acted, and the database role that wrote it: a claimed actor is only a
-        claim (README, "Security"), the role is not."""
+        claim (docs/security.md, "What a leaked runtime URL can still do"), the role is not."""
         where = f" from {event.actor_ip}" if event.actor_ip else ""
         name = event.actor_display or event.actor_id
         role = f", as {event.db_user}" if event.db_user and event.db_user != name else ""

@@ -230,7 +230,7 @@ def mail_queue() -> dict:
 def mail_figures(queue: dict, links: Links) -> list[Figure]:
     """Due, retrying and dead mail, each linked to the token list filtered to its mail state. Due mail
     is queued mail (or retrying mail past its backoff) that a run would claim now: its link shows
-    every queued e-mail, also those waiting for their account (README, "Mailroom")."""
+    every queued e-mail, also those waiting for their account (docs/mailroom.md, "Due mail")."""
     retrying = mail_count(MailState.RETRYING, up_to=EXACT_COUNT_LIMIT + 1)
     dead = mail_count(MailState.DEAD, up_to=EXACT_COUNT_LIMIT + 1)
     oldest = f"the oldest has waited {_age(queue['oldest_age'])}" if queue["oldest_age"] else ""

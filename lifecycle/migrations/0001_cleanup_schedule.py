@@ -4,7 +4,7 @@ SCHEDULE_NAME = "cleanup: retention rules"
 
 
 def add_schedule(apps, schema_editor):
-    # Daily, as manage.py cleanup (lifecycle/retention.py).
+    # Daily, as manage.py cleanup (lifecycle/ops/retention.py).
     apps.get_model("django_q", "Schedule").objects.using(schema_editor.connection.alias).update_or_create(
         name=SCHEDULE_NAME, defaults={"func": "lifecycle.tasks.cleanup", "schedule_type": "D", "repeats": -1}
     )

@@ -9,7 +9,7 @@ socket only, no TCP port. The first process that needs it starts it; every later
 ``manage.py`` command typed by hand, a test worker) reuses it, until ``python -m
 lifecycle.ops.embedded_db stop`` (``make stop``).
 
-Security (README, "Security"):
+Security (docs/security.md, "The embedded server"):
 - Every role signs in with a password (scram-sha-256); pg_hba.conf allows nothing else. The
   passwords are made at initdb and kept in ``lifecycle-credentials.json`` inside the data directory,
   readable by its owner only. A data directory made by an earlier version with trust is moved to

@@ -1,5 +1,5 @@
 """gunicorn's settings, from the environment: ``gunicorn -c python:lifecycle.ops.gunicorn_conf lifecycle.wsgi``
-(the production ``Procfile``; README, "Running in production"). A bad value stops gunicorn with one sentence.
+(the production ``Procfile``; docs/production.md, "gunicorn"). A bad value stops gunicorn with one sentence.
 
 gunicorn rather than granian or uWSGI: mature, a prefork master that restarts a dead worker and reloads
 the code gracefully on SIGHUP, and sync workers, which fit Django and psycopg (blocking calls, one
@@ -86,7 +86,7 @@ wsgi_app = "lifecycle.wsgi:application"
 proc_name = "lifecycle-web"
 # No access log of gunicorn's own: its request line holds the path, and /activate/<secret> and
 # /recover/<secret> carry a live token. Django logs one line per request instead (lifecycle.requests:
-# method, URL pattern, status, time, request id; JSON with LOG_FORMAT=json; README, "Running in production").
+# method, URL pattern, status, time, request id; JSON with LOG_FORMAT=json; docs/production.md, "Logs").
 # gunicorn's own messages (workers started, killed, timed out) go to stderr.
 accesslog = None
 errorlog = "-"
@@ -102,7 +102,7 @@ if Path("/dev/shm").is_dir():
     worker_tmp_dir = "/dev/shm"
 
 
-# prometheus_client's multiprocess mode for the workers (README, "Running in production"): each writes
+# prometheus_client's multiprocess mode for the workers (docs/production.md, "Metrics"): each writes
 # its counts to files in PROMETHEUS_MULTIPROC_DIR, and whichever answers /metrics adds them all up.
 # Unless the variable names a directory, the server makes one of its own, in memory, when it starts
 # (not when this file is read: --check-config would leave one behind) and removes it when it stops.

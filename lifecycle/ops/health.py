@@ -1,4 +1,4 @@
-"""/healthz and /readyz, for an orchestrator's probes (README, "Running in production").
+"""/healthz and /readyz, for an orchestrator's probes (docs/production.md, "Health").
 
 ``/healthz``: the process answers; nothing else is touched. ``/readyz``: the database answers, every
 migration is applied, and neither queue is stuck (the e-mail or webhook delivery due longest has not

@@ -1,4 +1,4 @@
-"""The log line formats (settings.LOGGING; README, "Running in production"): plain text, or one JSON object per line.
+"""The log line formats (settings.LOGGING; docs/production.md, "Logs"): plain text, or one JSON object per line.
 
 Both hide the secret of an e-mail's link: ``/activate/<secret>`` and ``/recover/<secret>``
 (tokens/urls.py) open an account to whoever holds them, and Django writes a request's path in its

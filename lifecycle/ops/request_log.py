@@ -1,4 +1,4 @@
-"""Every request's id, and one log line per request that carries it (README, "Running in production").
+"""Every request's id, and one log line per request that carries it (docs/production.md, "Logs").
 
 The id is a UUID, as ``audit_events.request_id`` is one, so a log line and the audit rows its request
 wrote can be joined. It is sent back as ``X-Request-ID``. A client's own ``X-Request-ID`` is ignored,

@@ -1,6 +1,6 @@
 """Every retention rule of the product, in the order ``manage.py cleanup`` applies them: the apps'
 own (accounts/retention.py, tokens/retention.py) and those of the libraries' tables. The audit
-trail has none: it is kept (README, "Audit trail")."""
+trail has none: it is kept (docs/audit-trail.md, "Partitions")."""
 
 from datetime import timedelta
 

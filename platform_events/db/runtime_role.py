@@ -1,4 +1,4 @@
-"""What the runtime role may do, granted by the owner after every migrate (README, "Security").
+"""What the runtime role may do, granted by the owner after every migrate (docs/security.md, "The database roles").
 
 The runtime role (settings.DATABASE_RUNTIME_ROLE, a group the login roles of the web server, the
 worker and the commands belong to) reads and writes the product's tables and nothing more: it owns
@@ -59,7 +59,7 @@ def grant_runtime_privileges(*, using: str, **kwargs) -> None:
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
         if cursor.fetchone() is None:
             raise RuntimeError(
-                f'The runtime role {role!r} does not exist. Create it as the README says ("Security"),'
-                " or set DATABASE_RUNTIME_ROLE."
+                f"The runtime role {role!r} does not exist. Create it as docs/configuration.md says"
+                ' ("An external PostgreSQL"), or set DATABASE_RUNTIME_ROLE.'
             )
         cursor.execute(GRANTS.format(role=connection.ops.quote_name(role)))

@@ -7,7 +7,7 @@ address, as axes' own ``manage.py axes_reset_username`` does, so its next right 
 
 An unlock is recorded in the admin's history (``django_admin_log``: who, when, which login from which
 address) and in the log. Not in the audit trail: its rows are written only by triggers on the
-product's own tables, and the runtime role may write it no other way (README, "Security").
+product's own tables, and the runtime role may write it no other way (docs/security.md, "The database roles").
 """
 
 import logging

@@ -1,4 +1,4 @@
-"""Internal consumers of the outbox, with exactly-once effects (README, "Platform events").
+"""Internal consumers of the outbox, with exactly-once effects (docs/events.md, "Internal consumers").
 
 A consumer is a group name, the event types it takes, and a handler. ``consume()`` hands it every
 event of those types it has not processed yet, oldest first, each in a transaction of its own that

@@ -1,5 +1,5 @@
 """The SSRF guard: an endpoint's URL is https to a public address, checked when staff add it and on
-the address actually connected to at every delivery (README, "Platform events").
+the address actually connected to at every delivery (docs/events.md, "SSRF guard").
 
 Checking the URL's host name when it is saved is not enough: its DNS may later point at
 127.0.0.1 or at a cloud's metadata service (169.254.169.254), or answer differently between a check

@@ -1,4 +1,5 @@
-"""Endpoints' signing secrets: made here, shown once, stored only encrypted (README, "Platform events").
+"""Endpoints' signing secrets: made here, shown once, stored only encrypted (docs/events.md,
+"Webhooks, per the Standard Webhooks specification").
 
 AES-256-GCM under a key of ``WEBHOOK_SECRET_KEYS`` named by its id, stored beside the ciphertext
 (``secret_key_id``), so keys can rotate: the first key encrypts, every listed key decrypts, and

@@ -46,7 +46,7 @@ def test_walkthrough_through_the_services():
 
 
 def test_provision_strips_surrounding_whitespace():
-    """The one normalisation the service makes (README, "Lifecycle rules")."""
+    """The one normalisation the service makes (docs/rules.md)."""
     account = account_provision(email="  user@example.com\n", login="\tuser123 ", actor=None)
     assert (account.email, account.login) == ("user@example.com", "user123")
 

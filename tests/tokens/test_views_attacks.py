@@ -1,5 +1,5 @@
 """Attacks on the public pages (tokens/views.py): bad input is never a 500 and changes nothing; the
-limits hold (README, "Public pages"); passwords are never stored raw or copied where they do
+limits hold (docs/public-pages.md, "Limits"); passwords are never stored raw or copied where they do
 not belong; no page tells whether an account exists."""
 
 import logging
@@ -107,7 +107,7 @@ def test_nasty_passwords_on_the_links_change_nothing():
 
 
 def test_login_and_address_of_one_account_each_get_the_mail_allowance(client):
-    """README: three e-mails an hour "caps a mailbox bombing ... at three". The attack types the login and
+    """docs/public-pages.md, "Limits": three e-mails an hour "caps a mailbox bombing at three". The attack types the login and
     then the address of the same account, for two allowances: six e-mails in one mailbox within the
     hour. The queued task counts per account too."""
     AccountFactory(login="victim", email="victim@example.com", active=True)

@@ -53,7 +53,7 @@ def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
 
 
 def mail_figures() -> Iterable[Metric]:
-    """The mail queue (README, "Mailroom"), as the dashboard shows it."""
+    """The mail queue (docs/mailroom.md, "Due mail"), as the dashboard shows it."""
     oldest = oldest_due_mail_issued_at()
     yield gauge(
         "lifecycle_mail_due_emails",

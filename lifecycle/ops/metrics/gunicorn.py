@@ -1,4 +1,4 @@
-"""gunicorn's hooks for prometheus_client's multiprocess mode (README, "Running in production").
+"""gunicorn's hooks for prometheus_client's multiprocess mode (docs/production.md, "Metrics").
 
 Each worker writes its counts to files in PROMETHEUS_MULTIPROC_DIR, and ``/metrics``, answered by
 any one worker, adds up every file there. gunicorn's configuration must call both:

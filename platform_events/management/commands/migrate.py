@@ -1,5 +1,5 @@
 """Django's migrate, run as the owner role by default (settings.DATABASES["owner"]): the runtime role
-owns nothing and cannot change the schema (README, "Security"). Once the schema is there, it makes
+owns nothing and cannot change the schema (docs/security.md, "The database roles"). Once the schema is there, it makes
 the audit partitions of this month and the next ones, so that a fresh install never writes audit
 rows into the default partition (the daily schedule keeps them ahead from then on)."""
 

@@ -1,5 +1,5 @@
-"""tokenserver's tools/tokenserver/test_database.py, test for test, over accounts/nodes (README,
-"Node assignment", maps each). Where tokenserver made two live rows on purpose, the second is refused
+"""tokenserver's tools/tokenserver/test_database.py, test for test, over accounts/nodes (docs/nodes.md,
+"tokenserver's tests, here", maps each). Where tokenserver made two live rows on purpose, the second is refused
 here (one live row per service and account, by the database)."""
 
 from collections import Counter

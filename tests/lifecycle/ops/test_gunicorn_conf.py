@@ -1,4 +1,4 @@
-"""The production web server (README, "Running in production"): gunicorn with
+"""The production web server (docs/production.md): gunicorn with
 lifecycle/ops/gunicorn_conf.py, DEBUG off, the static files collected and served by WhiteNoise, behind a TLS
 proxy that says so in X-Forwarded-Proto (SECURE_PROXY_SSL_HEADER), on the test database."""
 

@@ -59,8 +59,8 @@ def test_four_concurrent_drains_mail_every_token_exactly_once(psql):
 
 
 def test_a_token_committed_late_behind_a_higher_id_is_still_mailed(psql, smtp_server):
-    """A drain by cursor (the highest id mailed so far) would never mail it (README, "What differs from
-    the seed, and why")."""
+    """A drain by cursor (the highest id mailed so far) would never mail it (docs/decisions.md,
+    "The mail queue has no cursor")."""
     with connect() as late:
         late.execute("INSERT INTO accounts (email, login) VALUES ('late@example.com', 'late')")  # lower id, uncommitted
         psql.execute("INSERT INTO accounts (email, login) VALUES ('early@example.com', 'early')")
