@@ -13,6 +13,8 @@ from django.core.mail.backends.base import BaseEmailBackend
 
 # Older messages are removed as new ones arrive: their links and codes stopped working long before.
 KEEP_DAYS = 7
+# As EMAIL_BACKEND names it (lifecycle/settings.py).
+INBOX_BACKEND = f"{__name__}.InboxBackend"
 
 
 class InboxBackend(BaseEmailBackend):

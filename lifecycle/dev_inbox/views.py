@@ -9,9 +9,8 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404
 from django.template.response import TemplateResponse
 
+from lifecycle.dev_inbox.backend import INBOX_BACKEND
 from lifecycle.dev_inbox.inbox import LIST_LIMIT, kept_message, kept_messages
-
-INBOX_BACKEND = "lifecycle.dev_inbox.backend.InboxBackend"
 
 
 @staff_member_required

@@ -310,7 +310,7 @@ def last_lines(port: int, *, processes: list[str], inbox: bool, embedded: bool) 
 
 def _inbox(settings) -> bool:
     """E-mails are kept for the development inbox (DEBUG on, EMAIL_URL unset)."""
-    from lifecycle.dev_inbox.views import INBOX_BACKEND
+    from lifecycle.dev_inbox.backend import INBOX_BACKEND
 
     return settings.EMAIL_BACKEND == INBOX_BACKEND
 
