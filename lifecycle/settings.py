@@ -192,7 +192,18 @@ DATABASES["default"]["TEST"] = {"MIRROR": "owner"}
 DATABASE_RUNTIME_ROLE = env.str("DATABASE_RUNTIME_ROLE", default=embedded_db.RUNTIME_GROUP)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-globals().update(read_email_url("EMAIL_URL", default="consolemail://"))
+# E-mail goes to EMAIL_URL (smtp://...). Unset with DEBUG on: each message is kept as a file under
+# DEV_INBOX_DIR, read at /dev/mail/ (lifecycle/dev_inbox/); unset with DEBUG off: printed on the console.
+DEV_INBOX_DIR = BASE_DIR / ".local" / "mail"
+if DEBUG and not env.str("EMAIL_URL", default="").strip():
+    EMAIL_BACKEND = "lifecycle.dev_inbox.backend.InboxBackend"
+else:
+    globals().update(read_email_url("EMAIL_URL", default="consolemail://"))
+if not DEBUG and EMAIL_BACKEND.endswith((".filebased.EmailBackend", ".InboxBackend")):
+    # Files on the web server's disk, each with a working link and code, which nobody receives.
+    raise ImproperlyConfigured(
+        "EMAIL_URL filemail:// keeps e-mails in files, for development only; with DEBUG off set an smtp:// URL."
+    )
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Lifecycle <no-reply@localhost>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 EMAIL_TIMEOUT = read_int("EMAIL_TIMEOUT", default=30, minimum=1)

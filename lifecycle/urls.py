@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
@@ -11,6 +12,8 @@ urlpatterns = [
     path("api/v1/", include((api_site.urls(), "api"))),
     # Prometheus, with METRICS_TOKEN only (docs/production.md, "Metrics"); no slash, as scrapers ask for it.
     path("metrics", metrics, name="metrics"),
+    # The development inbox (lifecycle/dev_inbox/): the e-mails kept under .local/mail/, with DEBUG on only.
+    *([path("dev/mail/", include("lifecycle.dev_inbox.urls"))] if settings.DEBUG else []),
     path("", include("tokens.urls")),
 ]
 

@@ -106,7 +106,7 @@ def run_queued_tasks() -> int:
 
 
 def staff_client(role: str, username: str | None = None) -> Client:
-    """A test client logged in as a staff member of ``role`` (Support, Auditor)."""
+    """A test client logged in as a staff member of ``role`` (Support, Auditor, Integrator)."""
     user = get_user_model().objects.create_user(username or f"{role.lower()}1", password="x", is_staff=True)
     user.groups.set([Group.objects.get(name=role)])
     client = Client()

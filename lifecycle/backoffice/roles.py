@@ -1,18 +1,34 @@
 """The staff roles, kept in step after every migrate (and by manage.py ensure_roles).
 
-Superusers can do everything; these groups get what their job needs and no more. None can
-add, change or delete accounts, tokens or audit rows: state changes go through the actions. Only
-Auditors may export the audit trail (CSV); only Integrators (and superusers) see webhooks, API clients
-and storage nodes.
+Superusers can do everything; each role is an auth group of its own name with what its job needs and
+no more. None can add, change or delete accounts, tokens or audit rows: state changes go through the
+actions. Only Auditors may export the audit trail (CSV); only Integrators (and superusers) see
+webhooks, API clients and storage nodes.
 """
+
+from dataclasses import dataclass
 
 from django.apps import apps
 from django.contrib.auth.management import create_permissions
 from django.contrib.auth.models import Group, Permission
 from django.db import DEFAULT_DB_ALIAS
 
-ROLES = {
-    "Support": [
+
+@dataclass(frozen=True)
+class Role:
+    """A staff role: the auth group named ``name``, holding exactly ``permissions``."""
+
+    name: str
+    # What it may do, in one sentence: the admin's user pages and manage.py add_staff say it.
+    may: str
+    permissions: tuple[str, ...]
+
+
+SUPPORT = Role(
+    name="Support",
+    may="find accounts, suspend and unsuspend them, resend activation, send password recovery, retry mail"
+    " and read the audit trail one account at a time",
+    permissions=(
         "accounts.view_account",
         "accounts.suspend_account",
         "accounts.resend_activation",
@@ -21,15 +37,23 @@ ROLES = {
         "tokens.retry_mail",
         "tokens.view_job",
         "platform_events.view_auditevent",
-    ],
-    # Support reads the trail in the admin, one account at a time; only Auditors take it away in bulk
-    # (every login, address, IP and user agent in it is personal data), each export audited.
-    "Auditor": ["platform_events.view_auditevent", "platform_events.export_auditevent"],
-    # Those who connect partners' systems: webhook endpoints (add, change, rotate, pause...), their
-    # deliveries (send again) and the events; API clients (add, change the scopes, revoke). Support
-    # has none of it: an endpoint's URL decides where every account's changes go, and an API key
-    # provisions and suspends accounts without a person.
-    "Integrators": [
+    ),
+)
+# Support reads the trail in the admin, one account at a time; only Auditors take it away in bulk
+# (every login, address, IP and user agent in it is personal data), each export audited.
+AUDITOR = Role(
+    name="Auditor",
+    may="read the audit trail and export it as CSV",
+    permissions=("platform_events.view_auditevent", "platform_events.export_auditevent"),
+)
+# Those who connect partners' systems: webhook endpoints (add, change, rotate, pause...), their
+# deliveries (send again) and the events; API clients (add, change the scopes, revoke). Support
+# has none of it: an endpoint's URL decides where every account's changes go, and an API key
+# provisions and suspends accounts without a person.
+INTEGRATOR = Role(
+    name="Integrator",
+    may="manage webhook endpoints and their deliveries, API clients, and storage services and nodes",
+    permissions=(
         "platform_events.view_webhooksubscription",
         "platform_events.add_webhooksubscription",
         "platform_events.change_webhooksubscription",
@@ -49,8 +73,9 @@ ROLES = {
         "accounts.change_node",
         "accounts.manage_node",
         "accounts.view_nodeassignment",
-    ],
-}
+    ),
+)
+ROLES = {role.name: role for role in (SUPPORT, AUDITOR, INTEGRATOR)}
 
 
 def ensure_roles(*, using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
@@ -58,9 +83,9 @@ def ensure_roles(*, using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:
     (migrate's post_migrate sends the owner's)."""
     for app_config in apps.get_app_configs():  # the permissions of apps migrated after this one
         create_permissions(app_config, verbosity=0, using=using)
-    for name, permission_names in ROLES.items():
-        group, _ = Group.objects.using(using).get_or_create(name=name)
-        wanted = [name.split(".") for name in permission_names]
+    for role in ROLES.values():
+        group, _ = Group.objects.using(using).get_or_create(name=role.name)
+        wanted = [name.split(".") for name in role.permissions]
         group.permissions.set(
             [
                 Permission.objects.using(using).get(content_type__app_label=app, codename=codename)

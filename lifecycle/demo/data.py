@@ -1,6 +1,6 @@
 """Demo data for `make run`: accounts in every state, made by the factories the tests use, spread over
 the last 30 days, storage nodes of a sync-1.5 service holding some of them, and the local staff logins
-(admin, support, auditor)."""
+(admin, and one per role: support, auditor, integrator)."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -40,6 +40,7 @@ STAFF = [
     ("Admin", "admin", None, "DEMO_ADMIN_PASSWORD"),
     ("Support", "support", "Support", "DEMO_SUPPORT_PASSWORD"),
     ("Auditor", "auditor", "Auditor", "DEMO_AUDITOR_PASSWORD"),
+    ("Integrator", "integrator", "Integrator", "DEMO_INTEGRATOR_PASSWORD"),
 ]
 
 

@@ -14,9 +14,15 @@ the production one is ``Procfile``) until Ctrl-C, then the embedded PostgreSQL s
   held, until the SIGKILL. The group gets SIGINT instead, as from a terminal's Ctrl-C, which
   django-q2 is made for: the qcluster stops the cluster, whose processes ignore SIGINT, and each worker
   finishes its task. honcho waits up to the worker's grace period, ``Q_TIMEOUT`` + 10 s, before SIGKILL.
+- **Ctrl-C is a clean stop, exit status 0.** A terminal's Ctrl-C reaches its whole foreground process
+  group, ``make`` too, which would then report "Interrupt" or "Error 130" however cleanly the run
+  stopped. As a job-control shell does for a job, the run takes a process group of its own and makes
+  it the terminal's foreground while it lasts, so that the SIGINT reaches the run alone; ``make`` sees
+  it end with 0.
 - **The logins come last.** Mail due at start-up (the demo's 30 activation e-mails on a first run)
-  is sent before the servers start, its text written to ``.local/mail-at-start.txt`` instead of the
-  console; the staff logins are printed once the web server answers.
+  is sent before the servers start (to the development inbox, ``/dev/mail/``, unless EMAIL_URL is
+  set); the staff logins, the admin's and the inbox's addresses and what Ctrl-C stops are printed once
+  the web server answers.
 """
 
 import argparse
@@ -30,7 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -48,6 +54,8 @@ DEFAULT_PORT = 8000
 GRACE_BEYOND_TASK_SECONDS = 10
 # How long the logins wait for the web server before they are printed anyway.
 WEB_START_SECONDS = 60
+# honcho's return code once SIGINT (Ctrl-C) stopped the processes: 128 + SIGINT.
+CTRL_C = 128 + signal.SIGINT
 
 
 class AlreadyRunning(Exception):
@@ -142,6 +150,8 @@ def serve(processes: dict[str, str], *, env: dict[str, str], grace: int, then=No
     if then is not None:
         threading.Thread(target=then, args=(manager,), daemon=True).start()
     manager.loop()
+    if manager.returncode == CTRL_C:  # the stop asked for, done: not a failure
+        return 0
     return manager.returncode or 0
 
 
@@ -158,11 +168,40 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--port must be between 1 and 65535, not {port}.")
     pgdata = embedded_db.pgdata_path()
     try:
-        with run_lock(pgdata, port=port):
+        with run_lock(pgdata, port=port), terminal_foreground():
             return _run(port, pgdata)
     except AlreadyRunning as refusal:
         print(refusal, file=sys.stderr)
         return 1
+
+
+@contextmanager
+def terminal_foreground() -> Iterator[None]:
+    """This process in a process group of its own, the terminal's foreground one while the block runs, so
+    that Ctrl-C reaches it and not the ``make`` that started it (see above). Without a terminal, or when
+    not in its foreground (started with &), or already leading its group (started by a shell), nothing
+    changes."""
+    try:
+        terminal = os.open("/dev/tty", os.O_RDWR)
+    except OSError:  # no controlling terminal: CI, a service
+        yield
+        return
+    try:
+        before = os.tcgetpgrp(terminal)
+        if before != os.getpgrp() or os.getpgrp() == os.getpid():
+            yield
+            return
+        os.setpgid(0, 0)
+        # A background group that sets the terminal's foreground is stopped by SIGTTOU unless it ignores it.
+        ttou = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        try:
+            os.tcsetpgrp(terminal, os.getpgrp())
+            yield
+        finally:
+            os.tcsetpgrp(terminal, before)
+            signal.signal(signal.SIGTTOU, ttou)
+    finally:
+        os.close(terminal)
 
 
 def _run(port: int, pgdata: Path) -> int:
@@ -193,13 +232,14 @@ def _run(port: int, pgdata: Path) -> int:
         def print_logins(manager):
             _wait_for_port(port)
             say(manager, "logins", logins)
-            say(manager, "logins", f"Admin: http://127.0.0.1:{port}/admin/  (Ctrl-C stops all three and the database)")
+            for line in last_lines(port, processes=list(processes), inbox=_inbox(settings), embedded=embedded):
+                say(manager, "logins", line)
 
         return serve(
             processes, env=env, grace=settings.Q_CLUSTER["timeout"] + GRACE_BEYOND_TASK_SECONDS, then=print_logins
         )
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C while setting up: stopped, as asked
+        return 0
     except _SetUpFailed as failure:
         print(failure, file=sys.stderr)
         return 1
@@ -236,13 +276,11 @@ def _set_up(settings, pgdata: Path) -> str:
     from platform_events.db.unreachable import database_unreachable
     from tokens.mailroom.drain import drain
 
-    mail_log = pgdata.parent / "mail-at-start.txt"
     try:
         call_command("migrate", interactive=False)
         logins = io.StringIO()
         call_command("seed_demo", stdout=logins)
-        with open(mail_log, "w") as log, redirect_stdout(log):  # the console backend prints to stdout
-            mailed = drain()
+        mailed = drain()
     except CommandError as error:
         raise _SetUpFailed(f"make run: {error}") from None
     except OperationalError as error:
@@ -251,15 +289,30 @@ def _set_up(settings, pgdata: Path) -> str:
         raise _SetUpFailed(f"Database unreachable (DATABASE_URL, or the embedded server): {error}") from None
     finally:
         connections.close_all()  # the processes honcho forks must not share these connections
-    where = os.path.relpath(mail_log, Path.cwd())
     lines = [logins.getvalue().rstrip()]
     if mailed.sent:
-        lines.insert(
-            0, f"{mailed.sent} e-mails due at start-up were sent before the servers started; as printed: {where}"
-        )
+        where = "to the development inbox (below)" if _inbox(settings) else "through EMAIL_URL"
+        lines.insert(0, f"{mailed.sent} e-mails due at start-up were sent {where} before the servers started.")
     if mailed.error:  # an SMTP server down: the listener and the worker retry
         lines.insert(0, f"Not all mail due at start-up was sent ({mailed.error}); the mail listener retries.")
     return "\n".join(lines)
+
+
+def last_lines(port: int, *, processes: list[str], inbox: bool, embedded: bool) -> list[str]:
+    """What make run prints once the web server answers, after the logins: where to go, and what Ctrl-C stops."""
+    lines = [f"Admin: http://127.0.0.1:{port}/admin/"]
+    if inbox:
+        lines.append(f"E-mails (development inbox): http://127.0.0.1:{port}/dev/mail/")
+    stopped = f"{', '.join(processes[:-1])} and {processes[-1]}" if len(processes) > 1 else processes[0]
+    lines.append(f"Ctrl-C stops {stopped}{', then the embedded PostgreSQL' if embedded else ''}.")
+    return lines
+
+
+def _inbox(settings) -> bool:
+    """E-mails are kept for the development inbox (DEBUG on, EMAIL_URL unset)."""
+    from lifecycle.dev_inbox.backend import INBOX_BACKEND
+
+    return settings.EMAIL_BACKEND == INBOX_BACKEND
 
 
 def _wait_for_port(port: int) -> None:

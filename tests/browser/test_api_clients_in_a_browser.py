@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 def test_an_integrator_adds_a_client_sees_its_key_once_and_revokes_it(browser, live_server):
-    staff_user("integrator1", "Integrators")
+    staff_user("integrator1", "Integrator")
     api_client_create(name="crm", scopes=["accounts:read", "accounts:write"], actor=None)  # a list of two
     page = browser.new_page(viewport=SCREEN)
     log_in(page, live_server, "integrator1")

@@ -34,7 +34,7 @@ def nodes_at_several_loads() -> None:
 
 
 def test_an_integrator_marks_a_node_downed_with_a_reason(browser, live_server):
-    staff_user("integrator1", "Integrators")
+    staff_user("integrator1", "Integrator")
     nodes_at_several_loads()
     page = browser.new_page(viewport=SCREEN)
     log_in(page, live_server, "integrator1")

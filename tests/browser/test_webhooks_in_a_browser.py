@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 def test_an_integrator_adds_an_endpoint_and_sees_its_secret_once(browser, live_server):
-    staff_user("integrator1", "Integrators")
+    staff_user("integrator1", "Integrator")
     page = browser.new_page(viewport=SCREEN)
     log_in(page, live_server, "integrator1")
 

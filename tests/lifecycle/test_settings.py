@@ -171,6 +171,8 @@ def test_read_int_refuses_a_value_below_its_minimum(monkeypatch):
         ("ALLOWED_HOSTS", " , ", "ALLOWED_HOSTS must name the site's host names (comma-separated) when DEBUG is off"),
         ("SECRET_KEY", "short-key", "SECRET_KEY must be at least 50 characters with at least 5 different ones"),
         ("SECRET_KEY", "a" * 60, "SECRET_KEY must be at least 50 characters with at least 5 different ones"),
+        # Every e-mail, with its working link and code, in a file on the server that nobody receives.
+        ("EMAIL_URL", "filemail:///var/tmp/mail", "EMAIL_URL filemail:// keeps e-mails in files, for development only"),
     ],
 )
 def test_production_refuses_what_would_fail_quietly(variable, value, sentence):
@@ -234,3 +236,18 @@ def test_a_query_that_fails_once_connected_keeps_its_traceback():
 def test_check_deploy_warns_when_webhook_secrets_hang_on_secret_key():
     result = manage("check", "--deploy", "--fail-level", "WARNING", **{**PRODUCTION, "WEBHOOK_SECRET_KEYS": ""})
     assert result.returncode != 0 and "platform_events.W001" in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    ("env", "backend"),
+    [
+        ({"DEBUG": "true"}, "lifecycle.dev_inbox.backend.InboxBackend"),
+        ({"DEBUG": "true", "EMAIL_URL": "smtp://127.0.0.1:2525"}, "django.core.mail.backends.smtp.EmailBackend"),
+        ({**PRODUCTION}, "django.core.mail.backends.console.EmailBackend"),
+    ],
+)
+def test_e_mails_are_kept_for_the_development_inbox_only_with_debug_on_and_no_email_url(env, backend):
+    result = manage(
+        "shell", "--no-imports", "-c", "from django.conf import settings; print(settings.EMAIL_BACKEND)", **env
+    )
+    assert result.stdout.strip() == backend, result.stderr

@@ -4,7 +4,7 @@ from lifecycle.backoffice.roles import ROLES, ensure_roles
 
 
 class Command(BaseCommand):
-    help = "Create the staff groups (Support, Auditor) with exactly their permissions. Runs after every migrate too."
+    help = f"Create the staff groups ({', '.join(ROLES)}) with exactly their permissions. Runs after every migrate too."
 
     def handle(self, *args, **options):
         ensure_roles()

@@ -10,7 +10,7 @@ from lifecycle.demo.data import STAFF, demo_accounts_loaded, ensure_staff_logins
 
 class Command(BaseCommand):
     help = (
-        "Load demo accounts in every state (once) and make the local staff logins (admin, support, auditor) that are"
+        "Load demo accounts in every state (once) and make the local staff logins (admin, support, auditor, integrator) that are"
         " missing, each with its own password, printed once. Never resets an existing login's password."
     )
 

@@ -30,7 +30,7 @@ CLIENT_STATE = "aabbccddeeff00112233445566778899"
 
 @pytest.fixture
 def integrator(db):
-    return staff_client("Integrators", "integrator1")
+    return staff_client("Integrator", "integrator1")
 
 
 @pytest.fixture
@@ -332,7 +332,7 @@ def test_integrators_have_the_node_permissions_and_no_other_role_has_any():
     assert granted == {
         "Support": set(),
         "Auditor": set(),
-        "Integrators": {
+        "Integrator": {
             "view_service",
             "add_service",
             "view_node",

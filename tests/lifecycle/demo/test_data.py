@@ -43,8 +43,8 @@ class TestSeedDemo:
         out = io.StringIO()
         call_command("seed_demo", stdout=out)
         printed = dict(re.findall(r"(\w+) login: \w+ / (\S+)", out.getvalue()))
-        assert set(printed) == {"Admin", "Support", "Auditor"}
-        assert len(set(printed.values())) == 3
+        assert set(printed) == {"Admin", "Support", "Auditor", "Integrator"}
+        assert len(set(printed.values())) == 4
         support = get_user_model().objects.get(username="support")
         assert not support.check_password(printed["Admin"])
         assert support.check_password(printed["Support"])

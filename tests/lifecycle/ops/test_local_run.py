@@ -1,21 +1,24 @@
-"""make run (lifecycle/ops/local_run.py): one run per data directory, a stale lock never blocks, and Ctrl-C
-stops the worker gracefully, letting a running task finish, instead of SIGKILL."""
+"""make run (lifecycle/ops/local_run.py): one run per data directory, a stale lock never blocks, Ctrl-C
+stops the worker gracefully, letting a running task finish, instead of SIGKILL, and ends make with 0;
+the last lines say truly what runs."""
 
 import contextlib
 import os
+import pty
 import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from django_q.models import Success
 from django_q.tasks import async_task
 from honcho.environ import parse_procfile
 
-from lifecycle.ops.local_run import PROCFILE, AlreadyRunning, run_lock
+from lifecycle.ops.local_run import PROCFILE, AlreadyRunning, last_lines, run_lock
 from tests.support import ROOT, database_url_for_tests, environment, wait_for
 
 
@@ -125,7 +128,7 @@ def test_ctrl_c_lets_the_worker_finish_its_task_and_stop_without_sigkill(setting
         async_task("time.sleep", 8, task_name="slow-task")
         wait_for(lambda: any("processing slow-task" in line for line in lines), timeout=30, message="the task to start")
         run.send_signal(signal.SIGINT)  # what a terminal's Ctrl-C sends make run's process
-        assert run.wait(timeout=60) == 130
+        assert run.wait(timeout=60) == 0  # a stop asked for, not a failure
     finally:
         # On a failure, the worker too: honcho started it in a session of its own.
         for group in [run.pid, *(int(pid) for pid in re.findall(r"worker started \(pid=(\d+)\)", "".join(lines)))]:
@@ -146,3 +149,56 @@ def test_make_run_starts_the_development_processes_of_procfile_dev():
     assert PROCFILE.name == "Procfile.dev"
     assert processes["web"] == "exec python manage.py runserver 127.0.0.1:${PORT:-8000}"
     assert set(processes) == {"web", "worker", "mailroom", "webhooks"}
+
+
+def test_the_last_lines_name_every_process_it_runs_and_link_the_admin_and_the_inbox():
+    processes = list(parse_procfile(PROCFILE.read_text()).processes)
+    assert last_lines(8001, processes=processes, inbox=True, embedded=True) == [
+        "Admin: http://127.0.0.1:8001/admin/",
+        "E-mails (development inbox): http://127.0.0.1:8001/dev/mail/",
+        "Ctrl-C stops web, worker, mailroom and webhooks, then the embedded PostgreSQL.",
+    ]
+
+
+def test_without_the_inbox_or_the_embedded_server_the_last_lines_say_neither():
+    """EMAIL_URL set: no inbox to link; DATABASE_URL set: Ctrl-C leaves that server alone."""
+    assert last_lines(8000, processes=["web", "worker"], inbox=False, embedded=False) == [
+        "Admin: http://127.0.0.1:8000/admin/",
+        "Ctrl-C stops web and worker.",
+    ]
+
+
+def test_ctrl_c_in_a_terminal_ends_make_with_0_and_no_make_error(tmp_path):
+    """A terminal's Ctrl-C reaches its foreground process group: make too, unless the run takes the
+    terminal for itself. make's own recipe, in a real pseudo-terminal, stopped by the character ^C."""
+    run = (
+        "import os, sys\n"
+        "from lifecycle.ops.local_run import serve, terminal_foreground\n"
+        "with terminal_foreground():\n"
+        "    sys.exit(serve({'web': 'exec sleep 600'}, env=dict(os.environ), grace=5))\n"
+    )
+    (tmp_path / "run.py").write_text(run)
+    (tmp_path / "Makefile").write_text(f"run:\n\t@{sys.executable} {tmp_path / 'run.py'}\n")
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a shell's job, as a person types make run
+        os.chdir(ROOT)
+        os.execvpe("make", ["make", "-s", "-f", str(tmp_path / "Makefile"), "run"], environment())
+    output = b""
+    deadline = time.monotonic() + 30
+    while b"web started" not in output and time.monotonic() < deadline:
+        output += os.read(terminal, 4096)
+    assert b"web started" in output, output
+    os.write(terminal, b"\x03")  # Ctrl-C, as typed: the terminal turns it into SIGINT for its foreground group
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # the terminal closed: make has ended
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    text = output.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert "make: ***" not in text
+    assert "sending SIGINT to web" in text

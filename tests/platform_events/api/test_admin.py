@@ -30,7 +30,7 @@ FORM = {"name": "billing", "scopes": ["accounts:read", "sessions"]}
 
 @pytest.fixture
 def integrator(db):
-    return staff_client("Integrators", "integrator1")
+    return staff_client("Integrator", "integrator1")
 
 
 def page(url, *args):
@@ -121,7 +121,7 @@ def test_the_key_is_in_no_url_page_session_log_or_audit_row_afterwards(integrato
 def test_adding_is_audited_with_the_staff_member_and_never_the_key(integrator):
     client, key, _ = added(integrator)
     created = AuditEvent.objects.get(action="api_client.created")
-    user_id = Group.objects.get(name="Integrators").user_set.get().pk
+    user_id = Group.objects.get(name="Integrator").user_set.get().pk
     assert (created.resource_type, created.resource_id) == ("api_client", str(client.pk))
     assert (created.actor_type, created.actor_id, created.actor_display) == ("USER", f"staff:{user_id}", "integrator1")
     assert created.actor_ip is not None
@@ -340,7 +340,7 @@ def test_integrators_may_view_add_and_change_api_clients_and_no_other_role_may()
     assert granted == {
         "Support": set(),
         "Auditor": set(),
-        "Integrators": {"view_apiclient", "add_apiclient", "change_apiclient"},
+        "Integrator": {"view_apiclient", "add_apiclient", "change_apiclient"},
     }
 
 

@@ -29,7 +29,7 @@ FORM = {"url": URL, "events": ["account.created", "account.suspended"], "owner":
 
 @pytest.fixture
 def integrator(db):
-    return staff_client("Integrators", "integrator1")
+    return staff_client("Integrator", "integrator1")
 
 
 def page(url, *args):

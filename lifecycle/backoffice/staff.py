@@ -1,0 +1,53 @@
+"""Staff logins made from the command line (manage.py add_staff): one login in one role, with a password
+that is generated, or given and checked by AUTH_PASSWORD_VALIDATORS. Superusers are createsuperuser's."""
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import Group
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from lifecycle.backoffice.roles import ROLES
+
+# 24 characters of base64url: 144 random bits, typed or pasted once.
+GENERATED_PASSWORD_BYTES = 18
+
+
+class StaffRefused(Exception):
+    """The login cannot be made as asked; the message says why in one sentence."""
+
+
+def generated_password() -> str:
+    return secrets.token_urlsafe(GENERATED_PASSWORD_BYTES)
+
+
+@transaction.atomic
+def staff_add(*, login: str, role: str, password: str) -> AbstractBaseUser:
+    """A staff login ``login`` in the group of ``role`` (a name in ROLES) with ``password``; refused with
+    one sentence when the login is taken (in any case), not a valid login, or the password too weak."""
+    if role not in ROLES:
+        raise StaffRefused(f"No role named {role!r}; the roles are {', '.join(ROLES)}.")
+    User = get_user_model()
+    if taken := User.objects.filter(username__iexact=login).first():
+        # As the admin's add-user form: logins that differ only in case are one person to a reader.
+        raise StaffRefused(
+            f"A login named {taken.username!r} exists already; choose another, or change it in the admin."
+        )
+    user = User(username=login, is_staff=True)
+    try:
+        user.clean_fields(exclude=["password"])
+    except ValidationError as error:
+        raise StaffRefused(f"Not a valid login: {' '.join(error.messages)}") from None
+    try:
+        validate_password(password, user)  # needs the user: a password like its login is refused
+    except ValidationError as error:
+        raise StaffRefused(f"Password refused: {' '.join(error.messages)}") from None
+    if (group := Group.objects.filter(name=role).first()) is None:  # made by every migrate
+        raise StaffRefused(f"The {role} group is missing; manage.py ensure_roles makes it.")
+    user.set_password(password)
+    user.save()
+    user.groups.set([group])
+    return user
