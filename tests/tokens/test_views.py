@@ -88,7 +88,8 @@ class TestActivationLink:
         assert "Choose a password" not in client.get(url).content.decode()
         assert "Your account is active" in client.post(url).content.decode()
 
-    def test_a_second_post_of_ones_own_link_says_the_account_is_active(self, client):
+    def test_a_second_post_of_ones_own_link_says_the_account_is_active(self, client, settings):
+        settings.SIGN_IN_URL = "https://app.example.com/sign-in"
         account = AccountFactory(login="jane")
         url = landing_path(live_token(account=account))
         client.post(url, NEW_PASSWORD)
@@ -96,7 +97,7 @@ class TestActivationLink:
         assert response.status_code == 409
         text = response.content.decode()
         assert "Already used" in text and "Your account is active: sign in with your login, jane." in text
-        assert 'href="http://127.0.0.1:8000">Sign in' in text
+        assert 'href="https://app.example.com/sign-in">Sign in' in text
 
     @pytest.mark.parametrize(
         ("spoil", "status", "heading"),
@@ -166,6 +167,44 @@ class TestActivationLink:
         assert len({e.request_id for e in events}) == 1
         assert PASSWORD not in str([(e.diff_before, e.diff_after) for e in AuditEvent.objects.all()])
         assert "argon2" not in str([(e.diff_before, e.diff_after) for e in AuditEvent.objects.all()])
+
+
+class TestWithoutASignInPage:
+    """SIGN_IN_URL unset (the default): the pages say the account is ready and link nowhere, least of all
+    into the back-office, whose login counts an end user's attempts toward the staff lock-out."""
+
+    def test_activation_says_the_account_is_ready_without_a_sign_in_link(self, client, settings):
+        settings.SIGN_IN_URL = ""
+        account = AccountFactory(login="jane")
+        response = client.post(landing_path(live_token(account=account)), NEW_PASSWORD)
+        text = response.content.decode()
+        assert "It is ready to use with your login, jane, and your password." in text
+        assert "Sign in" not in text and "/admin" not in text
+        assert f'href="{settings.PUBLIC_BASE_URL}"' not in text and 'href="/"' not in text
+
+    def test_a_password_change_says_it_is_set_without_a_sign_in_link(self, client, settings):
+        settings.SIGN_IN_URL = ""
+        account = AccountFactory(active=True, login="jane")
+        response = client.post(landing_path(recovery_token(account)), NEW_PASSWORD)
+        text = response.content.decode()
+        assert "The new password is set for your login, jane." in text
+        assert "Sign in" not in text and "/admin" not in text
+
+    def test_a_used_link_says_the_account_is_active_without_a_sign_in_link(self, client, settings):
+        settings.SIGN_IN_URL = ""
+        account = AccountFactory(login="jane")
+        url = landing_path(live_token(account=account))
+        client.post(url, NEW_PASSWORD)
+        text = client.post(url, NEW_PASSWORD).content.decode()
+        assert "Your account is active and ready to use; its login is jane." in text
+        assert "Sign in" not in text and "/admin" not in text
+
+    def test_no_public_page_links_into_the_back_office(self, client, settings):
+        settings.SIGN_IN_URL = ""
+        pages = ["sign-up", "activate-code", "resend", "recover", "recover-code"]
+        for name in pages:
+            response = client.get(reverse(name))
+            assert "/admin" not in response.content.decode(), name
 
 
 def code_form(identifier: str, code: str, **extra) -> dict:
