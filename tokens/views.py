@@ -74,7 +74,8 @@ REFUSALS = {
     TokenBurnt: (
         403,
         "Code blocked",
-        "Too many wrong codes were tried, so this code no longer works. The link in the same e-mail still does.",
+        "Too many wrong codes were tried, so this code no longer works. The link in the same e-mail still does;"
+        " a new e-mail brings a new link and code, and replaces this one.",
         [ask_again()],
     ),
     AccountSuspended: (403, "Account suspended", "This account is suspended. Please contact support.", []),
@@ -295,7 +296,8 @@ def resend_activation(request: HttpRequest) -> HttpResponse:
         heading="Send me a new activation e-mail",
         intro="Enter the login or e-mail you signed up with.",
         done="If an account waiting for activation has this login or e-mail, we sent it the activation"
-        " e-mail again, with a link and a code. A link sent earlier keeps working until it expires.",
+        " e-mail again, with a link and a code. A link sent earlier keeps working until it expires, unless"
+        " its code was blocked by wrong codes: then the e-mail is a new one, which replaces it.",
         code_page="activate-code",
     )
 

@@ -5,6 +5,7 @@ import re
 
 import pytest
 from django.contrib.auth.hashers import check_password
+from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
@@ -23,6 +24,7 @@ from tests.support import (
     wrong_code,
 )
 from tokens.links import landing_path, secret_to_text
+from tokens.mailroom.drain import drain
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_resend_activation, token_send_password_recovery
@@ -460,6 +462,40 @@ class TestResend:
         client.post(reverse("resend"), {"identifier": "jane"})
         run_queued_tasks()
         assert live_token(account=account).pk != old.pk
+
+    def test_after_a_blocked_code_asking_again_mails_a_new_link_and_code_that_activate(self, client):
+        """The path a person takes: wrong codes until the code is blocked, "Ask for a new e-mail", then the
+        new e-mail's code activates; the blocked e-mail is replaced, never mailed again."""
+        client.post(reverse("sign-up"), {"email": "jane.doe@example.com", "login": "jane"} | NEW_PASSWORD)
+        first_link, first_code = delivered_link_and_code()
+        for _ in range(max_code_attempts()):
+            client.post(reverse("activate-code"), code_form("jane", wrong_code(first_code)))
+        blocked = client.post(reverse("activate-code"), code_form("jane", first_code))
+        assert blocked.status_code == 403 and "Code blocked" in blocked.content.decode()
+        ask_again_url = re.search(r'href="([^"]*)">Ask for a new e-mail', blocked.content.decode()).group(1)
+
+        asked = client.post(ask_again_url, {"identifier": "jane"})
+        assert "Check your e-mail" in asked.content.decode()
+        link, code = delivered_link_and_code()
+        assert link != first_link  # a new token (its code is new too, though it may repeat by chance)
+
+        assert client.post(first_link).status_code == 410  # the blocked e-mail's link is replaced
+        response = client.post(reverse("activate-code"), code_form("jane", code))
+        assert "Your account is active" in response.content.decode()
+        assert Account.objects.get(login="jane").status == AccountStatus.ACTIVE
+
+
+def delivered_link_and_code() -> tuple[str, str]:
+    """Run the queued public requests and the mailroom; the link (as a path) and the code of the one new
+    e-mail."""
+    before = len(mail.outbox)
+    run_queued_tasks()
+    drain()
+    assert len(mail.outbox) == before + 1
+    body = mail.outbox[-1].body
+    link = re.search(r"https?://[^/\s]+(/activate/[A-Za-z0-9_-]{43})", body).group(1)
+    code = re.search(r"enter this code [^:]*: (\d{5})", body).group(1)
+    return link, code
 
 
 class TestLimits:
