@@ -219,6 +219,12 @@ def sign_up_problems(*, email: str, login: str) -> dict[str, str]:
     return {field: problem for field, problem in problems.items() if problem}
 
 
+def problem_sentence(problem: str) -> str:
+    """A problem sign_up_problems() names ("e-mail is not a valid address ...") as the sentence the
+    public pages and the API show ("E-mail is not a valid address ....")."""
+    return f"{problem[0].upper()}{problem[1:]}."
+
+
 def account_counts_by_status(*, exact_below: int = EXACT_COUNT_LIMIT) -> tuple[dict[str, int], bool]:
     """Accounts per status, every status named, and whether they are estimated: counted while the table
     holds fewer than ``exact_below`` rows, estimated from the planner's statistics on a larger one."""

@@ -100,9 +100,12 @@ def read_email_url(name: str, default: str) -> dict:
         ) from None
 
 
-def read_url(name: str, default: str) -> str:
-    """A base URL links are built on: scheme and host, perhaps a path; nothing a link could not follow."""
+def read_url(name: str, default: str, *, optional: bool = False) -> str:
+    """A base URL links are built on: scheme and host, perhaps a path; nothing a link could not follow.
+    ``optional``: an empty value means none (``""``)."""
     raw = env.str(name, default=default).strip().rstrip("/")
+    if optional and not raw:
+        return ""
     if not raw.startswith(("http://", "https://")):
         raise ImproperlyConfigured(f"{name} must be an http:// or https:// URL, not {raw!r}.")
     parts = urlsplit(raw)

@@ -270,9 +270,16 @@ PASSWORD_HASHERS = [
 # The public pages (docs/public-pages.md). Off: /signup/ says sign-up is closed; accounts are then
 # made by staff or the services only.
 PUBLIC_SIGN_UP = read_bool("PUBLIC_SIGN_UP", default=True)
-# Where the pages send people once their account is active or their password changed (the product
-# that uses these accounts signs them in; Lifecycle has no sign-in of its own).
-SIGN_IN_URL = read_url("SIGN_IN_URL", default=PUBLIC_BASE_URL)
+# Where the pages send people once their account is active or their password changed: the sign-in
+# page of the product that uses these accounts (Lifecycle has none for end users). Empty: no "Sign in"
+# link, the page says the account is ready. Never this site: its root is the staff login, where an end
+# user's attempts would count toward the staff lock-out.
+SIGN_IN_URL = read_url("SIGN_IN_URL", default="", optional=True)
+if SIGN_IN_URL and (SIGN_IN_URL == PUBLIC_BASE_URL or SIGN_IN_URL.startswith(f"{PUBLIC_BASE_URL}/admin")):
+    raise ImproperlyConfigured(
+        f"SIGN_IN_URL must be the sign-in page of the product that uses these accounts, not {SIGN_IN_URL!r},"
+        " which leads end users to the staff login of this back-office; leave it empty for no sign-in link."
+    )
 # How people reach support, as the pages print it: an address or a URL.
 SUPPORT_CONTACT = env.str("SUPPORT_CONTACT", default="support@localhost")
 # Whom staff should ask when the back-office locks them out or refuses them a page: whoever administers

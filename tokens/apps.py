@@ -5,4 +5,7 @@ class TokensConfig(AppConfig):
     name = "tokens"
 
     def ready(self):
-        from tokens import errors  # noqa: F401  registers the database's refusals (LT...)
+        from tokens import (
+            errors,  # noqa: F401  registers the database's refusals (LT...)
+            pages,  # noqa: F401  registers its deploy check (SIGN_IN_URL, SUPPORT_CONTACT)
+        )

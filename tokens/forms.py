@@ -1,6 +1,6 @@
 from django import forms
 
-from accounts.selectors import sign_up_problems
+from accounts.selectors import problem_sentence, sign_up_problems
 
 IDENTIFIER = {"label": "Login or e-mail", "max_length": 254, "strip": True}
 
@@ -95,7 +95,7 @@ class SignUpForm(ChoosePasswordForm):
         email, login = cleaned.get("email"), cleaned.get("login")
         if email and login and _printable(email) and _printable(login):
             for field, problem in sign_up_problems(email=email, login=login).items():
-                self.add_error(field, problem[0].upper() + problem[1:] + ".")
+                self.add_error(field, problem_sentence(problem))
         elif login and not _printable(login):
             self.add_error("login", "Login may only hold ASCII letters, digits and . _ + -.")
         return cleaned

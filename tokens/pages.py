@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core import checks
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse_lazy
@@ -18,8 +19,10 @@ class NextStep:
     url: str
 
 
-def sign_in() -> NextStep:
-    return NextStep("Sign in", settings.SIGN_IN_URL)
+def sign_in() -> list[NextStep]:
+    """The way on once an account is active: the product's sign-in page, or none when ``SIGN_IN_URL`` is
+    unset (this site has no sign-in for end users; its root is the staff login)."""
+    return [NextStep("Sign in", settings.SIGN_IN_URL)] if settings.SIGN_IN_URL else []
 
 
 def ask_again(action_page: str = "resend") -> NextStep:
@@ -31,6 +34,33 @@ def public_context(request: HttpRequest) -> dict:
     contact = settings.SUPPORT_CONTACT
     href = contact if contact.startswith(("http://", "https://")) else f"mailto:{contact}"
     return {"support_contact": contact, "support_href": href}
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_public_contacts(app_configs, **kwargs):
+    """In production the pages need the product's sign-in page and a support contact people can reach."""
+    if settings.DEBUG:
+        return []
+    warnings = []
+    if not settings.SIGN_IN_URL:
+        warnings.append(
+            checks.Warning(
+                "SIGN_IN_URL is not set: the public pages end an activation or a password change without a"
+                " link to where people sign in.",
+                hint="Set SIGN_IN_URL to the sign-in page of the product that uses these accounts.",
+                id="tokens.W001",
+            )
+        )
+    if settings.SUPPORT_CONTACT.rpartition("@")[2] in ("", "localhost"):
+        warnings.append(
+            checks.Warning(
+                f"SUPPORT_CONTACT is {settings.SUPPORT_CONTACT!r}: every public page ends with it, and nobody"
+                " outside this machine can write there.",
+                hint="Set SUPPORT_CONTACT to your support team's address or page, e.g. support@example.com.",
+                id="tokens.W002",
+            )
+        )
+    return warnings
 
 
 def outcome_page(

@@ -214,7 +214,9 @@ def token_request_mail(
     """Send an e-mail of ``action`` to the account this login or e-mail names, if it is in the state the
     action needs (the newest such sign-up, for an address several share): its live token again while
     that has not expired (re-sent, not replaced, so that nobody can cancel someone else's link), else a
-    new token. The token to be mailed, or None when there is no such account.
+    new token, which replaces the old one. A token whose code is blocked by wrong codes is not live
+    here: mailing its dead code again would leave the person only the link, so they get a new token.
+    The token to be mailed, or None when there is no such account.
 
     The public pages run it after they have answered (tokens/tasks.py), the same answer for any input.
     With ``per_account``, an account over that limit gets nothing: the pages count what was typed,
@@ -235,7 +237,12 @@ def token_request_mail(
         if not Account.objects.filter(pk=account.pk, status=needs).select_for_update(no_key=True).exists():
             return None
         live = Token.objects.filter(
-            account=account, action=action, consumed_at__isnull=True, superseded_at__isnull=True, expires_at__gt=Now()
+            account=account,
+            action=action,
+            consumed_at__isnull=True,
+            superseded_at__isnull=True,
+            expires_at__gt=Now(),
+            failed_attempts__lt=MaxCodeAttempts(),
         ).first()
         if live is None:
             return _issue(account.pk, action, needs=needs, actor=acting)

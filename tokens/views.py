@@ -74,7 +74,8 @@ REFUSALS = {
     TokenBurnt: (
         403,
         "Code blocked",
-        "Too many wrong codes were tried, so this code no longer works. The link in the same e-mail still does.",
+        "Too many wrong codes were tried, so this code no longer works. The link in the same e-mail still does;"
+        " a new e-mail brings a new link and code, and replaces this one.",
         [ask_again()],
     ),
     AccountSuspended: (403, "Account suspended", "This account is suspended. Please contact support.", []),
@@ -94,8 +95,11 @@ def refusal_page(request: HttpRequest, error: Refused, token: Token | None = Non
     )
     account = token.account if token is not None else None
     if isinstance(error, TokenAlreadyUsed) and account is not None and account.status == AccountStatus.ACTIVE:
-        text = f"{text} Your account is active: sign in with your login, {account.login}."
-        next_steps = [sign_in()]
+        if settings.SIGN_IN_URL:
+            text = f"{text} Your account is active: sign in with your login, {account.login}."
+        else:
+            text = f"{text} Your account is active and ready to use; its login is {account.login}."
+        next_steps = sign_in()
     if token is not None and token.action == TokenAction.PASSWORD_RECOVERY and next_steps:
         next_steps = [ask_again("recover")]
     return outcome_page(request, heading, text, status=status, account=account, next_steps=next_steps)
@@ -214,9 +218,11 @@ def _activated(request: HttpRequest, token: Token) -> HttpResponse:
     return outcome_page(
         request,
         "Your account is active",
-        f"Sign in with your login, {token.account.login}, and your password.",
+        f"Sign in with your login, {token.account.login}, and your password."
+        if settings.SIGN_IN_URL
+        else f"It is ready to use with your login, {token.account.login}, and your password.",
         account=token.account,
-        next_steps=[sign_in()],
+        next_steps=sign_in(),
     )
 
 
@@ -290,7 +296,8 @@ def resend_activation(request: HttpRequest) -> HttpResponse:
         heading="Send me a new activation e-mail",
         intro="Enter the login or e-mail you signed up with.",
         done="If an account waiting for activation has this login or e-mail, we sent it the activation"
-        " e-mail again, with a link and a code. A link sent earlier keeps working until it expires.",
+        " e-mail again, with a link and a code. A link sent earlier keeps working until it expires, unless"
+        " its code was blocked by wrong codes: then the e-mail is a new one, which replaces it.",
         code_page="activate-code",
     )
 
@@ -353,7 +360,9 @@ def _password_changed(request: HttpRequest, token: Token) -> HttpResponse:
     return outcome_page(
         request,
         "Your password is changed",
-        f"Sign in with your login, {token.account.login}, and the new password.",
+        f"Sign in with your login, {token.account.login}, and the new password."
+        if settings.SIGN_IN_URL
+        else f"The new password is set for your login, {token.account.login}.",
         account=token.account,
-        next_steps=[sign_in()],
+        next_steps=sign_in(),
     )

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from ninja import Schema
 from pydantic import AfterValidator, ConfigDict, Field
 
-from accounts.nodes.models import MAX_GENERATION, SERVICE_NAME
+from accounts.nodes.models import MAX_GENERATION, SERVICE_NAME, SERVICE_NAME_MAX
 
 # Logins and addresses are at most 254 characters (accounts/sql/0007_address_rules.sql).
 LONGEST_NAME = 254
@@ -40,14 +40,24 @@ EMAIL_PATTERN = (
 LOGIN_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._+-]*[A-Za-z0-9])?$"
 
 
+NOT_BLANK = r"\S"
+IDENTIFIER_PATTERN = r"^[!-~]+$"
+
+
 class Body(Schema):
     # A misspelt field is refused, not ignored.
     model_config = ConfigDict(extra="forbid")
 
 
+def _documented(pattern: str) -> dict:
+    """A text field's form for the OpenAPI schema only: the database's address rules check it, and
+    refuse it with the public pages' sentence (422 invalid-email, invalid-login), not this pattern."""
+    return {"minLength": 1, "maxLength": LONGEST_NAME, "pattern": pattern}
+
+
 class ProvisionIn(Body):
-    email: Text = Field(min_length=1, max_length=LONGEST_NAME, pattern=EMAIL_PATTERN, examples=["ada@example.com"])
-    login: Text = Field(min_length=1, max_length=LONGEST_NAME, pattern=LOGIN_PATTERN, examples=["ada"])
+    email: Text = Field(json_schema_extra=_documented(EMAIL_PATTERN), examples=["ada@example.com"])
+    login: Text = Field(json_schema_extra=_documented(LOGIN_PATTERN), examples=["ada"])
     password: Text | None = Field(
         default=None,
         min_length=1,
@@ -61,7 +71,7 @@ class ReasonIn(Body):
     reason: Text = Field(
         min_length=1,
         max_length=1000,
-        pattern=r"\S",
+        pattern=NOT_BLANK,
         description="Why: kept in the audit trail.",
         examples=["chargeback"],
     )
@@ -71,7 +81,10 @@ class SessionIn(Body):
     # Logins and addresses are printable ASCII (accounts/sql/0007_address_rules.sql): other text names
     # nobody, and is refused before any lookup (its case would fold differently in Python and SQL).
     identifier: Text = Field(
-        min_length=1, max_length=LONGEST_NAME, pattern=r"^[!-~]+$", description="The login or the e-mail address."
+        min_length=1,
+        max_length=LONGEST_NAME,
+        pattern=IDENTIFIER_PATTERN,
+        description="The login or the e-mail address.",
     )
     password: Text = Field(min_length=1, max_length=4096)
 
@@ -82,6 +95,18 @@ class SessionIn(Body):
 SERVICE_PATTERN = f"^{SERVICE_NAME.pattern}$"
 CLIENT_STATE_PATTERN = r"^([0-9a-f]{2}){0,16}$"
 LARGEST_GENERATION = MAX_GENERATION - 1
+
+# What each pattern a request is checked against asks, in words: a refusal says this, never the
+# pattern (lifecycle/api/validation.py; a test holds every constrained field to one of these).
+PATTERN_SENTENCES = {
+    NOT_BLANK: "must not be blank",
+    IDENTIFIER_PATTERN: "must be a login or an e-mail address: printable ASCII, without spaces",
+    SERVICE_PATTERN: (
+        f"must be a service's name: a lower-case letter or digit, then up to {SERVICE_NAME_MAX - 1} more of"
+        " a-z, 0-9, '.', '_' and '-'"
+    ),
+    CLIENT_STATE_PATTERN: "must be lower-case hex of at most 16 bytes (32 digits)",
+}
 
 
 class NodeReportIn(Body):

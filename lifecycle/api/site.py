@@ -14,6 +14,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from lifecycle.api.nodes import router as nodes_router
 from lifecycle.api.schemas import ProblemOut, ProblemTypeOut
+from lifecycle.api.validation import validation_problem
 from lifecycle.api.views import router as accounts_router
 from lifecycle.ops.database_unavailable import RETRY_AFTER_SECONDS
 from platform_events.api.problems import BY_STATUS, CATALOGUE, MEDIA_TYPE, Problem
@@ -88,17 +89,8 @@ def _unauthenticated(request, error):
 
 @api.exception_handler(ValidationError)
 def _invalid(request, error: ValidationError):
-    # Where and what, never the input itself (pydantic's "input" may be a password).
-    errors = [
-        {
-            "loc": [str(part) for part in item.get("loc", [])],
-            "msg": str(item.get("msg", "")),
-            "type": str(item.get("type", "")),
-        }
-        for item in error.errors
-    ]
-    detail = "; ".join(f"{'.'.join(e['loc'][1:] or e['loc'])}: {e['msg']}" for e in errors[:5])
-    return Problem("validation-failed", detail or "the request is not valid", errors=errors).response()
+    # Where and what in sentences, never the input itself (pydantic's "input" may be a password).
+    return validation_problem(error).response()
 
 
 @api.exception_handler(HttpError)

@@ -15,7 +15,7 @@ from ninja import Path, Query, Router
 from ninja.responses import NinjaJSONEncoder
 
 from accounts.models import Account
-from accounts.selectors import account_by_id, accounts_looked_up, sign_up_problems
+from accounts.selectors import account_by_id, accounts_looked_up, problem_sentence, sign_up_problems
 from accounts.services import (
     account_password_check,
     account_password_hash,
@@ -124,10 +124,10 @@ def _once(request, work) -> Outcome:
 def provision_account(request, body: ProvisionIn):
     """A provisioned account; the database issues its activation token and the mailroom sends the
     e-mail. With a password, the account has it at once (the person still activates)."""
-    email, login = body.email.strip(), body.login.strip()
+    email, login = body.email, body.login
     # What the rules refuse whatever the state (the address's or the login's form, a weak password)
     # is refused before the key is taken: such an answer is not stored, and a corrected retry may
-    # use the same key.
+    # use the same key. The database's address rules, in the public pages' sentences.
     form_problems = {
         field: problem
         for field, problem in sign_up_problems(email=email, login=login).items()
@@ -135,7 +135,9 @@ def provision_account(request, body: ProvisionIn):
     }
     if form_problems:
         field, problem = next(iter(form_problems.items()))
-        raise Problem(f"invalid-{field}", problem, field=field)
+        sentence = problem_sentence(problem)
+        errors = [{"in": "body", "loc": [field], "field": field, "msg": sentence, "type": f"invalid-{field}"}]
+        raise Problem(f"invalid-{field}", sentence, field=field, errors=errors)
     password_hash = None
     if body.password is not None:
         try:

@@ -21,6 +21,12 @@ from platform_events.webhooks.deadline import DeadlineStream, bounded
 
 MAX_URL_LENGTH = 2048
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# What lifts the guard, said wherever it refuses: set for one command alone, the listener that
+# delivers would still refuse the endpoint.
+ALLOWED_WITH_SETTING = (
+    "allowed only with WEBHOOKS_ALLOW_PRIVATE_URLS=true, for development: set it in .env, which the web server,"
+    " the webhook listener and the commands all read, and restart them"
+)
 
 
 def check_url(url: str) -> str | None:
@@ -36,7 +42,7 @@ def check_url(url: str) -> str | None:
         return "The URL is not valid (its port must be a number from 1 to 65535)."
     allowed = {"https", "http"} if settings.WEBHOOKS_ALLOW_PRIVATE_URLS else {"https"}
     if parts.scheme.lower() not in allowed:
-        return "The URL must start with https://."
+        return f"The URL must start with https:// (plain http:// is {ALLOWED_WITH_SETTING})."
     if not parts.hostname:
         return "The URL names no host."
     try:
@@ -51,10 +57,10 @@ def check_url(url: str) -> str | None:
         return "The URL's port must be from 1 to 65535."
     literal = _literal_address(parts.hostname)
     if literal is not None and (problem := forbidden_address(literal)):
-        return f"The URL names {problem}."
+        return f"The URL names {problem} ({ALLOWED_WITH_SETTING})."
     if literal is None and parts.hostname.rstrip(".").lower() in {"localhost", "localhost.localdomain"}:
         if not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
-            return "The URL names this machine (localhost)."
+            return f"The URL names this machine, localhost ({ALLOWED_WITH_SETTING})."
     return None
 
 
@@ -118,7 +124,10 @@ class GuardedBackend(httpcore.SyncBackend):
         for _family, _, _, _, sockaddr in infos:
             address = sockaddr[0]
             if problem := forbidden_address(address.split("%")[0]):
-                refused = refused or f"refused: {host} resolves to {problem}"
+                refused = refused or (
+                    f"refused: {host} resolves to {problem}, which WEBHOOKS_ALLOW_PRIVATE_URLS (off in this"
+                    " process) would allow"
+                )
                 continue
             try:
                 return DeadlineStream(

@@ -266,6 +266,7 @@ def deliver_batch(transport, size: int, *, sorting_off: bool = False) -> RunResu
     secrets = {endpoint_id: _secrets_or_none(endpoint) for endpoint_id, endpoint in endpoints.items()}
     disabled: set[uuid.UUID] = set()
     succeeded: set[uuid.UUID] = set()
+    failures: dict[uuid.UUID, list[http.Attempt]] = {}  # said on the console once per endpoint, with why
     held = {d.id for d in deliveries}
     records = DeliveredRecords(claim, result)
     try:
@@ -296,6 +297,7 @@ def deliver_batch(transport, size: int, *, sorting_off: bool = False) -> RunResu
             if not record_attempt(delivery, attempt, claim=claim, status=status, retry_in=retry_in):
                 result.lost_claims += 1
                 continue
+            failures.setdefault(endpoint.id, []).append(attempt)
             if status == DeliveryStatus.FAILED:
                 result.retrying += 1
             else:
@@ -312,8 +314,24 @@ def deliver_batch(transport, size: int, *, sorting_off: bool = False) -> RunResu
         raise
     for endpoint_id in succeeded - disabled:
         _endpoint_succeeded(endpoint_id)
+    for endpoint_id, attempts in failures.items():
+        _log_failures(endpoints[endpoint_id], attempts)
     release(claim, [d for d in deliveries if d.subscription_id in disabled])
     return result
+
+
+def _log_failures(endpoint: WebhookSubscription, attempts: list[http.Attempt]) -> None:
+    """One line per endpoint and batch: how many were not delivered, and why the first was not (a
+    refused address, a timeout, the receiver's answer), so that a console says more than "to retry"."""
+    first = attempts[0]
+    why = first.excerpt if first.status is None else f"it answered {first.status}: {first.excerpt[:200]}".rstrip(": ")
+    logger.warning(
+        "webhook endpoint %s (%s): %s not delivered: %s",
+        endpoint.id,
+        endpoint.url,
+        f"{len(attempts)} deliver{'y' if len(attempts) == 1 else 'ies'}",
+        why,
+    )
 
 
 UNREADABLE_SECRET = (

@@ -21,7 +21,7 @@ NEW_PASSWORD = "seven quiet harbours 1874"
 
 @pytest.fixture
 def site(live_server, smtp_server, settings):
-    settings.PUBLIC_BASE_URL = settings.SIGN_IN_URL = live_server.url
+    settings.PUBLIC_BASE_URL = live_server.url
     return live_server
 
 

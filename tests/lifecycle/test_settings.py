@@ -16,6 +16,8 @@ PRODUCTION = {
     "ALLOWED_HOSTS": "lifecycle.example.com",
     "PUBLIC_BASE_URL": "https://lifecycle.example.com",
     "WEBHOOK_SECRET_KEYS": "k1:" + "A" * 43 + "=",
+    "SIGN_IN_URL": "https://app.example.com/sign-in",
+    "SUPPORT_CONTACT": "support@example.com",
 }
 
 
@@ -54,6 +56,18 @@ PRODUCTION = {
         ("TRUSTED_PROXY_COUNT", "-1", "TRUSTED_PROXY_COUNT must be at least 0, not -1."),
         ("TRUSTED_PROXY_COUNT", "11", "TRUSTED_PROXY_COUNT must be at most 10, not 11."),
         ("TRUSTED_PROXY_COUNT", "one", "TRUSTED_PROXY_COUNT must be a whole number, not 'one'."),
+        # The site's root and /admin/ are the staff login: an end user's attempts would lock staff out.
+        (
+            "SIGN_IN_URL",
+            "http://127.0.0.1:8000/",
+            "SIGN_IN_URL must be the sign-in page of the product that uses these accounts, not"
+            " 'http://127.0.0.1:8000', which leads end users to the staff login of this back-office",
+        ),
+        (
+            "SIGN_IN_URL",
+            "http://127.0.0.1:8000/admin/login/",
+            "SIGN_IN_URL must be the sign-in page of the product that uses these accounts",
+        ),
     ],
 )
 def test_a_bad_value_stops_start_up_with_one_sentence_naming_it(variable, value, sentence):
@@ -251,3 +265,17 @@ def test_e_mails_are_kept_for_the_development_inbox_only_with_debug_on_and_no_em
         "shell", "--no-imports", "-c", "from django.conf import settings; print(settings.EMAIL_BACKEND)", **env
     )
     assert result.stdout.strip() == backend, result.stderr
+
+
+@pytest.mark.parametrize(("unset", "check_id"), [("SIGN_IN_URL", "tokens.W001"), ("SUPPORT_CONTACT", "tokens.W002")])
+def test_check_deploy_warns_when_the_public_pages_have_no_sign_in_page_or_support_contact(unset, check_id):
+    """Unset, the pages end without a way to sign in, or with support@localhost."""
+    result = manage("check", "--deploy", "--fail-level", "WARNING", **{**PRODUCTION, unset: ""})
+    assert result.returncode != 0 and check_id in result.stderr + result.stdout
+
+
+def test_check_deploy_warns_about_the_development_support_contact():
+    result = manage(
+        "check", "--deploy", "--fail-level", "WARNING", **{**PRODUCTION, "SUPPORT_CONTACT": "support@localhost"}
+    )
+    assert result.returncode != 0 and "tokens.W002" in result.stderr + result.stdout

@@ -266,6 +266,23 @@ class TestPasswordRecovery:
             token_consume(secret=bytes(Token.objects.get(pk=token_id).secret), actor=None)
 
 
+@pytest.mark.parametrize(
+    ("action", "traits"), [(TokenAction.ACTIVATION, {}), (TokenAction.PASSWORD_RECOVERY, {"active": True})]
+)
+def test_asking_again_after_a_blocked_code_issues_a_new_token_and_supersedes_the_old(action, traits):
+    """A code blocked by wrong codes is never mailed again: the person gets a new link and a new code."""
+    account = AccountFactory(login="jane", **traits)
+    if action == TokenAction.PASSWORD_RECOVERY:
+        token_send_password_recovery(account=account, actor=None)
+    old = live_token(account=account, action=action)
+    Token.objects.filter(pk=old.pk).update(failed_attempts=max_code_attempts())
+    new = token_request_mail(identifier="jane", action=action, actor=None)
+    old.refresh_from_db()
+    assert new.pk != old.pk and bytes(new.secret) != bytes(old.secret)
+    assert old.superseded_at is not None
+    assert token_consume_code(identifier="jane", code=new.code, action=action, actor=None).consumed_at is not None
+
+
 @pytest.mark.django_db(transaction=True)
 class TestRaces:
     def test_two_concurrent_consumptions_of_one_token_exactly_one_succeeds(self, psql):

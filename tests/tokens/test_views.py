@@ -5,6 +5,7 @@ import re
 
 import pytest
 from django.contrib.auth.hashers import check_password
+from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
@@ -23,6 +24,7 @@ from tests.support import (
     wrong_code,
 )
 from tokens.links import landing_path, secret_to_text
+from tokens.mailroom.drain import drain
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_resend_activation, token_send_password_recovery
@@ -88,7 +90,8 @@ class TestActivationLink:
         assert "Choose a password" not in client.get(url).content.decode()
         assert "Your account is active" in client.post(url).content.decode()
 
-    def test_a_second_post_of_ones_own_link_says_the_account_is_active(self, client):
+    def test_a_second_post_of_ones_own_link_says_the_account_is_active(self, client, settings):
+        settings.SIGN_IN_URL = "https://app.example.com/sign-in"
         account = AccountFactory(login="jane")
         url = landing_path(live_token(account=account))
         client.post(url, NEW_PASSWORD)
@@ -96,7 +99,7 @@ class TestActivationLink:
         assert response.status_code == 409
         text = response.content.decode()
         assert "Already used" in text and "Your account is active: sign in with your login, jane." in text
-        assert 'href="http://127.0.0.1:8000">Sign in' in text
+        assert 'href="https://app.example.com/sign-in">Sign in' in text
 
     @pytest.mark.parametrize(
         ("spoil", "status", "heading"),
@@ -166,6 +169,44 @@ class TestActivationLink:
         assert len({e.request_id for e in events}) == 1
         assert PASSWORD not in str([(e.diff_before, e.diff_after) for e in AuditEvent.objects.all()])
         assert "argon2" not in str([(e.diff_before, e.diff_after) for e in AuditEvent.objects.all()])
+
+
+class TestWithoutASignInPage:
+    """SIGN_IN_URL unset (the default): the pages say the account is ready and link nowhere, least of all
+    into the back-office, whose login counts an end user's attempts toward the staff lock-out."""
+
+    def test_activation_says_the_account_is_ready_without_a_sign_in_link(self, client, settings):
+        settings.SIGN_IN_URL = ""
+        account = AccountFactory(login="jane")
+        response = client.post(landing_path(live_token(account=account)), NEW_PASSWORD)
+        text = response.content.decode()
+        assert "It is ready to use with your login, jane, and your password." in text
+        assert "Sign in" not in text and "/admin" not in text
+        assert f'href="{settings.PUBLIC_BASE_URL}"' not in text and 'href="/"' not in text
+
+    def test_a_password_change_says_it_is_set_without_a_sign_in_link(self, client, settings):
+        settings.SIGN_IN_URL = ""
+        account = AccountFactory(active=True, login="jane")
+        response = client.post(landing_path(recovery_token(account)), NEW_PASSWORD)
+        text = response.content.decode()
+        assert "The new password is set for your login, jane." in text
+        assert "Sign in" not in text and "/admin" not in text
+
+    def test_a_used_link_says_the_account_is_active_without_a_sign_in_link(self, client, settings):
+        settings.SIGN_IN_URL = ""
+        account = AccountFactory(login="jane")
+        url = landing_path(live_token(account=account))
+        client.post(url, NEW_PASSWORD)
+        text = client.post(url, NEW_PASSWORD).content.decode()
+        assert "Your account is active and ready to use; its login is jane." in text
+        assert "Sign in" not in text and "/admin" not in text
+
+    def test_no_public_page_links_into_the_back_office(self, client, settings):
+        settings.SIGN_IN_URL = ""
+        pages = ["sign-up", "activate-code", "resend", "recover", "recover-code"]
+        for name in pages:
+            response = client.get(reverse(name))
+            assert "/admin" not in response.content.decode(), name
 
 
 def code_form(identifier: str, code: str, **extra) -> dict:
@@ -421,6 +462,40 @@ class TestResend:
         client.post(reverse("resend"), {"identifier": "jane"})
         run_queued_tasks()
         assert live_token(account=account).pk != old.pk
+
+    def test_after_a_blocked_code_asking_again_mails_a_new_link_and_code_that_activate(self, client):
+        """The path a person takes: wrong codes until the code is blocked, "Ask for a new e-mail", then the
+        new e-mail's code activates; the blocked e-mail is replaced, never mailed again."""
+        client.post(reverse("sign-up"), {"email": "jane.doe@example.com", "login": "jane"} | NEW_PASSWORD)
+        first_link, first_code = delivered_link_and_code()
+        for _ in range(max_code_attempts()):
+            client.post(reverse("activate-code"), code_form("jane", wrong_code(first_code)))
+        blocked = client.post(reverse("activate-code"), code_form("jane", first_code))
+        assert blocked.status_code == 403 and "Code blocked" in blocked.content.decode()
+        ask_again_url = re.search(r'href="([^"]*)">Ask for a new e-mail', blocked.content.decode()).group(1)
+
+        asked = client.post(ask_again_url, {"identifier": "jane"})
+        assert "Check your e-mail" in asked.content.decode()
+        link, code = delivered_link_and_code()
+        assert link != first_link  # a new token (its code is new too, though it may repeat by chance)
+
+        assert client.post(first_link).status_code == 410  # the blocked e-mail's link is replaced
+        response = client.post(reverse("activate-code"), code_form("jane", code))
+        assert "Your account is active" in response.content.decode()
+        assert Account.objects.get(login="jane").status == AccountStatus.ACTIVE
+
+
+def delivered_link_and_code() -> tuple[str, str]:
+    """Run the queued public requests and the mailroom; the link (as a path) and the code of the one new
+    e-mail."""
+    before = len(mail.outbox)
+    run_queued_tasks()
+    drain()
+    assert len(mail.outbox) == before + 1
+    body = mail.outbox[-1].body
+    link = re.search(r"https?://[^/\s]+(/activate/[A-Za-z0-9_-]{43})", body).group(1)
+    code = re.search(r"enter this code [^:]*: (\d{5})", body).group(1)
+    return link, code
 
 
 class TestLimits:

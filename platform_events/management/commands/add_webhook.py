@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from platform_events.outbox.models import EventType
 from platform_events.webhooks.endpoints import EndpointError, endpoint_create
 from platform_events.webhooks.secrets import SecretKeyError
 
@@ -11,8 +12,15 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("url", help="where to POST the events (https://)")
-        parser.add_argument("--events", required=True, help="comma-separated event types, e.g. account.suspended")
+        parser.add_argument(
+            "url",
+            help="where to POST the events: https:// (http:// and private addresses with WEBHOOKS_ALLOW_PRIVATE_URLS)",
+        )
+        parser.add_argument(
+            "--events",
+            default=",".join(EventType.values),
+            help="comma-separated event types, e.g. account.suspended (default: every one)",
+        )
         parser.add_argument("--owner", default="cli", help="whose endpoint: a partner or a service (default cli)")
         parser.add_argument("--description", default="", help="a note for staff")
         parser.add_argument(

@@ -49,14 +49,15 @@ def test_a_weak_password_is_refused_and_nothing_is_made(api):
 @pytest.mark.parametrize(
     ("body", "kind"),
     [
-        ({"email": "not an address", "login": "dee"}, "validation-failed"),  # the schema's pattern
-        ({"email": "dee@example.com", "login": "has@sign"}, "validation-failed"),
+        ({"email": "not an address", "login": "dee"}, "invalid-email"),  # the database's rules, as the pages'
+        ({"email": "dee@example.com", "login": "has@sign"}, "invalid-login"),
         ({"email": "dee@" + "x" * 64 + ".example.com", "login": "dee"}, "invalid-email"),  # the database's rule
         ({"email": "=?utf-8?q?a=0D=0Ab?=@example.com", "login": "dee"}, "invalid-email"),
         ({"email": "dee@example.com"}, "validation-failed"),
         ({"email": "dee@example.com", "login": "dee", "admin": True}, "validation-failed"),
-        ({"email": "dee@example.com", "login": "d\ud800"}, "validation-failed"),
-        ({"email": "dee@example.com", "login": "d\x00"}, "validation-failed"),
+        ({"email": "dee@example.com", "login": "d\ud800"}, "invalid-login"),
+        ({"email": "dee@example.com", "login": "d\x00"}, "invalid-login"),
+        ({"email": " dee@example.com", "login": "dee"}, "invalid-email"),
     ],
 )
 def test_bad_input_is_refused_with_its_own_type(api, body, kind):

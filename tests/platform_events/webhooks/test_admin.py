@@ -118,6 +118,7 @@ def test_a_refused_form_says_why_writes_nothing_and_does_not_repeat_a_given_secr
     given = "whsec_" + base64.b64encode(b"s" * 32).decode()
     response = integrator.post(ADD, {**FORM, "url": "http://127.0.0.1/in", "secret": given})
     assert response.status_code == 200 and response.context["adminform"].form.errors["url"]
+    assert "WEBHOOKS_ALLOW_PRIVATE_URLS=true" in response.context["adminform"].form.errors["url"][0]
     assert given not in response.content.decode()
     response = integrator.post(ADD, {**FORM, "events": [], "secret": "whsec_short"})
     errors = response.context["adminform"].form.errors

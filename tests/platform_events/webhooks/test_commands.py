@@ -8,6 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from platform_events.audit.models import AuditEvent
+from platform_events.outbox.models import EventType
 from platform_events.webhooks.endpoints import endpoint_secrets
 from platform_events.webhooks.models import WebhookSubscription
 from tests.platform_events.webhooks.conftest import URL
@@ -51,6 +52,22 @@ def test_add_webhook_refuses_bad_input_and_writes_nothing(settings, args, senten
         call_command("add_webhook", *args, stdout=io.StringIO())
     assert "\n" not in str(refusal.value)
     assert not WebhookSubscription.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8101/hook", "https://127.0.0.1:8101/hook", "https://localhost/hook", "https://10.0.0.2/"]
+)
+def test_a_local_receiver_is_refused_with_the_setting_that_allows_it(settings, url):
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    with pytest.raises(CommandError, match="allowed only with WEBHOOKS_ALLOW_PRIVATE_URLS=true, for development"):
+        call_command("add_webhook", url, stdout=io.StringIO())
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_a_local_receiver_is_added_for_every_event_type_with_the_setting(settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    printed = run("add_webhook", "http://127.0.0.1:8101/hook")
+    assert WebhookSubscription.objects.get(pk=printed["id"]).events == EventType.values
 
 
 def test_rotate_webhook_secret_prints_the_new_secret_and_the_old_one_still_signs():

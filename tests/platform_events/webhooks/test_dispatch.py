@@ -232,6 +232,30 @@ def test_the_ssrf_guard_refuses_loopback_at_delivery(receiver, webhook_settings)
     assert receiver.received == []
 
 
+def test_a_refused_delivery_says_why_on_the_console_in_one_line(receiver, webhook_settings, caplog):
+    """Not only "1 to retry": the endpoint, the address refused and the setting that would allow it."""
+    endpoint, _ = make_endpoint(receiver.url)
+    webhook_settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    with caplog.at_level("INFO", logger="platform_events.webhooks"):
+        deliver()
+    [line] = [record.getMessage() for record in caplog.records if record.name == "platform_events.webhooks.dispatch"]
+    assert line.startswith(f"webhook endpoint {endpoint.pk} ({receiver.url}): 1 delivery not delivered: refused:")
+    assert "127.0.0.1, a loopback address" in line and "WEBHOOKS_ALLOW_PRIVATE_URLS" in line
+
+
+def test_an_answer_that_is_not_2xx_is_said_on_the_console_with_its_status(receiver, caplog):
+    make_endpoint(receiver.url)
+    receiver.status, receiver.body = 503, b"busy"
+    with connect(autocommit=True) as conn:
+        provision(conn, 2)
+    with caplog.at_level("INFO", logger="platform_events.webhooks"):
+        deliver()
+    lines = [record.getMessage() for record in caplog.records if record.name == "platform_events.webhooks.dispatch"]
+    assert len(lines) == 1 and lines[0].endswith("2 deliveries not delivered: it answered 503: busy")
+
+
 def test_four_dispatchers_at_once_deliver_every_event_once_in_order_and_a_killed_one_loses_nothing(receiver):
     """4 concurrent deliver_webhooks processes over 2,000 deliveries to two endpoints (500 accounts,
     each created then suspended); one is killed with SIGKILL mid-way: every (endpoint, event) arrives,

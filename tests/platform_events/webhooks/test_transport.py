@@ -116,6 +116,14 @@ def test_check_url(settings, url, refused):
     assert (problem is None) if refused is None else (refused in problem)
 
 
+@pytest.mark.parametrize("url", ["http://hooks.example.com/in", "https://127.0.0.1/", "https://localhost:8443/"])
+def test_a_refusal_the_setting_would_lift_names_it(settings, url):
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    assert "WEBHOOKS_ALLOW_PRIVATE_URLS=true" in check_url(url)
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    assert check_url(url) is None
+
+
 def test_forbidden_addresses_include_ipv4_inside_ipv6(settings):
     settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
     for address in ("127.0.0.1", "::1", "169.254.169.254", "fd00::1", "64:ff9b::7f00:1", "2002:7f00:1::", "0.0.0.0"):
