@@ -100,8 +100,9 @@ def refusal_page(request: HttpRequest, error: Refused, token: Token | None = Non
         else:
             text = f"{text} Your account is active and ready to use; its login is {account.login}."
         next_steps = sign_in()
-    if token is not None and token.action == TokenAction.PASSWORD_RECOVERY and next_steps:
-        next_steps = [ask_again("recover")]
+    if token is not None and token.action == TokenAction.PASSWORD_RECOVERY:
+        # A recovery link's way on is always another recovery e-mail, sign-in page or not.
+        next_steps = [ask_again("recover")] if next_steps or isinstance(error, TokenAlreadyUsed) else []
     return outcome_page(request, heading, text, status=status, account=account, next_steps=next_steps)
 
 

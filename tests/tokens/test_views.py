@@ -201,6 +201,15 @@ class TestWithoutASignInPage:
         assert "Your account is active and ready to use; its login is jane." in text
         assert "Sign in" not in text and "/admin" not in text
 
+    @pytest.mark.parametrize("sign_in_url", ["", "https://app.example.com/sign-in"])
+    def test_a_used_recovery_link_offers_another_recovery_e_mail(self, client, settings, sign_in_url):
+        settings.SIGN_IN_URL = sign_in_url
+        url = landing_path(recovery_token(AccountFactory(active=True)))
+        client.post(url, NEW_PASSWORD)
+        response = client.post(url, NEW_PASSWORD)
+        assert response.status_code == 409
+        assert f'href="{reverse("recover")}">Ask for a new e-mail' in response.content.decode()
+
     def test_no_public_page_links_into_the_back_office(self, client, settings):
         settings.SIGN_IN_URL = ""
         pages = ["sign-up", "activate-code", "resend", "recover", "recover-code"]
