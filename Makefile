@@ -32,7 +32,7 @@ install: $(VENV)/.installed ## make .venv and install the project in it
 	@$(BIN)/python -c 'import secrets; print("DEBUG=true\nSECRET_KEY=" + secrets.token_urlsafe(50) + "".join(f"\nDEMO_{r}_PASSWORD=" + secrets.token_urlsafe(12) for r in ("ADMIN", "SUPPORT", "AUDITOR", "INTEGRATOR")))' > $@
 	@echo "wrote .env (development settings; not for production)"
 
-run: install .env ## set up, load the demo data, serve the admin on 127.0.0.1:PORT (8000) with the worker and mail listener
+run: install .env ## set up, load the demo data, serve the admin on 127.0.0.1:PORT (8000) with the worker and the mail and webhook listeners
 	@$(BIN)/python -m lifecycle.ops.local_run --port $(PORT)
 
 test: install ## run the whole suite on a throwaway embedded PostgreSQL (PYTEST_ARGS=...)

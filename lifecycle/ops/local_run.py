@@ -1,4 +1,4 @@
-"""``make run``: set up, then the web server, the worker and the mail listener (``Procfile.dev``;
+"""``make run``: set up, then the web server, the worker, and the mail and webhook listeners (``Procfile.dev``;
 the production one is ``Procfile``) until Ctrl-C, then the embedded PostgreSQL stopped.
 
 - **One run per data directory.** A second ``make run`` in the same clone (the same

@@ -1,7 +1,7 @@
 """Node assignment in the admin (accounts/nodes/admin.py): services and nodes added through the services,
 a node's load as a bar, the actions (downed, up, backoff, unassign) each asking why and audited with the
 staff member and the reason, the capacity changed through the node's page; an account's assignments on
-its page, never with its client_state whole; bad input a form error that changes nothing; Integrators
+its page, never with its client_state whole; bad input a form error that changes nothing; the Integrator role
 may do it, Support and Auditors may not."""
 
 import re

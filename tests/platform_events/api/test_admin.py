@@ -2,7 +2,7 @@
 answering the POST that made it, and nowhere else (no page, URL, session, log or audit row holds it);
 its scopes change and it is revoked with a reason, each audited with the staff member; a revoked
 client's page is read-only and nobody deletes a client; bad input is a form error that changes
-nothing; Integrators, not Support or Auditors."""
+nothing; the Integrator role, not Support or Auditor."""
 
 import hashlib
 import logging

@@ -1,7 +1,7 @@
 """Webhooks in the admin (platform_events/webhooks/admin.py): an endpoint's secret is shown once, on the page
 answering the POST that made it, and nowhere else (no page, session, audit row or column holds it in
 the clear); the buttons change the endpoint once, audited with the staff member; deliveries are sent
-again by those allowed; every list filters only by what it declares; Integrators, not Support."""
+again by those allowed; every list filters only by what it declares; the Integrator role, not Support."""
 
 import base64
 import logging
