@@ -245,6 +245,27 @@ def test_an_unreachable_database_is_one_sentence_at_any_command(command, url, re
 
 
 @pytest.mark.django_db
+def test_a_server_older_than_django_supports_is_one_sentence():
+    """Lifecycle runs on PostgreSQL 14 or newer (Django 5.2's minimum); an older server is refused on
+    connecting. Here the minimum is raised past the test server's version to see the refusal."""
+    patch = (
+        "import sys; from django.db.backends.postgresql.features import DatabaseFeatures as F;"
+        " F.minimum_database_version = (99,); sys.argv = ['manage.py', 'showmigrations']; import manage; manage.main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", patch],
+        cwd=ROOT,
+        env=environment(DATABASE_URL=database_url_for_tests()),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("Database not supported (DATABASE_URL): PostgreSQL 99 or later is required (found ")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.django_db
 def test_a_query_that_fails_once_connected_keeps_its_traceback():
     """Only an unreachable database is summed up in one sentence; a failed query (it has a SQLSTATE) is a bug to read."""
     result = manage(
