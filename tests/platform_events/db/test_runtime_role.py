@@ -4,10 +4,13 @@ connection of that role."""
 
 import psycopg
 import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
 
 from accounts.services import account_suspend
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
+from platform_events.db.runtime_role import grant_runtime_privileges
 from tests.support import connect, connect_as_owner
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,7 +48,6 @@ FORBIDDEN = [
     "ALTER ROLE CURRENT_USER SUPERUSER",
     "GRANT lifecycle_owner TO CURRENT_USER",
 ]
-
 
 
 @pytest.fixture
@@ -106,3 +108,31 @@ def test_the_runtime_role_makes_a_partition_and_moves_its_rows_through_the_owner
     # The new partition gives the runtime role nothing either.
     with connect() as runtime, pytest.raises(psycopg.errors.InsufficientPrivilege):
         runtime.execute("DELETE FROM audit_events_2034_03")
+
+
+# What migrate refuses to grant to: each a one-sentence configuration error (manage.py prints it as such).
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_migrate_refuses_a_runtime_role_that_could_create_objects_in_the_schema():
+    """PostgreSQL 14 lets every role create in schema public, so a runtime role could plant a table or
+    a function there; 15 and newer do not. Given that default back here, migrate's grants refuse it."""
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")  # undone with the test's transaction
+    with pytest.raises(ImproperlyConfigured, match="may create objects in schema public") as refusal:
+        grant_runtime_privileges(using="owner")
+    assert "REVOKE CREATE ON SCHEMA public FROM PUBLIC" in str(refusal.value)
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_migrate_refuses_a_login_role_outside_the_runtime_role(settings):
+    settings.DATABASE_RUNTIME_ROLE = "pg_monitor"  # a role that exists, which the runtime login is not in
+    with pytest.raises(ImproperlyConfigured, match="is not a member of the runtime role 'pg_monitor'"):
+        grant_runtime_privileges(using="owner")
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_migrate_refuses_a_runtime_role_that_does_not_exist(settings):
+    settings.DATABASE_RUNTIME_ROLE = "no_such_role"
+    with pytest.raises(ImproperlyConfigured, match="The runtime role 'no_such_role' does not exist"):
+        grant_runtime_privileges(using="owner")
