@@ -9,7 +9,7 @@ def main():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lifecycle.settings")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
-    from django.db import OperationalError
+    from django.db import NotSupportedError, OperationalError
 
     try:
         execute_from_command_line(sys.argv)
@@ -24,6 +24,11 @@ def main():
             raise
         reason = " ".join(str(error).split())
         sys.exit(f"Database unreachable (DATABASE_URL, or the embedded server): {reason}")
+    except NotSupportedError as error:
+        # A server older than PostgreSQL 14 (Django's check on connecting): one sentence too.
+        if " or later is required (found " not in str(error):
+            raise
+        sys.exit(f"Database not supported (DATABASE_URL): {error}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ and deletes from what retention allows; its events and their deliveries are queu
 """
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
 GRANTS = """
@@ -49,7 +50,10 @@ $$;
 def grant_runtime_privileges(*, using: str, **kwargs) -> None:
     """post_migrate: grant the runtime role its privileges on what the migrations made (idempotent).
 
-    Skipped when the runtime and the owner are one role (DATABASE_URL without DATABASE_OWNER_URL)."""
+    Skipped when the runtime and the owner are one role (DATABASE_URL without DATABASE_OWNER_URL).
+    Refused, in one sentence, when the runtime role is missing, when DATABASE_URL's login role is not
+    in it, or when it could create objects in the schema (PostgreSQL 14's default lets every role
+    create in schema public; 15 and newer let only the database's owner)."""
     connection = connections[using]
     runtime_user = connections["default"].settings_dict["USER"]
     if runtime_user == connection.settings_dict["USER"]:
@@ -58,8 +62,25 @@ def grant_runtime_privileges(*, using: str, **kwargs) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
         if cursor.fetchone() is None:
-            raise RuntimeError(
+            raise ImproperlyConfigured(
                 f"The runtime role {role!r} does not exist. Create it as docs/configuration.md says"
-                ' ("An external PostgreSQL"), or set DATABASE_RUNTIME_ROLE.'
+                ' ("An external PostgreSQL"), or set DATABASE_RUNTIME_ROLE."
+            )
+        cursor.execute(
+            "SELECT pg_has_role(rolname, %s, 'MEMBER') FROM pg_roles WHERE rolname = %s", [role, runtime_user]
+        )
+        if cursor.fetchone() != (True,):
+            raise ImproperlyConfigured(
+                f"DATABASE_URL's login role {runtime_user!r} is not a member of the runtime role {role!r},"
+                f" so it could read nothing: GRANT {role} TO {runtime_user}, or set DATABASE_RUNTIME_ROLE."
             )
         cursor.execute(GRANTS.format(role=connection.ops.quote_name(role)))
+        cursor.execute("SELECT has_schema_privilege(%s, 'public', 'CREATE'), current_database()", [role])
+        may_create, database = cursor.fetchone()
+        if may_create:
+            raise ImproperlyConfigured(
+                f"The runtime role {role!r} may create objects in schema public of database {database!r}"
+                " (PostgreSQL 14's default for every role); as a superuser, run"
+                " ALTER SCHEMA public OWNER TO pg_database_owner; REVOKE CREATE ON SCHEMA public FROM PUBLIC;"
+                " in that database (and in template1, for the databases made later), as PostgreSQL 15 does."
+            )

@@ -4,8 +4,9 @@ import subprocess
 import sys
 
 import pytest
+from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
+from django.db import connection, connections
 
 from lifecycle import configuration
 from tests.support import ROOT, database_url_for_tests, environment, manage
@@ -109,21 +110,50 @@ def test_a_production_configuration_passes_check_deploy():
 
 
 def test_database_url_is_used_instead_of_the_embedded_server():
-    """A percent-encoded socket directory as host reaches the same server as the test database."""
+    """The test database's URL (a socket directory, percent-encoded, on the embedded server; a TCP
+    host on one of your own) reaches the same database, and no embedded server is started."""
     settings = connection.settings_dict
-    url = database_url_for_tests()
-    assert "%2F" in url  # the socket directory, percent-encoded
     result = manage(
         "shell",
         "--no-imports",
         "-c",
         "from django.db import connection; print(connection.settings_dict['NAME'], connection.cursor() is not None)",
         DEBUG="true",
-        DATABASE_URL=url,
+        DATABASE_URL=database_url_for_tests(),
         LIFECYCLE_PGDATA="/nonexistent/never-started",
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [settings["NAME"], "True"]
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port"),
+    [
+        ("postgres://app@%2Fvar%2Frun%2Fpostgresql/lifecycle", "/var/run/postgresql", ""),
+        ("postgres://app@db.example.com:5433/lifecycle", "db.example.com", 5433),
+    ],
+)
+def test_a_database_url_names_a_socket_directory_percent_encoded_or_a_host(monkeypatch, url, host, port):
+    monkeypatch.setenv("DATABASE_URL", url)
+    config = configuration.read_database_url("DATABASE_URL")
+    assert (config["HOST"], config["PORT"], config["USER"], config["NAME"]) == (host, port, "app", "lifecycle")
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_the_tests_run_as_the_runtime_role_on_the_database_the_owner_migrated():
+    """On the embedded server or on one DATABASE_URL names: two login roles, one database."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_user, current_database(), pg_has_role(current_user, %s, 'MEMBER')",
+            [django_settings.DATABASE_RUNTIME_ROLE],
+        )
+        runtime, database, in_runtime_group = cursor.fetchone()
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("SELECT current_user, current_database()")
+        owner, owners_database = cursor.fetchone()
+    assert runtime != owner
+    assert database == owners_database
+    assert in_runtime_group
 
 
 @pytest.mark.parametrize(
@@ -227,6 +257,27 @@ def test_an_unreachable_database_is_one_sentence_at_any_command(command, url, re
     result = manage(command, DEBUG="true", DATABASE_URL=url)
     assert result.returncode == 1
     assert result.stderr.startswith(f"Database unreachable (DATABASE_URL, or the embedded server): {reason}")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.django_db
+def test_a_server_older_than_django_supports_is_one_sentence():
+    """Lifecycle runs on PostgreSQL 14 or newer (Django 5.2's minimum); an older server is refused on
+    connecting. Here the minimum is raised past the test server's version to see the refusal."""
+    patch = (
+        "import sys; from django.db.backends.postgresql.features import DatabaseFeatures as F;"
+        " F.minimum_database_version = (99,); sys.argv = ['manage.py', 'showmigrations']; import manage; manage.main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", patch],
+        cwd=ROOT,
+        env=environment(DATABASE_URL=database_url_for_tests()),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("Database not supported (DATABASE_URL): PostgreSQL 99 or later is required (found ")
     assert len(result.stderr.strip().splitlines()) == 1
 
 

@@ -39,6 +39,7 @@ def embedded_db_command(action: str, *, env: dict | None = None) -> subprocess.C
     )
 
 
+@on_embedded_server
 def test_the_tests_run_on_the_embedded_server_over_a_unix_socket():
     assert connection.settings_dict["HOST"].startswith("/")
     with connection.cursor() as cursor:
