@@ -64,7 +64,7 @@ def grant_runtime_privileges(*, using: str, **kwargs) -> None:
         if cursor.fetchone() is None:
             raise ImproperlyConfigured(
                 f"The runtime role {role!r} does not exist. Create it as docs/configuration.md says"
-                ' ("An external PostgreSQL"), or set DATABASE_RUNTIME_ROLE."
+                ' ("An external PostgreSQL"), or set DATABASE_RUNTIME_ROLE.'
             )
         cursor.execute(
             "SELECT pg_has_role(rolname, %s, 'MEMBER') FROM pg_roles WHERE rolname = %s", [role, runtime_user]
