@@ -17,6 +17,7 @@ from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
 
 from platform_events.db.unawaited import UnawaitedStatement
+from platform_events.quantities import quantity
 from tokens.models import MailState, Token
 from tokens.selectors import due_mail
 
@@ -106,7 +107,7 @@ def mark_failed(token: Token, *, claim: Claim, reason: str, permanent: bool) -> 
     None when this run no longer holds the token's claim (the mark matched nothing)."""
     attempts = token.mail_attempts + 1
     if not permanent and attempts >= settings.MAILROOM_MAX_ATTEMPTS:
-        permanent, reason = True, f"gave up after {attempts} attempts: {reason}"
+        permanent, reason = True, f"gave up after {quantity(attempts, 'attempt')}: {reason}"
     backoff = min(settings.MAILROOM_BACKOFF_SECONDS * 2 ** (attempts - 1), settings.MAILROOM_BACKOFF_MAX_SECONDS)
     state = MailState.DEAD if permanent else MailState.RETRYING
     matched = Token.objects.filter(pk=token.pk, mail_claim=claim.id).update(

@@ -139,7 +139,7 @@ def test_remove_node(nodes):
     nodes.assignment_allocate(service=SERVICE, account_id=second.pk, node=NODE_URL)
     nodes.assignment_allocate(service=SERVICE, account_id=third.pk, node=NODE_URL)
     output = run("remove_node", SERVICE, NODE2, "--reason", "hardware failure")
-    assert f"Node {NODE2} removed from {SERVICE}; 1 assignments replaced." in output
+    assert f"Node {NODE2} removed from {SERVICE}; 1 assignment replaced." in output
     assert not Node.objects.filter(node=NODE2).exists()
     assert [current(nodes, each).node for each in (first, second, third)] == [NODE_URL] * 3
     assert audited(AuditAction.NODE_UNASSIGNED, resource_id=str(removed_id)) == ["hardware failure"]
@@ -217,11 +217,13 @@ def test_add_service_adds_a_service_with_its_pattern(db):
 
 
 def test_dry_runs_of_unassign_and_remove_count_and_change_nothing(nodes):
-    """unassign_node and remove_node --dry-run say how many assignments they would replace."""
+    """unassign_node and remove_node --dry-run say how many assignments they would replace, one or many."""
     nodes.assignment_allocate(service=SERVICE, account_id=AccountFactory().pk)
-    assert "1 assignments would be replaced; nothing changed." in run("unassign_node", SERVICE, NODE_URL, "--dry-run")
-    assert "would be removed, 1 assignments replaced" in run("remove_node", SERVICE, NODE_URL, "--dry-run")
-    assert NodeAssignment.objects.get().replaced_at is None
+    assert "1 assignment would be replaced; nothing changed." in run("unassign_node", SERVICE, NODE_URL, "--dry-run")
+    assert "would be removed, 1 assignment replaced;" in run("remove_node", SERVICE, NODE_URL, "--dry-run")
+    nodes.assignment_allocate(service=SERVICE, account_id=AccountFactory().pk)
+    assert "2 assignments would be replaced; nothing changed." in run("unassign_node", SERVICE, NODE_URL, "--dry-run")
+    assert not NodeAssignment.objects.filter(replaced_at__isnull=False).exists()
     assert Node.objects.filter(node=NODE_URL).exists()
 
 

@@ -239,6 +239,18 @@ def test_dry_run_counts_each_rule_and_deletes_nothing(sql):
     assert Account.objects.count() == 3
 
 
+def test_a_period_of_one_day_is_said_in_the_singular(settings):
+    """A rule kept for 1 day says "1 day", not "1 days"."""
+    settings.RETENTION_SIGN_UP_DAYS = settings.RETENTION_TOKEN_DAYS = settings.RETENTION_ACCESS_LOG_DAYS = 1
+    settings.API_IDEMPOTENCY_HOURS = 1
+    output = cleanup("--dry-run")
+    assert "(keeps sign-ups never activated: 1 day after their last token)" in output
+    assert "(keeps tokens: 1 day after they expired)" in output
+    assert "(keeps staff log-ins and log-outs (django-axes): 1 day)" in output
+    assert "(keeps the client API's idempotency keys: 1 hour)" in output
+    assert " 1 days" not in output and " 1 hours" not in output
+
+
 def test_progress_is_reported_per_batch(sql):
     for account in AccountFactory.create_batch(3):
         age(account, 8, sql)
