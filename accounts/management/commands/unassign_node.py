@@ -1,6 +1,5 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.nodes.selectors import node_live_assignments_count
 from accounts.nodes.services import node_unassign
 from platform_events.quantities import quantity
 from platform_events.refusals import Refused
@@ -24,14 +23,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, service, node, reason, dry_run, **options):
         try:
-            if dry_run:
-                count = node_live_assignments_count(service=service, node=node)
-                self.stdout.write(
-                    self.would.format(node=node, service=service, assignments=quantity(count, "assignment"))
-                )
-                return
-            count = self.act(service=service, node=node, actor=None, reason=reason)
+            # A dry run is refused as the real run would be, by the same service.
+            count = self.act(service=service, node=node, actor=None, reason=reason, dry_run=dry_run)
         except Refused as refusal:
             raise CommandError(str(refusal)) from None
-        done = self.done.format(node=node, service=service, assignments=quantity(count, "assignment"))
-        self.stdout.write(self.style.SUCCESS(done))
+        said = (self.would if dry_run else self.done).format(
+            node=node, service=service, assignments=quantity(count, "assignment")
+        )
+        self.stdout.write(said if dry_run else self.style.SUCCESS(said))
