@@ -18,6 +18,8 @@ from accounts.nodes.selectors import assignment_records
 from accounts.services import account_suspend, account_unsuspend
 from lifecycle import tasks
 from lifecycle.demo.factories import AccountFactory
+from lifecycle.management.commands.cleanup import Command as Cleanup
+from lifecycle.ops.retention import retention_rules
 from platform_events.db.history import history_rewrite
 from platform_events.db.locks import advisory_lock, lock_key
 from tests.accounts.nodes.storage_node import StorageNode
@@ -256,6 +258,14 @@ def test_progress_is_reported_per_batch(sql):
         age(account, 8, sql)
     output = cleanup("--only", "sign-ups", "--batch-size", "2")
     assert "sign-ups: 2 deleted so far" in output and "sign-ups: 3 deleted so far" in output
+
+
+def test_the_help_names_every_rule_with_what_it_keeps():
+    """cleanup --help lists every rule of the registry, by the name --only takes, with what it keeps."""
+    described = " ".join(Cleanup().create_parser("manage.py", "cleanup").format_help().split())
+    assert [rule.name for rule in retention_rules()] == RULES
+    for rule in retention_rules():
+        assert f"{rule.name}: keeps {rule.keeps}" in described
 
 
 @pytest.mark.parametrize(
