@@ -13,6 +13,7 @@ from accounts.nodes.purge import PurgeCounts, PurgeRunning, grace_text, purge_ba
 from accounts.nodes.selectors import old_assignments_count
 from accounts.selectors import abandoned_sign_ups_count
 from accounts.services import accounts_delete_abandoned
+from platform_events.quantities import quantity
 from platform_events.retention import RetentionRule
 
 logger = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ def abandoned_sign_ups() -> RetentionRule:
     before = timezone.now() - timedelta(days=days)
     return RetentionRule(
         name="sign-ups",
-        keeps=f"sign-ups never activated: {days} days after their last token",
+        keeps=f"sign-ups never activated: {quantity(days, 'day')} after their last token",
         count=lambda: abandoned_sign_ups_count(created_before=before),
         delete_batch=lambda size: accounts_delete_abandoned(created_before=before, batch_size=size),
     )

@@ -403,6 +403,7 @@ LOGGING = {
     "filters": {
         "request_id": {"()": "platform_events.request_id.RequestIdFilter"},
         "brief": {"()": "lifecycle.ops.logs.Brief"},
+        "not_found_told_once": {"()": "lifecycle.ops.logs.NotFoundToldOnce"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": read_choice("LOG_LEVEL", "INFO", ["DEBUG", "INFO", "WARNING", "ERROR"])},
@@ -419,7 +420,9 @@ LOGGING = {
         # (runserver's request lines) one of its own. runserver's 2xx and 3xx lines would only repeat
         # lifecycle.requests' (lifecycle/ops/request_log.py).
         "django": {"handlers": [], "propagate": True},
-        "django.server": {"handlers": [], "propagate": True, "level": "WARNING"},
+        "django.server": {"handlers": [], "propagate": True, "level": "WARNING", "filters": ["not_found_told_once"]},
+        # A 404 is lifecycle.requests' one line; Django's two would repeat it.
+        "django.request": {"filters": ["not_found_told_once"]},
         # A Host not in ALLOWED_HOSTS: one short line (the client chose it), no traceback.
         "django.security.DisallowedHost": {"filters": ["brief"]},
     },

@@ -1,13 +1,26 @@
 from django.conf import settings
 from django.contrib import admin
+from django.http import HttpResponseRedirect
+from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.cache import patch_cache_control
 from django.views.generic import RedirectView
 
 from lifecycle.api import site as api_site
 from lifecycle.ops.metrics.views import metrics
 
+
+def favicon(request):
+    """The icon, for clients that ask /favicon.ico without reading a page's <link rel="icon">: a redirect
+    they keep a day (not for good: the icon's hashed name changes with a release)."""
+    response = HttpResponseRedirect(static("lifecycle/favicon.svg"))
+    patch_cache_control(response, public=True, max_age=86400)
+    return response
+
+
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_site.urls(), "api"))),
     # Prometheus, with METRICS_TOKEN only (docs/production.md, "Metrics"); no slash, as scrapers ask for it.

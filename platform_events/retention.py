@@ -19,6 +19,7 @@ from platform_events.api.models import IdempotencyKey
 from platform_events.audit.context import audit_context
 from platform_events.limits.models import RateLimit
 from platform_events.outbox.models import OutboxEvent, ProcessedEvent
+from platform_events.quantities import quantity
 from platform_events.webhooks.models import DeliveryStatus
 
 # Long enough for the admin or an operator to look at yesterday's hits; the limits need only the current window.
@@ -59,7 +60,7 @@ def old_events() -> RetentionRule:
     days = settings.RETENTION_EVENT_DAYS
     return queryset_rule(
         "events",
-        f"outbox events and their webhook deliveries: {days} days, once every endpoint had them",
+        f"outbox events and their webhook deliveries: {quantity(days, 'day')}, once every endpoint had them",
         OutboxEvent.objects.filter(created_at__lt=timezone.now() - timedelta(days=days)).exclude(
             deliveries__status__in=[DeliveryStatus.PENDING, DeliveryStatus.FAILED]
         ),
@@ -73,7 +74,7 @@ def old_processed_events() -> RetentionRule:
     days = settings.RETENTION_EVENT_DAYS
     return queryset_rule(
         "processed-events",
-        f"internal consumers' processed events: {days} days, once their event is gone",
+        f"internal consumers' processed events: {quantity(days, 'day')}, once their event is gone",
         ProcessedEvent.objects.filter(processed_at__lt=timezone.now() - timedelta(days=days)).exclude(
             Exists(OutboxEvent.objects.filter(id=OuterRef("event_id")))
         ),
@@ -85,6 +86,6 @@ def expired_idempotency_keys() -> RetentionRule:
     a retry after that runs as a new request."""
     return queryset_rule(
         "idempotency-keys",
-        f"the client API's idempotency keys: {settings.API_IDEMPOTENCY_HOURS} hours",
+        f"the client API's idempotency keys: {quantity(settings.API_IDEMPOTENCY_HOURS, 'hour')}",
         IdempotencyKey.objects.filter(expires_at__lt=timezone.now()),
     )

@@ -11,7 +11,7 @@ from platform_events.admin_kit.display import when
 from platform_events.admin_kit.read_only import ReadOnly, ReadOnlyModelAdmin
 from platform_events.audit.context import audit_context
 from tokens.mailroom.retry import retry_now
-from tokens.models import Job, Token, TokenState
+from tokens.models import Job, MailState, Token, TokenState
 from tokens.selectors import MAIL_RUN_TROUBLE, mail_runs, token_state, tokens_in_state, tokens_search
 
 # What a token page may show: never the secret or the code (they are credentials), nor the
@@ -26,7 +26,7 @@ SHOWN_FIELDS = [
     "superseded_at",
     "failed_attempts",
     "mail_state",
-    "mail_attempts",
+    "failed_mail_attempts",
     "mail_next_attempt_at",
     "mailed_at",
     "mail_error",
@@ -42,7 +42,7 @@ class TokenInline(ReadOnly, admin.TabularInline):
 
     model = Token
     fields = readonly_fields = shown(
-        "id", "account", "mail_attempts", "mail_next_attempt_at", "mailed_at", "mail_error"
+        "id", "account", "failed_mail_attempts", "mail_next_attempt_at", "mailed_at", "mail_error"
     )
     extra = 0
     show_change_link = True
@@ -99,11 +99,17 @@ class TokenAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="mail", ordering="mail_state")
     def mail(self, token):
-        """The mail state, with its tries once there were any; the last error on hover."""
+        """The mail state, with its failed attempts once there were any (a send does not count, so a
+        token mailed again on request is just "Sent"); the last error on hover."""
         label = token.get_mail_state_display()
         if token.mail_attempts:
-            label += ngettext(" (%d try)", " (%d tries)", token.mail_attempts) % token.mail_attempts
+            failed = ngettext("%d failed attempt", "%d failed attempts", token.mail_attempts) % token.mail_attempts
+            label += f" after {failed}" if token.mail_state == MailState.SENT else f" ({failed})"
         return format_html('<span title="{}">{}</span>', token.mail_error, label) if token.mail_error else label
+
+    @admin.display(description="failed mail attempts")
+    def failed_mail_attempts(self, token):
+        return token.mail_attempts
 
     @admin.action(permissions=["retry_mail"], description="Retry mailing now")
     def retry_mail_now(self, request, queryset):

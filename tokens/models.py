@@ -56,6 +56,8 @@ class Token(models.Model):
     failed_attempts = models.SmallIntegerField(db_default=0)
     superseded_at = models.DateTimeField(null=True, blank=True)
     mail_state = models.CharField(max_length=8, choices=MailState, db_default=MailState.QUEUED)
+    # Failed attempts at mailing it (an e-mail the SMTP server accepted does not count, however often a
+    # person asked for it again): MAILROOM_MAX_ATTEMPTS of them make it dead.
     mail_attempts = models.SmallIntegerField(db_default=0)
     mail_next_attempt_at = models.DateTimeField(db_default=Now())
     mail_lease_until = models.DateTimeField(null=True, blank=True)

@@ -5,6 +5,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from platform_events.quantities import quantity
 from platform_events.retention import RetentionRule, queryset_rule
 from tokens.models import Job, Token
 
@@ -15,9 +16,9 @@ def old_tokens() -> RetentionRule:
     days = settings.RETENTION_TOKEN_DAYS
     return queryset_rule(
         "tokens",
-        f"tokens: {days} days after they expired",
+        f"tokens: {quantity(days, 'day')} after they expired",
         Token.objects.filter(expires_at__lt=timezone.now() - timedelta(days=days)),
-        reason=f"retention: expired more than {days} days ago",
+        reason=f"retention: expired more than {quantity(days, 'day')} ago",
     )
 
 
@@ -27,6 +28,6 @@ def old_mail_runs() -> RetentionRule:
     days = settings.RETENTION_MAIL_RUN_DAYS
     return queryset_rule(
         "mail-runs",
-        f"mail runs (jobs): {days} days after they finished",
+        f"mail runs (jobs): {quantity(days, 'day')} after they finished",
         Job.objects.filter(finished_at__lt=timezone.now() - timedelta(days=days)),
     )

@@ -243,7 +243,7 @@ def node_setting(label: str, question: str, fields: dict, done: tuple[str, str])
     return RowAction(
         label,
         run=run,
-        question=(f"{question} Why?", f"{question} Why?"),
+        question=(question, question),
         done=done,
         already=("%(count)d was so already.", "%(count)d were so already."),
         describe=node_described,
@@ -265,7 +265,7 @@ def unassign_question(nodes: list[Node]) -> str:
         total,
     ) % {"count": total} + (
         " Each is marked replaced: its account is given another node at its next sync, and its data there"
-        " is uploaded again. Why?"
+        " is uploaded again."
     )
 
 

@@ -51,6 +51,7 @@ from accounts.nodes.models import Service
 from accounts.nodes.selectors import Record, current_record, old_assignment_records, old_assignments_count, service_id
 from accounts.nodes.services import assignment_delete, assignment_replace, node_url_problem
 from platform_events.db.locks import advisory_lock
+from platform_events.quantities import quantity
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class PurgeCounts:
 
     def describe(self) -> str:
         would = "would be " if self.dry_run else ""
-        parts = [f"{self.deleted} {would}deleted ({self.nodes_told} nodes {would}told)"]
+        parts = [f"{self.deleted} {would}deleted ({quantity(self.nodes_told, 'node')} {would}told)"]
         if self.kept_active_data:
             parts.append(f"{self.kept_active_data} without a DELETE (the account's current keys)")
         if self.skipped_downed:
@@ -134,7 +135,7 @@ def grace_text(grace_period: timedelta) -> str:
     """A grace period as an operator set it: whole days, or seconds."""
     seconds = int(grace_period.total_seconds())
     days, rest = divmod(seconds, 86400)
-    return f"{days} days" if days and not rest else f"{seconds} seconds"
+    return quantity(days, "day") if days and not rest else quantity(seconds, "second")
 
 
 def fxa_kid(record: Record) -> str:
@@ -332,7 +333,7 @@ def purge_old_records(
     total = PurgeCounts(dry_run=dry_run)
     names = [service] if service else list(Service.objects.values_list("service", flat=True))
     total.backlog = sum(old_assignments_count(service=name, grace_period=grace_period) for name in names)
-    say(f"{total.backlog} old assignments past the grace period ({grace_text(grace_period)}).")
+    say(f"{quantity(total.backlog, 'old assignment')} past the grace period ({grace_text(grace_period)}).")
     batches = purge_batches(
         service=service,
         node_secret=node_secret,
@@ -347,7 +348,7 @@ def purge_old_records(
     try:
         for batch in batches:
             total.add(batch)
-            say(f"  batch {total.batches}: {batch.fetched} rows: {batch.describe()}")
+            say(f"  batch {total.batches}: {quantity(batch.fetched, 'row')}: {batch.describe()}")
     except NodeError:
         raise  # a refusal before the run started: nothing was done
     except Exception as error:

@@ -32,7 +32,7 @@ from accounts.nodes.models import (
     NodeAssignment,
     Service,
 )
-from accounts.nodes.selectors import node_id, service_id
+from accounts.nodes.selectors import node_id, node_live_assignments_count, service_id
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 
@@ -184,6 +184,7 @@ def assignment_allocate(
     An operator's placement is audited (node_assignment.created); a client's first sync is routine
     and is not. ``routine`` says which; by default a placement with an ``actor`` is an operator's.
     """
+    _check(reason_problem(reason))
     sid = service_id(service)
     target = node_id(service=service, node=node) if node is not None else None
     with (
@@ -223,6 +224,7 @@ def assignment_update(
     seen before is refused (InvalidClientState). Audited unless routine, as
     ``assignment_allocate`` says.
     """
+    _check(reason_problem(reason))
     sid = service_id(assignment.service)
     with (
         lifecycle_rules(),
@@ -416,6 +418,22 @@ def node_number_problem(name: str, value: int | None) -> str | None:
     return f"nodes: {name} must be between {lowest} and {highest}, not {value}"
 
 
+def reason_problem(reason: str | None) -> str | None:
+    """The audit trail's reason is PostgreSQL text: UTF-8 without NUL (a command line's stray bytes are
+    neither); None (no reason) is allowed."""
+    if reason is None or ("\x00" not in reason and _encodable(reason)):
+        return None
+    return "nodes: the reason is not valid text (UTF-8, no NUL)"
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check(*problems: str | None) -> None:
     for problem in problems:
         if problem:
@@ -447,6 +465,7 @@ def node_add(
         node_number_problem("capacity", capacity),
         node_number_problem("available", available),
         node_number_problem("current_load", current_load),
+        reason_problem(reason),
     )
     sid = service_id(service)
     if available is None:
@@ -467,7 +486,10 @@ def node_update(*, service: str, node: str, actor, reason: str | None = None, **
     unknown = set(fields) - set(NODE_FIELDS)
     if unknown:
         raise ValueError(f"unknown node fields: {', '.join(sorted(unknown))}")
-    _check(*(node_number_problem(name, value) for name, value in fields.items() if name in NODE_NUMBER_RANGES))
+    _check(
+        *(node_number_problem(name, value) for name, value in fields.items() if name in NODE_NUMBER_RANGES),
+        reason_problem(reason),
+    )
     nid = node_id(service=service, node=node)
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
         if fields:
@@ -475,10 +497,14 @@ def node_update(*, service: str, node: str, actor, reason: str | None = None, **
     return Node.objects.get(pk=nid)
 
 
-def node_unassign(*, service: str, node: str, actor, reason: str | None = None) -> int:
+def node_unassign(*, service: str, node: str, actor, reason: str | None = None, dry_run: bool = False) -> int:
     """tokenserver's unassign_node: every live assignment on the node replaced, so that its accounts
-    get a new node when next read. Audited once per node (node.unassigned, with the count)."""
+    get a new node when next read. Audited once per node (node.unassigned, with the count).
+    ``dry_run``: refused as the real run would be, then the count it would replace; nothing changes."""
+    _check(reason_problem(reason))
     nid = node_id(service=service, node=node)
+    if dry_run:
+        return node_live_assignments_count(service=service, node=node)
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
         with connection.cursor() as cursor:
             cursor.execute(
@@ -489,9 +515,11 @@ def node_unassign(*, service: str, node: str, actor, reason: str | None = None) 
             return cursor.rowcount
 
 
-def node_remove(*, service: str, node: str, actor, reason: str | None = None) -> int:
+def node_remove(*, service: str, node: str, actor, reason: str | None = None, dry_run: bool = False) -> int:
     """tokenserver's remove_node: the node's assignments replaced, then the node deleted (its rows keep
-    their history with no node). Returns the assignments replaced."""
+    their history with no node). Returns the assignments replaced; ``dry_run`` as node_unassign's."""
+    if dry_run:
+        return node_unassign(service=service, node=node, actor=actor, reason=reason, dry_run=True)
     with transaction.atomic():
         replaced = node_unassign(service=service, node=node, actor=actor, reason=reason)
         nid = node_id(service=service, node=node)

@@ -40,6 +40,9 @@ from platform_events.audit.models import ActorType, AuditEvent, ResourceType
 # rest is a click away (the row's detail page, or the "more" under the lines).
 CHANGES_SHOWN = 3
 VALUE_SHOWN = 40
+# A value this short is kept on one line (a time: "2026-11-26 10:48:33 UTC"); a longer one wraps, so that
+# the six columns fit 1366 px.
+VALUE_KEPT_WHOLE = 24
 REASON_SHOWN = 60
 PK_PLACEHOLDER = "0pk0"
 
@@ -254,9 +257,11 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="action", ordering="action")
     def action_and_result(self, event):
+        # A long name may wrap after its dot (account.<wbr>history_rewritten): the six columns then fit 1366 px.
+        action = mark_safe(escape(event.action).replace(".", ".<wbr>"))
         if event.result == "SUCCESS":
-            return event.action
-        return format_html("{} <strong>{}</strong>", event.action, event.result)
+            return action
+        return format_html("{} <strong>{}</strong>", action, event.result)
 
     @admin.display(description="about")
     def resource(self, event):
@@ -361,10 +366,13 @@ def _line_html(line) -> str:
 
 
 def _cut(text: str, limit: int = VALUE_SHOWN) -> str:
-    """``text`` as escaped HTML, cut to ``limit`` characters with the whole of it on hover."""
-    if len(text) <= limit:
-        return f'<span class="value">{escape(text)}</span>'
-    return f'<span class="value" title="{escape(text)}">{escape(text[: limit - 1])}…</span>'
+    """``text`` as escaped HTML, cut to ``limit`` characters with the whole of it on hover; kept on one
+    line when short (VALUE_KEPT_WHOLE), else free to wrap ("value wraps")."""
+    shown = text if len(text) <= limit else text[: limit - 1] + "…"
+    kind = "value" if len(shown) <= VALUE_KEPT_WHOLE else "value wraps"
+    if shown == text:
+        return f'<span class="{kind}">{escape(text)}</span>'
+    return f'<span class="{kind}" title="{escape(text)}">{escape(shown)}</span>'
 
 
 def _link(allowed: bool, url_name: str, pk, text: str) -> str:

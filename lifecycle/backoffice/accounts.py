@@ -42,13 +42,13 @@ STATUS_TONES = {
 }
 
 
-def account_action(label: str, service, done: tuple[str, str], applies_to) -> RowAction:
+def account_action(label: str, service, question: tuple[str, str], done: tuple[str, str], applies_to) -> RowAction:
     """One of the four things staff do to accounts: a reason asked, the service called per account (it
     decides; the page offers the action only while ``applies_to``), refusals reported by their reason."""
     return RowAction(
         label,
         run=lambda account, actor, reason: service(account=account, actor=actor),
-        question=("This account is selected. Why?", "These accounts are selected. Why?"),
+        question=question,
         done=done,
         describe=lambda account: f"{account.login} <{account.email}> — {account.status}",
         name=lambda account: account.login,
@@ -61,24 +61,41 @@ ACCOUNT_ACTIONS = {
     "suspend": account_action(
         "Suspend",
         account_suspend,
+        (
+            "Suspend this account? It cannot sign in until it is unsuspended.",
+            "Suspend these %(count)d accounts? They cannot sign in until they are unsuspended.",
+        ),
         ("%(count)d account suspended.", "%(count)d accounts suspended."),
         lambda account: account.status != AccountStatus.SUSPENDED,
     ),
     "unsuspend": account_action(
         "Unsuspend",
         account_unsuspend,
+        (
+            "Unsuspend this account? It goes back to active, or to provisioned if it never activated.",
+            "Unsuspend these %(count)d accounts? Each goes back to active, or to provisioned if it never activated.",
+        ),
         ("%(count)d account unsuspended.", "%(count)d accounts unsuspended."),
         lambda account: account.status == AccountStatus.SUSPENDED,
     ),
     "resend_activation": account_action(
         "Resend the activation e-mail",
         token_resend_activation,
+        (
+            "Send this account a new activation e-mail? The link and code it was sent before stop working.",
+            "Send these %(count)d accounts a new activation e-mail? The links and codes they were sent before"
+            " stop working.",
+        ),
         ("%(count)d activation e-mail queued.", "%(count)d activation e-mails queued."),
         lambda account: account.status == AccountStatus.PROVISIONED,
     ),
     "send_password_recovery": account_action(
         "Send a password-recovery e-mail",
         token_send_password_recovery,
+        (
+            "Send this account a password-recovery e-mail?",
+            "Send these %(count)d accounts a password-recovery e-mail?",
+        ),
         ("%(count)d password-recovery e-mail queued.", "%(count)d password-recovery e-mails queued."),
         lambda account: account.status == AccountStatus.ACTIVE,
     ),

@@ -76,3 +76,12 @@ class Brief(logging.Filter):
         # The client's doing, not the server's: a warning, so an alert on the error rate stays quiet.
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
+
+
+class NotFoundToldOnce(logging.Filter):
+    """Drops Django's own lines of a 404 (django.request's "Not Found: /x", runserver's request line):
+    lifecycle.requests' line says it already, with the path as it came (lifecycle/ops/request_log.py),
+    and a probe or a missing icon is then one line, not three."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return getattr(record, "status_code", None) != 404

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django_q.models import Task
 
 from accounts.retention import abandoned_sign_ups, replaced_node_assignments
+from platform_events.quantities import quantity
 from platform_events.retention import (
     RetentionRule,
     expired_idempotency_keys,
@@ -37,12 +38,12 @@ def retention_rules() -> list[RetentionRule]:
         queryset_rule("sessions", "staff sessions: until they expire", Session.objects.filter(expire_date__lt=now)),
         queryset_rule(
             "access-log",
-            f"staff log-ins and log-outs (django-axes): {log_days} days",
+            f"staff log-ins and log-outs (django-axes): {quantity(log_days, 'day')}",
             AccessLog.objects.filter(attempt_time__lt=now - timedelta(days=log_days)),
         ),
         queryset_rule(
             "tasks",
-            f"django-q2 task results: {task_days} days",
+            f"django-q2 task results: {quantity(task_days, 'day')}",
             Task.objects.filter(stopped__lt=now - timedelta(days=task_days)),
         ),
     ]

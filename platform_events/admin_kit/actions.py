@@ -48,7 +48,7 @@ class Reason(enum.Enum):
 def reason_field(*, required: bool) -> forms.CharField:
     """Why staff make a change: kept in the audit trail with it."""
     return forms.CharField(
-        label="Reason (kept in the audit trail)" if required else "Reason (kept in the audit trail; optional)",
+        label="Why? (kept in the audit trail)" if required else "Why? (optional; kept in the audit trail)",
         required=required,
         max_length=1000,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
@@ -74,8 +74,9 @@ class RowAction:
     done; it raises one of ``refused`` to skip the row with the refusal's ``reason`` (a few words that
     group refusals: "already suspended"), or, lacking one, its sentence.
 
-    ``question`` is what the confirmation asks, by the number of rows (ngettext's two forms, or a
-    function of the rows);
+    ``question`` is what the confirmation asks about the rows, by their number (ngettext's two forms,
+    ``%(count)d`` in the plural, or a function of the rows): "Suspend this account?"; the reason's
+    field asks why below the rows;
     ``done`` says what was done (``%(count)d``, and ``%(names)s`` for the rows done), ``already`` what
     was so already (``%(count)d``), ``none_done`` replaces ``done`` when nothing was done.
     ``describe`` names a row on the confirmation, ``name`` in the report; the row's page offers the

@@ -109,8 +109,8 @@ CLIENT_ACTIONS = {
         "Revoke",
         run=revoke,
         question=(
-            "This client's key stops working at once, for good (a new key is a new client). Why?",
-            "These clients' keys stop working at once, for good (a new key is a new client). Why?",
+            "Revoke this client? Its key stops working at once, for good (a new key is a new client).",
+            "Revoke these %(count)d clients? Their keys stop working at once, for good (a new key is a new client).",
         ),
         done=(
             "%(count)d client revoked: %(names)s; its key no longer works.",

@@ -108,13 +108,16 @@ def api_client_change_scopes(*, client: ApiClient, scopes: list[str], actor) -> 
     return client
 
 
-def api_client_revoke(*, client: ApiClient, reason: str, actor) -> bool:
-    """Revoke the client's key for good, with the reason; False when it was revoked already."""
+def api_client_revoke(*, client: ApiClient, reason: str, actor, dry_run: bool = False) -> bool:
+    """Revoke the client's key for good, with the reason; False when it was revoked already.
+    ``dry_run``: refused as the real run would be, then whether it would revoke; nothing changes."""
     reason = reason.strip()
     if not reason:
         raise ApiClientError("api: say why the key is revoked", field="reason")
     if "\x00" in reason or not _encodable(reason):  # a command line's stray bytes: PostgreSQL text cannot hold them
         raise ApiClientError("api: the reason is not valid text (UTF-8, no NUL)", field="reason")
+    if dry_run:
+        return client.revoked_at is None
     with transaction.atomic(), audit_context(actor=actor, reason=reason):
         revoked = ApiClient.objects.filter(pk=client.pk, revoked_at__isnull=True).update(
             revoked_at=Now(), revoked_reason=reason

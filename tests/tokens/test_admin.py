@@ -17,8 +17,10 @@ from django.utils import timezone
 from lifecycle.demo.factories import AccountFactory
 from tests.support import max_code_attempts, tokens_in_every_state
 from tokens.links import secret_to_text
-from tokens.models import Job, JobType, MailState, MaxCodeAttempts, Token, TokenState
+from tokens.mailroom.drain import drain
+from tokens.models import Job, JobType, MailState, MaxCodeAttempts, Token, TokenAction, TokenState
 from tokens.selectors import live_token
+from tokens.services import token_request_mail
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +52,37 @@ def test_admin_pages_show_no_secret_or_code(admin_client, token, url):
 
 
 class TestMailStateInTheAdmin:
+    @pytest.mark.parametrize(
+        ("state", "failures", "shown"),
+        [
+            (MailState.SENT, 0, ">Sent<"),
+            (MailState.SENT, 1, ">Sent after 1 failed attempt<"),
+            (MailState.SENT, 2, ">Sent after 2 failed attempts<"),
+            (MailState.RETRYING, 1, ">Retrying (1 failed attempt)<"),
+            (MailState.DEAD, 6, ">Dead (6 failed attempts)<"),
+        ],
+    )
+    def test_the_mail_column_counts_failed_attempts_only(self, admin_client, state, failures, shown):
+        """A token sent, however often it was asked for again, is "Sent"; failures are counted as such."""
+        token = live_token(account=AccountFactory())
+        Token.objects.filter(pk=token.pk).update(mail_state=state, mail_attempts=failures)
+        page = admin_client.get(reverse("admin:tokens_token_changelist")).content.decode()
+        assert shown in page and "tries" not in page and "(1 try)" not in page
+
+    def test_a_token_mailed_again_on_request_shows_sent(self, admin_client, smtp_server):
+        """Asked for three times and mailed three times: "Sent", not three tries."""
+        account = AccountFactory()
+        token = live_token(account=account)
+        for _ in range(3):
+            token_request_mail(identifier=account.login, action=TokenAction.ACTIVATION, actor=None)
+            drain()
+        assert len(smtp_server.messages) == 3
+        page = admin_client.get(reverse("admin:tokens_token_changelist")).content.decode()
+        assert f'href="{reverse("admin:tokens_token_change", args=[token.pk])}' in page
+        assert ">Sent<" in page and "failed" not in page
+        detail = admin_client.get(reverse("admin:tokens_token_change", args=[token.pk])).content.decode()
+        assert "Failed mail attempts" in detail
+
     def test_tokens_can_be_filtered_by_mail_state(self, admin_client):
         sent, dead = (live_token(account=AccountFactory()) for _ in range(2))
         Token.objects.filter(pk=sent.pk).update(mail_state=MailState.SENT)

@@ -17,6 +17,7 @@ from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
 
 from platform_events.db.unawaited import UnawaitedStatement
+from platform_events.quantities import quantity
 from tokens.models import MailState, Token
 from tokens.selectors import due_mail
 
@@ -76,8 +77,9 @@ class SentMarks:
     the one message in flight. ``collect()`` reads the answer; anything else using the
     connection calls it first."""
 
+    # mail_attempts counts failures only: a token sent again on request keeps its whole retry budget.
     STATEMENT = (
-        "UPDATE tokens SET mail_state = 'sent', mailed_at = now(), mail_attempts = mail_attempts + 1,"
+        "UPDATE tokens SET mail_state = 'sent', mailed_at = now(),"
         " mail_lease_until = NULL, mail_claim = NULL, mail_error = NULL WHERE id = $1 AND mail_claim = $2"
     )
 
@@ -102,11 +104,12 @@ class SentMarks:
 
 
 def mark_failed(token: Token, *, claim: Claim, reason: str, permanent: bool) -> MailState | None:
-    """Mark a failed attempt: retrying after a backoff, or dead when permanent or out of attempts.
-    None when this run no longer holds the token's claim (the mark matched nothing)."""
+    """Mark a failed attempt: retrying after a backoff, or dead when permanent or at the
+    MAILROOM_MAX_ATTEMPTS-th failure. None when this run no longer holds the token's claim (the mark
+    matched nothing)."""
     attempts = token.mail_attempts + 1
     if not permanent and attempts >= settings.MAILROOM_MAX_ATTEMPTS:
-        permanent, reason = True, f"gave up after {attempts} attempts: {reason}"
+        permanent, reason = True, f"gave up after {quantity(attempts, 'failed attempt')}: {reason}"
     backoff = min(settings.MAILROOM_BACKOFF_SECONDS * 2 ** (attempts - 1), settings.MAILROOM_BACKOFF_MAX_SECONDS)
     state = MailState.DEAD if permanent else MailState.RETRYING
     matched = Token.objects.filter(pk=token.pk, mail_claim=claim.id).update(

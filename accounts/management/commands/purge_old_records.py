@@ -4,6 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.nodes.purge import PurgeStopped, purge_old_records
+from platform_events.quantities import quantity
 from platform_events.refusals import Refused
 
 MAX_PER_LOOP = 10_000
@@ -76,6 +77,6 @@ class Command(BaseCommand):
         ended = " Stopped at --max-records." if counts.reached_max_records else ""
         self.stdout.write(
             style(
-                f"Done in {counts.batches} batches: {counts.describe()}.{ended}{' Dry run: nothing changed, nothing sent.' if counts.dry_run else ''}"
+                f"Done in {quantity(counts.batches, 'batch', 'batches')}: {counts.describe()}.{ended}{' Dry run: nothing changed, nothing sent.' if counts.dry_run else ''}"
             )
         )

@@ -8,5 +8,5 @@ class Command(unassign_node.Command):
         " accounts get another node when next seen, and the node is deleted. Audited."
     )
     act = staticmethod(node_remove)
-    would = "Node {node} of {service} would be removed, {count} assignments replaced; nothing changed."
-    done = "Node {node} removed from {service}; {count} assignments replaced."
+    would = "Node {node} of {service} would be removed, {assignments} replaced; nothing changed."
+    done = "Node {node} removed from {service}; {assignments} replaced."

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.nodes.selectors import node_live_assignments_count
 from accounts.nodes.services import node_unassign
+from platform_events.quantities import quantity
 from platform_events.refusals import Refused
 
 
@@ -12,8 +12,8 @@ class Command(BaseCommand):
     )
     # remove_node is this command with another service and other words.
     act = staticmethod(node_unassign)
-    would = "Node {node} of {service}: {count} assignments would be replaced; nothing changed."
-    done = "Node {node} of {service}: {count} assignments replaced; they move when next seen."
+    would = "Node {node} of {service}: {assignments} would be replaced; nothing changed."
+    done = "Node {node} of {service}: {assignments} replaced; they move when next seen."
 
     def add_arguments(self, parser):
         parser.add_argument("service", help="the service's name, e.g. sync-1.5")
@@ -23,11 +23,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, service, node, reason, dry_run, **options):
         try:
-            if dry_run:
-                count = node_live_assignments_count(service=service, node=node)
-                self.stdout.write(self.would.format(node=node, service=service, count=count))
-                return
-            count = self.act(service=service, node=node, actor=None, reason=reason)
+            # A dry run is refused as the real run would be, by the same service.
+            count = self.act(service=service, node=node, actor=None, reason=reason, dry_run=dry_run)
         except Refused as refusal:
             raise CommandError(str(refusal)) from None
-        self.stdout.write(self.style.SUCCESS(self.done.format(node=node, service=service, count=count)))
+        said = (self.would if dry_run else self.done).format(
+            node=node, service=service, assignments=quantity(count, "assignment")
+        )
+        self.stdout.write(said if dry_run else self.style.SUCCESS(said))

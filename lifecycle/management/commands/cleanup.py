@@ -1,4 +1,7 @@
-from django.core.management.base import BaseCommand, CommandError
+from argparse import RawDescriptionHelpFormatter
+from textwrap import fill
+
+from django.core.management.base import BaseCommand, CommandError, DjangoHelpFormatter
 
 from lifecycle.ops.retention import apply_retention, retention_rules
 from platform_events.db.locks import advisory_lock
@@ -6,20 +9,37 @@ from platform_events.db.locks import advisory_lock
 MAX_BATCH_SIZE = 100_000
 
 
+class RuleListFormatter(DjangoHelpFormatter, RawDescriptionHelpFormatter):
+    """Django's order of options, and the description's lines as written: one paragraph per rule."""
+
+
 class Command(BaseCommand):
-    help = (
-        "Delete what the retention rules no longer keep (abandoned sign-ups, old tokens, mail runs, rate-limit"
-        " counts, sessions, access log, task results), in batches. Daily in qcluster; for cron too."
-    )
+    @property
+    def help(self) -> str:
+        # Each rule from the registry itself, so the help names every rule there is.
+        rules = "\n".join(
+            fill(
+                f"{rule.name}: keeps {rule.keeps}",
+                width=79,
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+            )
+            for rule in retention_rules()
+        )
+        return (
+            "Delete what the retention rules no longer keep, in batches. Daily in qcluster; for cron\n"
+            f"too. The rules, in the order they are applied (--only takes their names):\n{rules}"
+        )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        return super().create_parser(prog_name, subcommand, formatter_class=RuleListFormatter, **kwargs)
 
     def add_arguments(self, parser):
         parser.add_argument("--dry-run", action="store_true", help="count what each rule would delete, delete nothing")
         parser.add_argument("--batch-size", type=int, default=1000, help="rows deleted per transaction (default 1000)")
         parser.add_argument(
-            "--only",
-            action="append",
-            metavar="RULE",
-            help=f"apply only this rule (repeatable): {', '.join(rule.name for rule in retention_rules())}",
+            "--only", action="append", metavar="RULE", help="apply only the rule of this name (repeatable)"
         )
 
     def handle(self, *args, dry_run, batch_size, only, **options):

@@ -6,6 +6,7 @@ from django.db import transaction
 
 from lifecycle.configuration import env
 from lifecycle.demo.data import STAFF, demo_accounts_loaded, ensure_staff_logins, load_demo_accounts
+from platform_events.quantities import quantity
 
 
 class Command(BaseCommand):
@@ -34,7 +35,7 @@ class Command(BaseCommand):
             if demo_accounts_loaded():
                 self.stdout.write("Demo accounts already loaded.")
             else:
-                self.stdout.write(self.style.SUCCESS(f"Loaded {load_demo_accounts()} demo accounts."))
+                self.stdout.write(self.style.SUCCESS(f"Loaded {quantity(load_demo_accounts(), 'demo account')}."))
             logins = ensure_staff_logins(passwords)
         for role, (username, password) in logins.items():
             if password is None:

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from platform_events.db.locks import advisory_lock
+from platform_events.quantities import quantity
 from platform_events.webhooks.endpoints import REENCRYPT_BATCH, reencrypt_secrets
 from platform_events.webhooks.secrets import SecretKeyError, current_key_id
 
@@ -27,8 +28,11 @@ class Command(BaseCommand):
                 raise CommandError("Another reencrypt_webhook_secrets is running; not starting a second one.")
             try:
                 done = reencrypt_secrets(
-                    batch_size=batch_size, progress=lambda count: self.stdout.write(f"{count} endpoints re-encrypted")
+                    batch_size=batch_size,
+                    progress=lambda count: self.stdout.write(f"{quantity(count, 'endpoint')} re-encrypted"),
                 )
             except SecretKeyError as refusal:
                 raise CommandError(str(refusal)) from None
-        self.stdout.write(self.style.SUCCESS(f"Done: {done} endpoints re-encrypted under key {current_key_id()}."))
+        self.stdout.write(
+            self.style.SUCCESS(f"Done: {quantity(done, 'endpoint')} re-encrypted under key {current_key_id()}.")
+        )

@@ -18,14 +18,15 @@ class Command(BaseCommand):
         client = None if api_client_name_problem(name) else ApiClient.objects.filter(name__iexact=name).first()
         if client is None:
             raise CommandError(f"No API client is named {name!r}.")
-        if dry_run:
-            state = "is revoked already" if client.revoked_at else "would be revoked"
-            self.stdout.write(f"API client {client.name!r} (key {client.key_prefix}...) {state}; nothing changed.")
-            return
         try:
-            revoked = api_client_revoke(client=client, reason=reason, actor=None)  # audited as the database role
+            # A dry run is refused as the real run would be, by the same service; audited as the database role.
+            revoked = api_client_revoke(client=client, reason=reason, actor=None, dry_run=dry_run)
         except ApiClientError as refusal:
             raise CommandError(str(refusal)) from None
+        if dry_run:
+            state = "would be revoked" if revoked else "is revoked already"
+            self.stdout.write(f"API client {client.name!r} (key {client.key_prefix}...) {state}; nothing changed.")
+            return
         if not revoked:
             self.stdout.write(f"API client {client.name!r} was revoked already, at {client.revoked_at.isoformat()}.")
             return

@@ -123,7 +123,7 @@ def test_an_action_first_asks_why_on_a_confirmation_page_and_changes_nothing(int
     response = act(integrator, action, [node()])
     html = response.content.decode()
     assert response.status_code == 200
-    assert "Reason (kept in the audit trail)" in html and NODE_URL in html
+    assert "Why? (kept in the audit trail)" in html and NODE_URL in html
     assert list(Node.objects.values()) == before
     assert not AuditEvent.objects.filter(action__startswith="node.").exclude(action="node.added").exists()
 

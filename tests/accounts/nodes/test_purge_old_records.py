@@ -325,7 +325,7 @@ def test_run_failure_metric_emits_on_unhandled_error(purge_db, service_node, psq
             run("--grace-period", "0", "--max-per-loop", "1", "--service", SERVICE, stdout=CutAfterFirstBatch())
     finally:
         connection.close()
-    assert "Done before it: 1 deleted (1 nodes told)" in str(stopped.value)
+    assert "Done before it: 1 deleted (1 node told)" in str(stopped.value)
     assert [len(records(account)) for account in accounts] == [1, 2]
     assert len(service_node.requests) == 1
 
@@ -392,7 +392,7 @@ def test_max_records_stops_the_run(purge_db, service_node):
         allocate(purge_db, account, client_state="aa")
         purge_db.assignments_replace(service=SERVICE, account_id=account.pk)
     output = run("--grace-period", "0", "--max-per-loop", "2", "--max-records", "2")
-    assert "Done in 1 batches: 2 deleted (2 nodes told). Stopped at --max-records." in output
+    assert "Done in 1 batch: 2 deleted (2 nodes told). Stopped at --max-records." in output
     assert len(service_node.requests) == 2
     assert [len(records(account)) for account in accounts] == [0, 0, 1]
 
@@ -417,11 +417,21 @@ def test_the_command_purges_and_reports(purge_db, service_node):
     purge_db.assignments_replace(service=SERVICE, account_id=account.pk)
     output = run("--grace-period", "0", "--service", SERVICE)
     assert output.splitlines() == [
-        "1 old assignments past the grace period (0 seconds).",
-        "  batch 1: 1 rows: 1 deleted (1 nodes told)",
-        "Done in 1 batches: 1 deleted (1 nodes told).",
+        "1 old assignment past the grace period (0 seconds).",
+        "  batch 1: 1 row: 1 deleted (1 node told)",
+        "Done in 1 batch: 1 deleted (1 node told).",
     ]
     assert records(account) == []
+
+
+def test_a_grace_period_of_one_is_said_in_the_singular(purge_db, service_node):
+    """A grace period of one day or one second is said in the singular, of two days in the plural."""
+    account = AccountFactory()
+    allocate(purge_db, account, client_state="aa")
+    purge_db.assignments_replace(service=SERVICE, account_id=account.pk)
+    assert run("--grace-period", "86400").splitlines()[0] == "0 old assignments past the grace period (1 day)."
+    assert run("--grace-period", "172800").splitlines()[0] == "0 old assignments past the grace period (2 days)."
+    assert "(1 second)" in run("--grace-period", "1", "--dry-run")
 
 
 @pytest.mark.parametrize(
@@ -461,7 +471,7 @@ def test_a_second_purge_does_not_start_while_one_runs(purge_db, service_node, ps
     finally:
         psql.execute("SELECT pg_advisory_unlock_all()")
     assert len(records(account)) == 1
-    assert run("--grace-period", "0").endswith("Done in 1 batches: 1 deleted (1 nodes told).\n")
+    assert run("--grace-period", "0").endswith("Done in 1 batch: 1 deleted (1 node told).\n")
     assert records(account) == []
 
 

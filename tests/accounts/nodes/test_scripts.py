@@ -139,7 +139,7 @@ def test_remove_node(nodes):
     nodes.assignment_allocate(service=SERVICE, account_id=second.pk, node=NODE_URL)
     nodes.assignment_allocate(service=SERVICE, account_id=third.pk, node=NODE_URL)
     output = run("remove_node", SERVICE, NODE2, "--reason", "hardware failure")
-    assert f"Node {NODE2} removed from {SERVICE}; 1 assignments replaced." in output
+    assert f"Node {NODE2} removed from {SERVICE}; 1 assignment replaced." in output
     assert not Node.objects.filter(node=NODE2).exists()
     assert [current(nodes, each).node for each in (first, second, third)] == [NODE_URL] * 3
     assert audited(AuditAction.NODE_UNASSIGNED, resource_id=str(removed_id)) == ["hardware failure"]
@@ -217,11 +217,13 @@ def test_add_service_adds_a_service_with_its_pattern(db):
 
 
 def test_dry_runs_of_unassign_and_remove_count_and_change_nothing(nodes):
-    """unassign_node and remove_node --dry-run say how many assignments they would replace."""
+    """unassign_node and remove_node --dry-run say how many assignments they would replace, one or many."""
     nodes.assignment_allocate(service=SERVICE, account_id=AccountFactory().pk)
-    assert "1 assignments would be replaced; nothing changed." in run("unassign_node", SERVICE, NODE_URL, "--dry-run")
-    assert "would be removed, 1 assignments replaced" in run("remove_node", SERVICE, NODE_URL, "--dry-run")
-    assert NodeAssignment.objects.get().replaced_at is None
+    assert "1 assignment would be replaced; nothing changed." in run("unassign_node", SERVICE, NODE_URL, "--dry-run")
+    assert "would be removed, 1 assignment replaced;" in run("remove_node", SERVICE, NODE_URL, "--dry-run")
+    nodes.assignment_allocate(service=SERVICE, account_id=AccountFactory().pk)
+    assert "2 assignments would be replaced; nothing changed." in run("unassign_node", SERVICE, NODE_URL, "--dry-run")
+    assert not NodeAssignment.objects.filter(replaced_at__isnull=False).exists()
     assert Node.objects.filter(node=NODE_URL).exists()
 
 
@@ -260,6 +262,14 @@ def snapshot():
         (["allocate_user", SERVICE, "99999999999999999999999"], "No account is named"),
         (["allocate_user", "nosuch", "{login}"], "unknown service 'nosuch'"),
         (["allocate_user", SERVICE, "{login}", "https://nosuch"], "unknown node 'https://nosuch'"),
+        (["add_node", SERVICE, TEST_NODE, "10", "--reason", "bad\x00"], "the reason is not valid text"),
+        (["update_node", SERVICE, NODE_URL, "--downed", "--reason", "\udcff"], "the reason is not valid text"),
+        (["unassign_node", SERVICE, NODE_URL, "--reason", "bad\x00"], "the reason is not valid text"),
+        (["unassign_node", SERVICE, NODE_URL, "--dry-run", "--reason", "bad\x00"], "the reason is not valid text"),
+        (["remove_node", SERVICE, NODE_URL, "--reason", "\udcff"], "the reason is not valid text"),
+        (["remove_node", SERVICE, NODE_URL, "--dry-run", "--reason", "\udcff"], "the reason is not valid text"),
+        (["remove_node", SERVICE, "https://nosuch", "--dry-run"], "unknown node 'https://nosuch'"),
+        (["allocate_user", SERVICE, "{login}", "--reason", "bad\x00"], "the reason is not valid text"),
         (["count_users", "--timestamp", "yesterday"], "--timestamp 'yesterday' is not a time"),
         (["count_users", "--timestamp", "99999999999999999999"], "is not a time"),
         (["count_users", "--service", "nosuch"], "unknown service 'nosuch'"),
@@ -275,6 +285,20 @@ def test_bad_input_is_refused_with_a_sentence_and_changes_nothing(nodes, args, m
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace("{", r"\{")):
         run(*args)
     assert snapshot() == before
+
+
+@pytest.mark.parametrize("command", ["unassign_node", "remove_node"])
+@pytest.mark.parametrize(
+    "args", [[SERVICE, "https://nosuch"], ["nosuch", NODE_URL], [SERVICE, NODE_URL, "--reason", "\x00"]]
+)
+def test_a_dry_run_is_refused_exactly_as_the_real_run(nodes, command, args):
+    """What the real run refuses, its dry run refuses with the same sentence (not "would be replaced")."""
+    nodes.assignment_allocate(service=SERVICE, account_id=AccountFactory().pk)
+    with pytest.raises(CommandError) as dry:
+        run(command, *args, "--dry-run")
+    with pytest.raises(CommandError) as real:
+        run(command, *args)
+    assert str(dry.value) == str(real.value)
 
 
 def test_allocate_user_refuses_a_reference_that_names_two_accounts(nodes):

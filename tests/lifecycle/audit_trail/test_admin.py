@@ -35,8 +35,9 @@ def text(response) -> str:
 
 
 def shown(html: str) -> str:
-    """HTML as a person reads it: each tag a space (a <br> parts two lines), one space between words."""
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    """HTML as a person reads it: each tag a space (a <br> parts two lines), one space between words; a
+    <wbr> (where a long name may wrap) is none."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.replace("<wbr>", "")))
 
 
 def rows(response) -> list[AuditEvent]:

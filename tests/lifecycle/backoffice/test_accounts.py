@@ -32,8 +32,35 @@ class TestActions:
         account = AccountFactory(active=True)
         response = admin_action(support, "suspend", [account])
         assert response.status_code == 200
-        assert "Reason (kept in the audit trail)" in response.content.decode()
+        assert "Why? (kept in the audit trail)" in response.content.decode()
         assert statuses(account) == [AccountStatus.ACTIVE]
+
+    @pytest.mark.parametrize(
+        ("action", "one", "many"),
+        [
+            ("suspend", "Suspend this account?", "Suspend these 2 accounts?"),
+            ("unsuspend", "Unsuspend this account?", "Unsuspend these 2 accounts?"),
+            (
+                "resend_activation",
+                "Send this account a new activation e-mail?",
+                "Send these 2 accounts a new activation e-mail?",
+            ),
+            (
+                "send_password_recovery",
+                "Send this account a password-recovery e-mail?",
+                "Send these 2 accounts a password-recovery e-mail?",
+            ),
+        ],
+    )
+    def test_the_confirmation_asks_what_the_action_does_to_one_account_or_many(self, support, action, one, many):
+        """Each action's confirmation names what it does and how many accounts it does it to; the reason's
+        field asks why."""
+        first, second = AccountFactory.create_batch(2)
+        asked_one = admin_action(support, action, [first]).context
+        asked_many = admin_action(support, action, [first, second]).context
+        assert asked_one["question"].startswith(one) and asked_many["question"].startswith(many)
+        assert "selected" not in asked_one["question"] + asked_many["question"]
+        assert asked_one["form"]["reason"].label == "Why? (kept in the audit trail)"
 
     def test_an_empty_reason_is_refused(self, support):
         account = AccountFactory(active=True)
@@ -331,7 +358,7 @@ class TestAccountPage:
     def test_suspending_from_the_page_asks_why_then_suspends_and_returns_to_the_page(self, support):
         account = AccountFactory(active=True)
         asked = support.get(act_url(account, "suspend"))
-        assert asked.status_code == 200 and "This account is selected. Why?" in asked.content.decode()
+        assert asked.status_code == 200 and "Suspend this account?" in asked.content.decode()
         assert asked.context["back"] == change_page(account)
         assert asked.context["title"] == f"Suspend: {account.login}"
         assert statuses(account) == [AccountStatus.ACTIVE]

@@ -89,6 +89,21 @@ def test_every_logger_writes_json_lines(json_log, name):
     assert (line["logger"], line["message"]) == (name, "a line")
 
 
+def test_a_404_is_one_line(json_log):
+    """A page nobody has (a probe, an icon a client guesses at) is the request's line alone: Django's
+    "Not Found" would say it again."""
+    assert Client().get("/nowhere/at-all").status_code == 404
+    [line] = json_log.lines
+    assert (line["logger"], line["level"]) == ("lifecycle.requests", "INFO")
+    assert line["message"].startswith("GET /nowhere/at-all 404 in ")
+
+
+def test_another_client_error_keeps_djangos_line(json_log):
+    """Only the 404's line is dropped: a refused method is still Django's warning too."""
+    assert Client().put("/signup/").status_code == 405
+    assert [line["logger"] for line in json_log.lines] == ["django.request", "lifecycle.requests"]
+
+
 def test_a_line_outside_a_request_has_no_request_id(json_log):
     logging.getLogger("tokens.tasks").warning("nothing to do with a request")
     [line] = json_log.lines
@@ -208,18 +223,23 @@ def test_the_plain_format_carries_the_request_id():
 
 @pytest.mark.django_db(transaction=True)
 def test_runserver_prints_json_lines_without_the_secret(server):
-    """What a developer's terminal shows: runserver's own request line goes through LOG_FORMAT too."""
+    """What a developer's terminal shows: runserver's own request line goes through LOG_FORMAT too; a
+    404 is one line, the request's."""
     running = server(LOG_FORMAT="json")
     assert httpx.get(f"{running.url}/activate/{A_SECRET}").status_code == 404
+    assert httpx.put(f"{running.url}/recover/{A_SECRET}").status_code == 403  # no CSRF token
+    assert httpx.get(f"{running.url}/signup/").status_code == 200  # runserver's lines above are written by then
     running.process.terminate()
     output = running.process.communicate(timeout=30)[0]
     assert A_SECRET not in output
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
-    by_logger = {line["logger"]: line for line in lines if "/activate/" in line["message"]}
-    assert set(by_logger) == {"lifecycle.requests", "django.request", "django.server"}
+    not_found = [line for line in lines if "/activate/" in line["message"]]
+    assert [line["logger"] for line in not_found] == ["lifecycle.requests"]
+    by_logger = {line["logger"]: line for line in lines if "/recover/" in line["message"]}
+    assert {"lifecycle.requests", "django.server"} <= set(by_logger)
     assert (
         by_logger["django.server"]["message"]
-        == '"GET /activate/(hidden) HTTP/1.1" 404 ' + by_logger["django.server"]["message"].rsplit(" ", 1)[1]
+        == '"PUT /recover/(hidden) HTTP/1.1" 403 ' + by_logger["django.server"]["message"].rsplit(" ", 1)[1]
     )
     assert by_logger["lifecycle.requests"]["request_id"] == by_logger["django.server"]["request_id"]
 

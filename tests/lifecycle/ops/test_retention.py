@@ -18,6 +18,8 @@ from accounts.nodes.selectors import assignment_records
 from accounts.services import account_suspend, account_unsuspend
 from lifecycle import tasks
 from lifecycle.demo.factories import AccountFactory
+from lifecycle.management.commands.cleanup import Command as Cleanup
+from lifecycle.ops.retention import retention_rules
 from platform_events.db.history import history_rewrite
 from platform_events.db.locks import advisory_lock, lock_key
 from tests.accounts.nodes.storage_node import StorageNode
@@ -239,11 +241,31 @@ def test_dry_run_counts_each_rule_and_deletes_nothing(sql):
     assert Account.objects.count() == 3
 
 
+def test_a_period_of_one_day_is_said_in_the_singular(settings):
+    """A rule kept for 1 day says "1 day", not "1 days"."""
+    settings.RETENTION_SIGN_UP_DAYS = settings.RETENTION_TOKEN_DAYS = settings.RETENTION_ACCESS_LOG_DAYS = 1
+    settings.API_IDEMPOTENCY_HOURS = 1
+    output = cleanup("--dry-run")
+    assert "(keeps sign-ups never activated: 1 day after their last token)" in output
+    assert "(keeps tokens: 1 day after they expired)" in output
+    assert "(keeps staff log-ins and log-outs (django-axes): 1 day)" in output
+    assert "(keeps the client API's idempotency keys: 1 hour)" in output
+    assert " 1 days" not in output and " 1 hours" not in output
+
+
 def test_progress_is_reported_per_batch(sql):
     for account in AccountFactory.create_batch(3):
         age(account, 8, sql)
     output = cleanup("--only", "sign-ups", "--batch-size", "2")
     assert "sign-ups: 2 deleted so far" in output and "sign-ups: 3 deleted so far" in output
+
+
+def test_the_help_names_every_rule_with_what_it_keeps():
+    """cleanup --help lists every rule of the registry, by the name --only takes, with what it keeps."""
+    described = " ".join(Cleanup().create_parser("manage.py", "cleanup").format_help().split())
+    assert [rule.name for rule in retention_rules()] == RULES
+    for rule in retention_rules():
+        assert f"{rule.name}: keeps {rule.keeps}" in described
 
 
 @pytest.mark.parametrize(

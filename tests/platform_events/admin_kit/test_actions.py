@@ -75,7 +75,7 @@ def kit_admin(**actions):
 
 def row_action(run, **options) -> RowAction:
     defaults = {
-        "question": ("This account is selected. Why?", "These %(count)d accounts are selected. Why?"),
+        "question": ("Do it to this account?", "Do it to these %(count)d accounts?"),
         "done": ("%(count)d account done: %(names)s.", "%(count)d accounts done: %(names)s."),
         "name": lambda account: account.login,
         "refused": (Refusal,),
@@ -109,10 +109,22 @@ class TestConfirmation:
         run = Calls()
         model_admin = kit_admin(act=row_action(run))
         page = model_admin.confirm_and_run(request_as(staff), accounts("ann", "bob"), "act")
-        assert page.context_data["question"] == "These 2 accounts are selected. Why?"
+        assert page.context_data["question"] == "Do it to these 2 accounts?"
         assert page.context_data["title"] == "Do it to the selected accounts"
         assert page.context_data["action"] == "act"
         assert run.calls == [] and model_admin.contexts == []
+
+    def test_the_page_asks_about_the_rows_then_why(self, staff):
+        """One row or many, the question is the action's (in its form for the count), the rows follow,
+        and the reason's field asks why; an optional reason says it is optional."""
+        for logins, question in [(["ann"], "Do it to this account?"), (["bob", "cy"], "Do it to these 2 accounts?")]:
+            page = kit_admin(act=row_action(Calls())).confirm_and_run(request_as(staff), accounts(*logins), "act")
+            html = page.render().content.decode()
+            asked = html.index(question)
+            assert asked < html.index(logins[-1], asked) < html.index("Why? (kept in the audit trail)", asked)
+        optional = kit_admin(act=row_action(Calls(), reason=Reason.OPTIONAL))
+        page = optional.confirm_and_run(request_as(staff), accounts("dee"), "act")
+        assert page.context_data["form"]["reason"].label == "Why? (optional; kept in the audit trail)"
 
     def test_a_post_without_the_confirmation_asks_and_runs_nothing(self, staff):
         run = Calls()

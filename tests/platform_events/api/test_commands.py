@@ -73,6 +73,31 @@ def test_revoke_api_client_again_says_it_was_revoked_already_and_writes_nothing(
     assert AuditEvent.objects.filter(action="api_client.revoked").count() == 1
 
 
+@pytest.mark.parametrize("reason", ["", "   ", "bad\x00", "\udcff"])
+@pytest.mark.parametrize("revoked_already", [False, True])
+def test_revoke_api_client_dry_run_is_refused_exactly_as_the_real_run(reason, revoked_already):
+    """A reason the real run refuses (none, blanks, stray bytes) is refused by the dry run with the same
+    sentence, not "would be revoked"; nothing changes either way."""
+    client, _ = api_client_create(name="billing", scopes=["sessions"], actor=None)
+    if revoked_already:
+        run("revoke_api_client", "billing", "--reason", "partner left")
+    with pytest.raises(CommandError) as dry:
+        run("revoke_api_client", "billing", "--reason", reason, "--dry-run")
+    with pytest.raises(CommandError) as real:
+        run("revoke_api_client", "billing", "--reason", reason)
+    assert str(dry.value) == str(real.value)
+    assert "reason" in str(dry.value) or "say why" in str(dry.value)
+    client.refresh_from_db()
+    assert (client.revoked_at is not None) == revoked_already
+
+
+def test_revoke_api_client_dry_run_says_a_revoked_client_is_revoked_already():
+    api_client_create(name="billing", scopes=["sessions"], actor=None)
+    run("revoke_api_client", "billing", "--reason", "partner left")
+    out, _ = run("revoke_api_client", "billing", "--reason", "again", "--dry-run")
+    assert "is revoked already; nothing changed" in out
+
+
 def test_revoke_api_client_dry_run_changes_nothing():
     _, key = api_client_create(name="billing", scopes=["sessions"], actor=None)
     out, _ = run("revoke_api_client", "billing", "--reason", "partner left", "--dry-run")

@@ -302,7 +302,7 @@ def test_reencrypt_webhook_secrets_prints_its_progress(make_endpoint, settings):
     out = io.StringIO()
     call_command("reencrypt_webhook_secrets", "--batch-size", "1", stdout=out)
     assert out.getvalue().splitlines() == [
-        "1 endpoints re-encrypted",
+        "1 endpoint re-encrypted",
         "2 endpoints re-encrypted",
         "Done: 2 endpoints re-encrypted under key new.",
     ]

@@ -17,9 +17,9 @@ from tokens.mailroom.claim import claim_batch
 from tokens.mailroom.drain import DrainResult, drain
 from tokens.mailroom.send import send_batch
 from tokens.mailroom.wire import wire_for
-from tokens.models import Job, MailState, Token
+from tokens.models import Job, MailState, Token, TokenAction
 from tokens.selectors import live_token
-from tokens.services import token_consume, token_send_password_recovery
+from tokens.services import token_consume, token_request_mail, token_send_password_recovery
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,7 @@ class TestWhatIsMailed:
         drain()
         assert drain().claimed == 0
         token.refresh_from_db()
-        assert (token.mail_state, token.mail_attempts) == (MailState.SENT, 1)
+        assert (token.mail_state, token.mail_attempts) == (MailState.SENT, 0)
         assert token.mailed_at is not None
         assert len(smtp_server.messages) == 1
 
@@ -216,7 +216,24 @@ class TestFailures:
         assert drain().dead == 1
         token.refresh_from_db()
         assert token.mail_state == MailState.DEAD
-        assert token.mail_error == "gave up after 2 attempts: 451 4.3.0 Try again later"
+        assert token.mail_error == "gave up after 2 failed attempts: 451 4.3.0 Try again later"
+
+    def test_sending_again_on_request_uses_none_of_the_retry_budget(self, smtp_server, settings):
+        """A token mailed again each time its person asks counts no attempt for those sends: a failure
+        after them is the first failure, retried, not the last."""
+        settings.MAILROOM_MAX_ATTEMPTS = 2
+        account = AccountFactory()
+        token = live_token(account=account)
+        for _ in range(3):
+            token_request_mail(identifier=account.login, action=TokenAction.ACTIVATION, actor=None)
+            assert drain().sent == 1
+        token.refresh_from_db()
+        assert (token.mail_state, token.mail_attempts, len(smtp_server.messages)) == (MailState.SENT, 0, 3)
+        smtp_server.handler.refuse_recipients = "451 4.3.0 Try again later"
+        token_request_mail(identifier=account.login, action=TokenAction.ACTIVATION, actor=None)
+        assert drain().retrying == 1
+        token.refresh_from_db()
+        assert (token.mail_state, token.mail_attempts) == (MailState.RETRYING, 1)
 
     @pytest.mark.parametrize(
         "answer, state",
