@@ -513,7 +513,7 @@ def measure_workers(label: str, unit: str, queue, run, count: int, sink_pid: int
 def postmaster_pid() -> int:
     from lifecycle.ops import embedded_db
 
-    return int((embedded_db.pgdata_path() / "postmaster.pid").read_text().split()[0])
+    return int((embedded_db.data_directory() / "postmaster.pid").read_text().split()[0])
 
 
 def mail_and_webhooks(count: int) -> dict:

@@ -222,6 +222,8 @@ def _run(port: int, pgdata: Path) -> int:
             # in the processes honcho starts.
             settings.PUBLIC_BASE_URL = os.environ["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{port}"
         logins = _set_up(settings, pgdata)
+        if embedded:
+            logins += "\n" + embedded_db.where(pgdata)
         env = {
             **os.environ,
             "PORT": str(port),
