@@ -20,7 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from lifecycle.ops import embedded_db
-from tests.support import ROOT, manage
+from tests.support import ROOT, environment, manage
 
 pytestmark = pytest.mark.django_db
 on_embedded_server = pytest.mark.skipif(
@@ -447,6 +447,52 @@ def test_run_as_root_a_data_directory_an_earlier_version_made_in_place_is_used_w
         embedded_db.stop(pgdata, delete=True)
     assert not pgdata.exists()
     assert not system.exists()
+
+
+@as_root
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_run_as_root_a_clone_in_a_0700_directory_runs_and_make_clean_removes_only_what_it_made(private):
+    """A copy of this checkout in a 0700 directory, as a clone in /root would be: manage.py reaches its
+    server, make stop stops it, make clean deletes its databases (the one of make test too) and nothing
+    else; no directory outside the clone changed."""
+    clone = private / "lifecycle"
+    skipped = shutil.ignore_patterns(".git", ".venv", ".local", "__pycache__", "staticfiles", ".env")
+    shutil.copytree(ROOT, clone, ignore=skipped)
+    (clone / ".venv").symlink_to(sys.prefix)  # this environment, for make (make clean removes the link only)
+    env = {key: value for key, value in environment(PYTHONPATH=str(clone)).items() if key != "LIFECYCLE_PGDATA"}
+    pgdata, test_pgdata = clone / ".local" / "pgdata", clone / ".local" / "test-pgdata"
+    around = modes([private, *private.parents])
+    others = system_entries()
+
+    def run(*command, **extra):
+        done = subprocess.run(command, cwd=clone, env=env | extra, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    try:
+        host = run(
+            sys.executable,
+            "manage.py",
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.db import connection as c; c.ensure_connection(); print(c.settings_dict['HOST'])",
+        )
+        assert host.strip() == str(embedded_db.system_directory(pgdata) / "data")
+        run(sys.executable, "-m", "lifecycle.ops.embedded_db", "start", LIFECYCLE_PGDATA=".local/test-pgdata")
+        assert run("make", "stop").strip().endswith(f"embedded PostgreSQL stopped: {host.strip()}")
+        assert embedded_db.system_directory(pgdata).is_dir()  # stopped, kept
+        run("make", "clean")
+    finally:
+        for each in (pgdata, test_pgdata):
+            embedded_db.stop(each, delete=True)
+    assert not embedded_db.system_directory(pgdata).exists()
+    assert not embedded_db.system_directory(test_pgdata).exists()
+    assert not (clone / ".local").exists() and not (clone / ".venv").exists()
+    assert Path(sys.prefix, "bin").is_dir()  # the environment the link named is untouched
+    assert (clone / "manage.py").is_file()
+    assert others <= system_entries()
+    assert modes(around) == around
 
 
 # The path of someone running `make run` as themselves: tried here, as root, in a child that becomes `nobody`.
