@@ -80,14 +80,16 @@ def test_status_reports_the_running_server():
 
 
 @pytest.fixture
-def scratch(tmp_path_factory):
-    """A directory for a server of its own, where the server's user can reach it (pytest's tmp_path
-    lies under a 0700 directory, and the server widens nobody's directories)."""
-    (ROOT / ".local").mkdir(exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix="t-", dir=ROOT / ".local"))
-    path.chmod(0o755)
+def scratch():
+    """A directory for a server of its own, where the server's user (and ``nobody``) can reach it: in the
+    system's temporary directory, as the checkout may lie in a 0700 home and pytest's tmp_path lies under
+    a 0700 directory (the server widens nobody's directories)."""
+    top = Path(tempfile.mkdtemp(prefix="lifecycle-t-"))
+    top.chmod(0o755)
+    path = top / "s"  # the lock files beside a data directory stay inside too
+    path.mkdir(mode=0o755)
     yield path
-    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def superuser_connection(pgdata, databases, dbname="postgres", **kwargs):
@@ -459,7 +461,8 @@ def test_run_as_root_a_clone_in_a_0700_directory_runs_and_make_clean_removes_onl
     skipped = shutil.ignore_patterns(".git", ".venv", ".local", "__pycache__", "staticfiles", ".env")
     shutil.copytree(ROOT, clone, ignore=skipped)
     (clone / ".venv").symlink_to(sys.prefix)  # this environment, for make (make clean removes the link only)
-    env = {key: value for key, value in environment(PYTHONPATH=str(clone)).items() if key != "LIFECYCLE_PGDATA"}
+    outer = {"LIFECYCLE_PGDATA", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}  # make test's own
+    env = {key: value for key, value in environment(PYTHONPATH=str(clone)).items() if key not in outer}
     pgdata, test_pgdata = clone / ".local" / "pgdata", clone / ".local" / "test-pgdata"
     around = modes([private, *private.parents])
     others = system_entries()
@@ -480,7 +483,7 @@ def test_run_as_root_a_clone_in_a_0700_directory_runs_and_make_clean_removes_onl
         )
         assert host.strip() == str(embedded_db.system_directory(pgdata) / "data")
         run(sys.executable, "-m", "lifecycle.ops.embedded_db", "start", LIFECYCLE_PGDATA=".local/test-pgdata")
-        assert run("make", "stop").strip().endswith(f"embedded PostgreSQL stopped: {host.strip()}")
+        assert f"embedded PostgreSQL stopped: {host.strip()}\n" in run("make", "stop")
         assert embedded_db.system_directory(pgdata).is_dir()  # stopped, kept
         run("make", "clean")
     finally:
