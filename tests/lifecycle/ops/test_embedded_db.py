@@ -257,8 +257,8 @@ def test_a_server_an_earlier_version_left_running_on_a_shared_socket_directory_i
     data = embedded_db.data_directory(pgdata)
     start = [embedded_db._binaries(pgdata) / "pg_ctl", "-D", data, "-w", "-l", data / "log"]
     start += ["-o", f"-h '' -k '{shared}'", "start"]
-    subprocess.run(start, check=True, capture_output=True, **embedded_db._as(embedded_db._server_user()))
     try:
+        subprocess.run(start, check=True, capture_output=True, **embedded_db._as(embedded_db._server_user()))
         databases = embedded_db.ensure_running(pgdata)
         assert databases["default"]["HOST"] == str(data)
         assert sorted(path.name for path in shared.iterdir()) == ["someone-elses"]
@@ -426,12 +426,12 @@ def test_run_as_root_a_data_directory_an_earlier_version_made_in_place_is_used_w
     (with the binaries copied), and refused, naming the directory in the way, when the server's user cannot
     reach it."""
     pgdata = scratch / "pgdata"
-    embedded_db.ensure_running(pgdata)
-    embedded_db.stop(pgdata)
     system = embedded_db.system_directory(pgdata)
-    subprocess.run(["cp", "-a", system / "data", pgdata], check=True)
-    shutil.rmtree(system / "data")
     try:
+        embedded_db.ensure_running(pgdata)
+        embedded_db.stop(pgdata)
+        subprocess.run(["cp", "-a", system / "data", pgdata], check=True)
+        shutil.rmtree(system / "data")
         assert embedded_db.data_directory(pgdata) == pgdata
         databases = embedded_db.ensure_running(pgdata)
         assert databases["default"]["HOST"] == str(pgdata)
