@@ -248,7 +248,8 @@ def _run(port: int, pgdata: Path) -> int:
     finally:
         if embedded:
             stopped = embedded_db.stop(pgdata)
-            print(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}: {pgdata}")
+            where = embedded_db.data_directory(pgdata)
+            print(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}: {where}")
 
 
 class _SetUpFailed(Exception):
