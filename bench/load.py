@@ -615,7 +615,6 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)
     # A short path, so the socket lives in the data directory.
     workdir = Path(tempfile.mkdtemp(prefix="lc-load-"))
-    workdir.chmod(0o711)  # run as root, the server's own user must reach its data directory inside
     pgdata = workdir / "pg"
     os.environ["LIFECYCLE_PGDATA"] = str(pgdata)
     from lifecycle.ops import embedded_db
