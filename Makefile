@@ -49,5 +49,11 @@ lint: install ## ruff, the formatter's check and the import layers
 stop: ## stop the embedded PostgreSQL that make run and manage.py use
 	$(BIN)/python -m lifecycle.ops.embedded_db stop
 
-clean: stop ## stop it and delete .venv and .local (the database too)
+# Run as root, the databases of .local live in /var/lib/lifecycle/<key>/ (lifecycle/ops/embedded_db.py).
+clean: ## stop the embedded PostgreSQL; delete .venv, .local and the databases (run as root: theirs in /var/lib/lifecycle)
+	@if [ -x $(BIN)/python ]; then \
+		if [ -n "$$LIFECYCLE_PGDATA" ]; then $(BIN)/python -m lifecycle.ops.embedded_db stop || exit 1; fi; \
+		LIFECYCLE_PGDATA="$(CURDIR)/.local/pgdata" $(BIN)/python -m lifecycle.ops.embedded_db stop --delete || exit 1; \
+		LIFECYCLE_PGDATA="$(CURDIR)/$(TEST_PGDATA)" $(BIN)/python -m lifecycle.ops.embedded_db stop --delete >/dev/null || exit 1; \
+	fi
 	rm -rf $(VENV) .local

@@ -513,7 +513,7 @@ def measure_workers(label: str, unit: str, queue, run, count: int, sink_pid: int
 def postmaster_pid() -> int:
     from lifecycle.ops import embedded_db
 
-    return int((embedded_db.pgdata_path() / "postmaster.pid").read_text().split()[0])
+    return int((embedded_db.data_directory() / "postmaster.pid").read_text().split()[0])
 
 
 def mail_and_webhooks(count: int) -> dict:
@@ -615,7 +615,6 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)
     # A short path, so the socket lives in the data directory.
     workdir = Path(tempfile.mkdtemp(prefix="lc-load-"))
-    workdir.chmod(0o711)  # run as root, the server's own user must reach its data directory inside
     pgdata = workdir / "pg"
     os.environ["LIFECYCLE_PGDATA"] = str(pgdata)
     from lifecycle.ops import embedded_db

@@ -854,7 +854,6 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)
     # A short path, so the socket lives in the data directory and keeps its path across the restart.
     workdir = Path(tempfile.mkdtemp(prefix="lc-soak-"))
-    workdir.chmod(0o711)  # run as root, the server's own user must reach its data directory inside
     pgdata = workdir / "pg"
     from lifecycle.ops import embedded_db
 

