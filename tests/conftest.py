@@ -12,9 +12,10 @@ WEBHOOK_KEY = os.urandom(32)
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_test_environment, django_db_blocker):
+def django_db_setup(django_test_environment, django_db_blocker, django_db_modify_db_settings):
     """The test database, created and migrated by the owner role; the tests' "default" connection,
-    the runtime role, uses it (settings: DATABASES["default"]["TEST"]["MIRROR"])."""
+    the runtime role, uses it (settings: DATABASES["default"]["TEST"]["MIRROR"]). Under pytest-xdist
+    each worker has its own (test_lifecycle_gw0, ...: django_db_modify_db_settings names it)."""
     from django.test.utils import setup_databases, teardown_databases
 
     with django_db_blocker.unblock():
@@ -23,6 +24,17 @@ def django_db_setup(django_test_environment, django_db_blocker):
     with django_db_blocker.unblock():
         connections.close_all()  # the runtime role's session too, or the owner cannot drop the database
         teardown_databases(config, verbosity=0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashing():
+    """Argon2id at its least cost in the tests' own process (tests/support.py, QuickArgon2PasswordHasher)."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    hashers = ["tests.support.QuickArgon2PasswordHasher", *settings.PASSWORD_HASHERS[1:]]
+    with override_settings(PASSWORD_HASHERS=hashers):
+        yield
 
 
 # What migrate wrote and every test needs (staff groups, permissions, django-q2's schedules): kept.
