@@ -5,6 +5,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 # `make test` runs on its own throwaway embedded PostgreSQL, removed afterwards.
 TEST_PGDATA := .local/test-pgdata
+# `make test` runs the tests in TEST_WORKERS processes (pytest-xdist), each on a test database of its
+# own on the one server; tests marked xdist_group run one after another in one worker. One process:
+# make test PYTEST_ARGS='-n 0' (or -p no:xdist, which leaves the plugin out).
+TEST_WORKERS ?= 3
+TEST_PARALLEL = $(if $(findstring no:xdist,$(PYTEST_ARGS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # The port `make run` serves on: make run PORT=8001.
 PORT ?= 8000
 
@@ -37,7 +42,7 @@ run: install .env ## set up, load the demo data, serve the admin on 127.0.0.1:PO
 
 test: install ## run the whole suite on a throwaway embedded PostgreSQL (PYTEST_ARGS=...)
 	@status=0; \
-	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(PYTEST_ARGS) || status=$$?; \
+	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(TEST_PARALLEL) $(PYTEST_ARGS) || status=$$?; \
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) $(BIN)/python -m lifecycle.ops.embedded_db stop --delete >/dev/null; \
 	exit $$status
 

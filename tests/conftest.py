@@ -12,9 +12,10 @@ WEBHOOK_KEY = os.urandom(32)
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_test_environment, django_db_blocker):
+def django_db_setup(django_test_environment, django_db_blocker, django_db_modify_db_settings):
     """The test database, created and migrated by the owner role; the tests' "default" connection,
-    the runtime role, uses it (settings: DATABASES["default"]["TEST"]["MIRROR"])."""
+    the runtime role, uses it (settings: DATABASES["default"]["TEST"]["MIRROR"]). Under pytest-xdist
+    each worker has its own (test_lifecycle_gw0, ...: django_db_modify_db_settings names it)."""
     from django.test.utils import setup_databases, teardown_databases
 
     with django_db_blocker.unblock():
@@ -23,6 +24,17 @@ def django_db_setup(django_test_environment, django_db_blocker):
     with django_db_blocker.unblock():
         connections.close_all()  # the runtime role's session too, or the owner cannot drop the database
         teardown_databases(config, verbosity=0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashing():
+    """Argon2id at its least cost in the tests' own process (tests/support.py, QuickArgon2PasswordHasher)."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    hashers = ["tests.support.QuickArgon2PasswordHasher", *settings.PASSWORD_HASHERS[1:]]
+    with override_settings(PASSWORD_HASHERS=hashers):
+        yield
 
 
 # What migrate wrote and every test needs (staff groups, permissions, django-q2's schedules): kept.
@@ -52,15 +64,33 @@ def _empty_tables_after_transactional_tests(request):
                 "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p')"
                 " AND NOT relispartition"
             )
-            if name not in KEPT_AFTER_TRANSACTIONAL_TESTS and name != "audit_events"
+            if name not in KEPT_AFTER_TRANSACTIONAL_TESTS
         ]
-        owner.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
-        # The trail too, or its rows would name ids the next test reuses. Only the table's owner
-        # can lift the append-only rule, and only for this one statement.
+        # Only the tables that hold rows are emptied (a TRUNCATE of all of them took most of a test's
+        # time); every sequence the test drew from starts again, as TRUNCATE ... RESTART IDENTITY would
+        # (the trail's ids go on).
         with owner.transaction():
-            owner.execute("ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_truncate")
-            owner.execute("TRUNCATE audit_events")
-            owner.execute("ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_truncate")
+            holding = [
+                name
+                for (name,) in owner.execute(
+                    " UNION ALL ".join(f"SELECT '{name}' WHERE EXISTS (SELECT FROM {name})" for name in tables)
+                )
+            ]
+            owner.execute(
+                "SELECT setval(d.objid::regclass, s.start_value, false) FROM pg_depend d"
+                " JOIN pg_sequences s ON format('%%I.%%I', s.schemaname, s.sequencename)::regclass = d.objid"
+                " WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass"
+                " AND d.deptype IN ('a', 'i') AND d.refobjid = ANY(%s::regclass[]) AND s.last_value IS NOT NULL",
+                [[name for name in tables if name != "audit_events"]],
+            )
+            if others := [name for name in holding if name != "audit_events"]:
+                owner.execute(f"TRUNCATE {', '.join(others)} CASCADE")
+            if "audit_events" in holding:
+                # The trail too, or its rows would name ids the next test reuses. Only the table's owner
+                # can lift the append-only rule, and only for this one statement.
+                owner.execute("ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_truncate")
+                owner.execute("TRUNCATE audit_events")
+                owner.execute("ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_truncate")
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from urllib.parse import quote
 import httpx
 import psycopg
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import Argon2PasswordHasher
 from django.contrib.auth.models import Group
 from django.db import connection, connections
 from django.test import Client
@@ -26,6 +27,20 @@ from platform_events.db.history import history_rewrite
 from tests.smtp import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# Passwords
+
+
+class QuickArgon2PasswordHasher(Argon2PasswordHasher):
+    """The product's hasher (Argon2id, the same "argon2$argon2id$" hashes, checked by the same code) at
+    the least cost argon2 allows: Django's cost (100 MiB, two passes) takes a quarter of a second per
+    password on two cores, and the tests make thousands. A hash records its cost, so a process of the
+    product's own (runserver, manage.py) checks these as well, and rehashes them at its own cost."""
+
+    time_cost = 1
+    memory_cost = 8  # KiB, the least for one lane
+    parallelism = 1
 
 
 # Sessions and concurrency

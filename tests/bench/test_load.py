@@ -6,7 +6,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import ROOT
+
+# The soak and the load run each start a server, an embedded PostgreSQL and workers of their own: one
+# worker runs them one after the other, never both at once on two cores.
+pytestmark = pytest.mark.xdist_group("bench")
 
 ENDPOINTS = {
     "GET /recover/",

@@ -46,8 +46,9 @@ def bench(how: str) -> subprocess.Popen:
 
 
 def scratch_databases() -> list[str]:
+    """The scratch databases of this test database (another worker's test database has its own)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE '%%\\_bench'")
+        cursor.execute("SELECT datname FROM pg_database WHERE datname = current_database() || '_bench'")
         return [name for (name,) in cursor.fetchall()]
 
 

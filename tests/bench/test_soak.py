@@ -6,8 +6,14 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from bench.soak import OLD_SIGN_UPS
 from tests.support import ROOT
+
+# The soak and the load run each start a server, an embedded PostgreSQL and workers of their own: one
+# worker runs them one after the other, never both at once on two cores.
+pytestmark = pytest.mark.xdist_group("bench")
 
 SHORT_FORM = ["--clients", "4", "--seconds", "20"]
 

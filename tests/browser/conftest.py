@@ -50,25 +50,36 @@ def log_in(page, live_server, username):
     navigating(page, lambda: page.click("input[type=submit]"))
 
 
-@pytest.fixture
-def browser(monkeypatch):
+@pytest.fixture(scope="package")
+def _chromium():
+    """One Chromium for all the browser tests (each test's pages are in contexts of their own)."""
     from playwright.sync_api import sync_playwright
 
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
-        yield browser
-        browser.close()
-        # ORM calls made while Playwright's loop ran used a connection of that context: close it here.
-        connections.close_all()
+    # Playwright's sync API keeps an event loop in this thread while the browser runs; the tests' own
+    # ORM calls are still synchronous.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM,
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
+            yield browser
+            browser.close()
+
+
+@pytest.fixture
+def browser(_chromium):
+    """The browser, with no page, cookie or storage of an earlier test: what a test opens is closed after it."""
+    yield _chromium
+    for context in _chromium.contexts:
+        context.close()
+    # ORM calls made while Playwright's loop ran used a connection of that context: close it here.
+    connections.close_all()

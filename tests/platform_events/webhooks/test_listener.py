@@ -21,7 +21,8 @@ def test_listen_webhooks_delivers_a_new_event_without_waiting_for_a_poll(psql):
             wait_for(
                 lambda: psql.execute(
                     "SELECT pg_stat_clear_snapshot(), count(*) FROM pg_stat_activity"
-                    " WHERE application_name = 'test-hooks' AND query = 'LISTEN webhook_delivery'"
+                    " WHERE datname = current_database() AND application_name = 'test-hooks'"
+                    " AND query = 'LISTEN webhook_delivery'"
                 ).fetchone()[1],
                 timeout=60,
                 message="the listener to LISTEN",

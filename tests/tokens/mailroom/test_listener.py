@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def listener_is_listening(psql) -> bool:
     psql.execute("SELECT pg_stat_clear_snapshot()")
     (count,) = psql.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'test-listener' AND query = 'LISTEN token_insert'"
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name = 'test-listener' AND query = 'LISTEN token_insert'"
     ).fetchone()
     return count > 0
 
@@ -31,7 +32,10 @@ def test_listen_mailroom_mails_a_new_account_without_waiting_for_a_poll(psql):
         wait_for(lambda: smtp.messages, timeout=30, message="the e-mail")
 
         # The database drops the listener's connections (as a restart does): it reconnects.
-        psql.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'test-listener'")
+        psql.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name = 'test-listener'"
+        )
         wait_for(lambda: listener_is_listening(psql), timeout=60, message="the listener to LISTEN again")
         account_provision(email="joe@example.com", login="joe", actor=None)
         wait_for(lambda: len(smtp.messages) == 2, timeout=30, message="the second e-mail")

@@ -119,7 +119,7 @@ def test_an_interrupted_drain_waiting_for_a_marks_answer_still_records_its_run(p
             lambda: (
                 psql.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                    " AND query LIKE 'UPDATE tokens SET mail_state = ''sent''%'"
+                    " AND datname = current_database() AND query LIKE 'UPDATE tokens SET mail_state = ''sent''%'"
                 ).fetchone()[0]
                 == 1
             ),
@@ -155,8 +155,8 @@ def test_a_drain_whose_database_session_is_terminated_leaves_one_delivered_email
         def terminate_the_drains_session(number):
             if number == 3:  # the marks of messages 1 and 2 are done by now
                 killer.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                    " WHERE query LIKE 'UPDATE tokens SET mail_state = ''sent''%' AND pid <> pg_backend_pid()"
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND query LIKE 'UPDATE tokens SET mail_state = ''sent''%' AND pid <> pg_backend_pid()"
                 )
 
         smtp.handler.before_answer = terminate_the_drains_session
