@@ -27,7 +27,7 @@ class Role:
 SUPPORT = Role(
     name="Support",
     may="find accounts, suspend and unsuspend them, resend activation, send password recovery, retry mail"
-    " and read the audit trail one account at a time",
+    " and read the audit trail in the admin (not export it)",
     permissions=(
         "accounts.view_account",
         "accounts.suspend_account",
@@ -39,7 +39,7 @@ SUPPORT = Role(
         "platform_events.view_auditevent",
     ),
 )
-# Support reads the trail in the admin, one account at a time; only Auditors take it away in bulk
+# Support reads the trail in the admin, page by page; only Auditors take it away in bulk
 # (every login, address, IP and user agent in it is personal data), each export audited.
 AUDITOR = Role(
     name="Auditor",

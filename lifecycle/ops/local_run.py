@@ -93,8 +93,8 @@ def _refusal(holder: str, pgdata: Path) -> str:
         if not _alive(pid):  # killed alone: the processes it started, which share its lock, still run
             who = f"what make run (pid {pid}, killed since) started at {since} (http://127.0.0.1:{port}/)"
     return (
-        f"Not started: {who} is running on the database in {pgdata}. Stop it first (Ctrl-C in its terminal,"
-        " or kill -INT with its pid); this one changed nothing."
+        f"Not started: {who} is running on the database in {embedded_db.data_directory(pgdata)}. Stop it first"
+        " (Ctrl-C in its terminal, or kill -INT with its pid); this one changed nothing."
     )
 
 

@@ -18,6 +18,7 @@ from django_q.models import Success
 from django_q.tasks import async_task
 from honcho.environ import parse_procfile
 
+from lifecycle.ops import embedded_db
 from lifecycle.ops.local_run import PROCFILE, AlreadyRunning, last_lines, run_lock
 from tests.support import ROOT, database_url_for_tests, environment, wait_for
 
@@ -55,6 +56,15 @@ def test_the_lock_is_refused_in_process_too(tmp_path):
     with run_lock(tmp_path / "pgdata", port=8123), pytest.raises(AlreadyRunning, match="pid"):
         with run_lock(tmp_path / "pgdata", port=8124):
             pass
+
+
+def test_the_refusal_names_where_the_database_really_is(tmp_path):
+    """Run as root the data lives under /var/lib/lifecycle, not in the clone's .local/pgdata."""
+    pgdata = tmp_path / "pgdata"
+    with run_lock(pgdata, port=8123), pytest.raises(AlreadyRunning) as refused:
+        with run_lock(pgdata, port=8124):
+            pass
+    assert f"on the database in {embedded_db.data_directory(pgdata)}." in str(refused.value)
 
 
 def test_a_run_killed_with_sigkill_does_not_block_the_next(tmp_path):
