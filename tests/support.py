@@ -216,12 +216,14 @@ def manage(*args, timeout: float = 120, **env) -> subprocess.CompletedProcess:
     )
 
 
-def start_manage(*args, **env) -> subprocess.Popen:
+def start_manage(*args, stdout=subprocess.PIPE, **env) -> subprocess.Popen:
+    """``manage.py`` with ``args`` in a process of its own; its output in ``stdout`` (a pipe to read, or a
+    file for a process left to run while the test waits: an unread pipe fills and blocks it)."""
     return subprocess.Popen(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
         env=environment(**env),
-        stdout=subprocess.PIPE,
+        stdout=stdout,
         stderr=subprocess.STDOUT,
         text=True,
     )

@@ -3,6 +3,7 @@ public pages' queued requests through a database restart."""
 
 import pydoc
 import signal
+import tempfile
 
 import pytest
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
@@ -37,13 +38,18 @@ def test_the_django_q2_worker_drains_on_its_schedule(psql):
     Schedule.objects.filter(name="mailroom: drain").update(next_run=timezone.now())
     smtp = SMTPServer().start()
     account_provision(email="jane@example.com", login="jane", actor=None)
-    worker = start_manage("qcluster", Q_WORKERS="1", **mailroom_env(smtp))
+    # The worker's output goes to a file: a pipe nobody reads while waiting would fill and stop it.
+    output = tempfile.TemporaryFile(mode="w+")
+    worker = start_manage("qcluster", Q_WORKERS="1", stdout=output, **mailroom_env(smtp))
     try:
         # django-q2 reads its schedules 30 s after it starts; the rest is a bound for a busy machine.
         wait_for(lambda: smtp.messages, timeout=180, interval=0.2, message="the scheduled drain's e-mail")
+    except AssertionError as error:
+        output.seek(0)
+        raise AssertionError(f"{error}; the worker said:\n{output.read()[-4000:]}") from None
     finally:
         worker.send_signal(signal.SIGTERM)
-        worker.communicate(timeout=60)
+        worker.wait(timeout=60)
         smtp.stop()
     assert [m["To"] for m in smtp.messages] == ["jane@example.com"]
 

@@ -314,12 +314,20 @@ def modes(paths) -> dict[Path, tuple[int, int, int]]:
     return {path: (path.stat().st_uid, path.stat().st_gid, stat.S_IMODE(path.stat().st_mode)) for path in paths}
 
 
-def system_entries() -> set[str]:
-    return (
-        {path.name for path in embedded_db.SYSTEM_DIRECTORY.iterdir()}
-        if embedded_db.SYSTEM_DIRECTORY.is_dir()
-        else set()
-    )
+@pytest.fixture
+def neighbour():
+    """Another clone's directory in /var/lib/lifecycle, named and marked as its own would be, which
+    nothing done for this clone may remove. (A listing of the directory proves nothing: the other
+    test workers add and remove their own there meanwhile.)"""
+    elsewhere = Path(tempfile.mkdtemp(prefix="lifecycle-neighbour-"))
+    other = elsewhere / "lifecycle" / ".local" / "pgdata"
+    directory = embedded_db.system_directory(other)
+    embedded_db.SYSTEM_DIRECTORY.mkdir(mode=0o755, exist_ok=True)
+    directory.mkdir(mode=0o755)
+    (directory / "origin").write_text(f"{other}\n")
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+    shutil.rmtree(elsewhere, ignore_errors=True)
 
 
 @pytest.fixture
@@ -331,12 +339,11 @@ def private(tmp_path_factory):
 
 
 @as_root
-def test_run_as_root_a_clone_in_a_0700_directory_gets_its_server_in_a_directory_made_for_it(private):
+def test_run_as_root_a_clone_in_a_0700_directory_gets_its_server_in_a_directory_made_for_it(private, neighbour):
     clone = private / "lifecycle"
     (clone / ".local").mkdir(parents=True)
     pgdata = clone / ".local" / "pgdata"
     around = modes([private, *private.parents])
-    others = system_entries()
     system = embedded_db.system_directory(pgdata)
     assert system.parent == embedded_db.SYSTEM_DIRECTORY
     assert system.name.startswith("lifecycle-pgdata-")
@@ -366,7 +373,7 @@ def test_run_as_root_a_clone_in_a_0700_directory_gets_its_server_in_a_directory_
     finally:
         assert embedded_db.stop(pgdata, delete=True) is True
     assert not system.exists()
-    assert others <= system_entries()  # every other clone's directory is still there
+    assert (neighbour / "origin").is_file()  # every other clone's directory is still there
     assert modes(around) == around
 
 
@@ -454,7 +461,7 @@ def test_run_as_root_a_data_directory_an_earlier_version_made_in_place_is_used_w
 
 @as_root
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_run_as_root_a_clone_in_a_0700_directory_runs_and_make_clean_removes_only_what_it_made(private):
+def test_run_as_root_a_clone_in_a_0700_directory_runs_and_make_clean_removes_only_what_it_made(private, neighbour):
     """A copy of this checkout in a 0700 directory, as a clone in /root would be: manage.py reaches its
     server, make stop stops it, make clean deletes its databases (the one of make test too) and nothing
     else; no directory outside the clone changed."""
@@ -466,7 +473,6 @@ def test_run_as_root_a_clone_in_a_0700_directory_runs_and_make_clean_removes_onl
     env = {key: value for key, value in environment(PYTHONPATH=str(clone)).items() if key not in outer}
     pgdata, test_pgdata = clone / ".local" / "pgdata", clone / ".local" / "test-pgdata"
     around = modes([private, *private.parents])
-    others = system_entries()
 
     def run(*command, **extra):
         done = subprocess.run(command, cwd=clone, env=env | extra, capture_output=True, text=True, timeout=120)
@@ -495,7 +501,7 @@ def test_run_as_root_a_clone_in_a_0700_directory_runs_and_make_clean_removes_onl
     assert not (clone / ".local").exists() and not (clone / ".venv").exists()
     assert Path(sys.prefix, "bin").is_dir()  # the environment the link named is untouched
     assert (clone / "manage.py").is_file()
-    assert others <= system_entries()
+    assert (neighbour / "origin").is_file()
     assert modes(around) == around
 
 
