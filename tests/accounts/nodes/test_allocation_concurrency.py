@@ -89,18 +89,18 @@ def test_concurrent_allocations_releasing_slots_never_deadlock(nodes):
     """Eight sessions racing over small nodes that release one slot at a time, so that most calls
     release slots while others wait for a node: in every round each slot is taken once, every other
     call is told there is no capacity, and no call fails otherwise (a deadlock among them would)."""
-    accounts = [AccountFactory().id for _ in range(24)]
+    accounts = [AccountFactory().id for _ in range(32)]
     errors, counts = [], []
-    for round_ in range(6):
+    for round_ in range(12):
         service = f"race-{round_}"
         nodes.service_add(service=service)
-        for number, capacity in enumerate((3, 4, 5)):
+        for number, capacity in enumerate((2, 3, 4, 5)):
             nodes.node_add(service=service, node=f"https://race{number}", capacity=capacity, available=1, actor=None)
         outcomes, failures = allocate_together(service_id(service), accounts, 8)
         errors += failures
         counts.append((outcomes.count("ok"), outcomes.count("full")))
     assert errors == []
-    assert counts == [(12, 12)] * 6
+    assert counts == [(14, 18)] * 12
     with connect(autocommit=True) as conn:
         consistent(conn)
 
