@@ -43,32 +43,66 @@ def consistent(conn):
     return {node: current_load for node, current_load, _, _ in rows}
 
 
-def test_concurrent_allocations_never_exceed_capacity(small_nodes):
-    """Four sessions allocating 8 accounts each over 20 slots: exactly 20 succeed, the rest are told
-    there is no capacity, every node ends full and no fuller."""
-    accounts = [AccountFactory().id for _ in range(32)]
-    outcomes = []
-    start = threading.Barrier(4)
+def allocate_together(service: int, accounts: list[int], sessions: int) -> tuple[list[str], list[str]]:
+    """``sessions`` connections allocating ``accounts`` (dealt round-robin) at once, each call its own
+    transaction: the outcomes ("ok", or "full" for the capacity refusal, LN002), and every other error
+    as "SQLSTATE: message" (a thread's failure would otherwise only be a warning)."""
+    outcomes, errors = [], []
+    start = threading.Barrier(sessions)
 
     def client(mine):
-        with connect(autocommit=True) as conn:
-            start.wait()
-            for account in mine:
-                try:
-                    conn.execute(ALLOCATE, [small_nodes, account])
-                    outcomes.append("ok")
-                except psycopg.DatabaseError as error:
-                    assert "no node of service" in str(error)
-                    outcomes.append("full")
+        try:
+            with connect(autocommit=True) as conn:
+                start.wait(timeout=30)
+                for account in mine:
+                    try:
+                        conn.execute(ALLOCATE, [service, account])
+                        outcomes.append("ok")
+                    except psycopg.Error as error:
+                        if error.sqlstate != "LN002":
+                            raise
+                        outcomes.append("full")
+        except Exception as error:  # reported by the main thread
+            errors.append(f"{getattr(error, 'sqlstate', None)}: {str(error).splitlines()[0]}")
 
-    threads = [threading.Thread(target=client, args=(accounts[i::4],)) for i in range(4)]
+    threads = [threading.Thread(target=client, args=(accounts[i::sessions],)) for i in range(sessions)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(outcomes).count("ok") == 20
+    return outcomes, errors
+
+
+def test_concurrent_allocations_never_exceed_capacity(small_nodes):
+    """Four sessions allocating 8 accounts each over 20 slots: exactly 20 succeed, the rest are told
+    there is no capacity, every node ends full and no fuller."""
+    accounts = [AccountFactory().id for _ in range(32)]
+    outcomes, errors = allocate_together(small_nodes, accounts, 4)
+    assert errors == []
+    assert outcomes.count("ok") == 20
+    assert outcomes.count("full") == 12
     with connect(autocommit=True) as conn:
         assert consistent(conn) == {NODE_URL: 5, "https://phx13": 7, "https://phx14": 8}
+
+
+def test_concurrent_allocations_releasing_slots_never_deadlock(nodes):
+    """Eight sessions racing over small nodes that release one slot at a time, so that most calls
+    release slots while others wait for a node: in every round each slot is taken once, every other
+    call is told there is no capacity, and no call fails otherwise (a deadlock among them would)."""
+    accounts = [AccountFactory().id for _ in range(32)]
+    errors, counts = [], []
+    for round_ in range(12):
+        service = f"race-{round_}"
+        nodes.service_add(service=service)
+        for number, capacity in enumerate((2, 3, 4, 5)):
+            nodes.node_add(service=service, node=f"https://race{number}", capacity=capacity, available=1, actor=None)
+        outcomes, failures = allocate_together(service_id(service), accounts, 8)
+        errors += failures
+        counts.append((outcomes.count("ok"), outcomes.count("full")))
+    assert errors == []
+    assert counts == [(14, 18)] * 12
+    with connect(autocommit=True) as conn:
+        consistent(conn)
 
 
 def test_two_allocations_of_one_account_leave_one_live_row(small_nodes):
@@ -160,3 +194,41 @@ def test_a_killed_allocation_leaves_nothing_behind(small_nodes):
             assert observer.execute("SELECT count(*) FROM node_assignments WHERE account = %s", [a]).fetchone() == (0,)
     finally:
         victim.close()
+
+
+def test_an_allocation_waits_for_a_replacement_of_its_account_before_taking_a_node(small_nodes):
+    """A transaction replacing an account's row and allocating it anew, and another allocation of the
+    same account meanwhile, with one node up: the second waits for the first before holding the node
+    (not at the live-row index holding it, while the first waits for the node: a deadlock), then is
+    refused by the index; the account has one live row."""
+    account = AccountFactory().id
+    with connect(autocommit=True) as admin:
+        admin.execute("UPDATE nodes SET downed = true WHERE node <> %s", [NODE_URL])
+        admin.execute(ALLOCATE, [small_nodes, account])
+    with connect() as replacing, connect(autocommit=True) as observer:
+        replacing.execute(
+            "UPDATE node_assignments SET replaced_at = clock_timestamp() WHERE account = %s AND replaced_at IS NULL",
+            [account],
+        )
+        result = {}
+
+        def second():
+            with connect(autocommit=True) as conn:
+                try:
+                    conn.execute(ALLOCATE, [small_nodes, account])
+                    result["second"] = "ok"
+                except psycopg.Error as error:
+                    result["second"] = error.sqlstate
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        wait_until_blocked(observer, 1)
+        (_, node) = replacing.execute(ALLOCATE, [small_nodes, account]).fetchone()
+        replacing.commit()
+        thread.join()
+        assert result == {"second": "23505"}
+        assert consistent(observer)[NODE_URL] == 2
+        live = observer.execute(
+            "SELECT node FROM node_assignments WHERE account = %s AND replaced_at IS NULL", [account]
+        ).fetchall()
+        assert live == [(node,)]
