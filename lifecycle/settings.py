@@ -135,7 +135,7 @@ AXES_FAILURE_LIMIT = read_int("AXES_FAILURE_LIMIT", default=5, minimum=1)
 # At most a year: a longer lock-out is a ban, better done by deactivating the user.
 AXES_COOLOFF_TIME = timedelta(minutes=read_int("AXES_COOLOFF_MINUTES", default=30, minimum=1, maximum=525_600))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_CLIENT_IP_CALLABLE = "platform_events.client_ip.client_ip"
+AXES_CLIENT_IP_CALLABLE = "platform_events.client_ip.client_key"  # an IPv6 client is its /64
 AXES_RESET_ON_SUCCESS = True
 # The lock-out page in the back-office's look, with its length, its end and whom to ask (axes' own
 # answer is one unstyled line); still axes' status, 429 (lifecycle/error_pages.py).

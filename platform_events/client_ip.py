@@ -1,4 +1,5 @@
-"""The address of the client behind a request: one rule for the lock-out (django-axes) and the audit trail.
+"""The address of the client behind a request: one rule for the lock-out (django-axes), the limits and
+the audit trail.
 
 Behind reverse proxies, REMOTE_ADDR is the nearest proxy's address: five wrong passwords from
 anywhere would lock a staff login out for everyone, and every audit row would name the proxy. Each
@@ -33,3 +34,26 @@ def client_ip(request) -> str | None:
         return str(ipaddress.ip_address(candidate))
     except ValueError:  # not an address: a misconfigured proxy, or a forgery that reached this far
         return remote
+
+
+# One host, or one customer of a provider, is given a whole IPv6 /64 (RFC 6177): counted per address,
+# it could take 2**64 fresh ones.
+IPV6_CLIENT_PREFIX = 64
+
+
+def client_key(request) -> str | None:
+    """The client as the limits and the lock-out count it: its IPv4 address, or the first address of
+    its IPv6 /64 (an IPv4-mapped IPv6 address is its IPv4 address). The audit trail keeps the whole
+    address (``client_ip``)."""
+    address = client_ip(request)
+    if address is None:
+        return None
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:  # REMOTE_ADDR as a server put it, not an address: counted as it is
+        return address
+    if parsed.version == 6:
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/{IPV6_CLIENT_PREFIX}", strict=False).network_address)
+    return str(parsed)

@@ -20,7 +20,7 @@ from accounts.errors import EmailAlreadyClaimed
 from accounts.models import AccountPassword, AccountStatus
 from accounts.services import account_password_check, account_password_hash
 from platform_events.audit.context import audit_context, request_origin
-from platform_events.client_ip import client_ip
+from platform_events.client_ip import client_key
 from platform_events.limits.counters import LimitExceeded, limits_hit
 from platform_events.refusals import Refused
 from tokens.errors import (
@@ -110,7 +110,8 @@ def _limited(request: HttpRequest, kind: str, identifier: str) -> HttpResponse |
     """The 429 page when the ``kind`` limit of this identifier or of this client is over (both counted
     either way), else None."""
     # No address (gunicorn on a unix socket leaves REMOTE_ADDR empty): one shared count, never a 500.
-    client = client_ip(request) or "unknown"
+    # An IPv6 client is its /64.
+    client = client_key(request) or "unknown"
     hits = [(public_limit(f"{kind}-per-identifier"), identifier), (public_limit(f"{kind}-per-client"), client)]
     try:
         limits_hit(hits)

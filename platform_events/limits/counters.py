@@ -11,7 +11,7 @@ deletes windows a day after they end.
     SIGN_UP_PER_ADDRESS = Limit(name="sign-up-per-address", max_hits=10, window=timedelta(hours=1))
 
     try:
-        limits_hit([(SIGN_UP_PER_ADDRESS, client_ip(request)), (SIGN_UP_PER_EMAIL, email)])
+        limits_hit([(SIGN_UP_PER_ADDRESS, client_key(request)), (SIGN_UP_PER_EMAIL, email)])
     except LimitExceeded as refusal:
         ...  # 429, Retry-After: refusal.retry_after
 """

@@ -533,6 +533,26 @@ class TestLimits:
         assert 429 in statuses
         assert client.post(reverse("recover"), {"identifier": "other"}, REMOTE_ADDR="192.0.2.2").status_code == 200
 
+    @pytest.mark.parametrize(
+        ("kind", "page", "form"),
+        [
+            ("sign-up", "sign-up", lambda n: {"email": f"person{n}@example.com", "login": f"person{n}"} | NEW_PASSWORD),
+            ("mail", "recover", lambda n: {"identifier": f"person{n}"}),
+            ("mail", "resend", lambda n: {"identifier": f"person{n}"}),
+            ("code", "activate-code", lambda n: code_form(f"person{n}", "00000")),
+            ("code", "recover-code", lambda n: code_form(f"person{n}", "00000", **NEW_PASSWORD)),
+        ],
+    )
+    def test_an_ipv6_client_is_its_slash_64(self, client, settings, kind, page, form):
+        """One host holds a whole /64: its addresses share one count, another /64 has its own."""
+        settings.PUBLIC_LIMITS_PER_HOUR = {**settings.PUBLIC_LIMITS_PER_HOUR, f"{kind}-per-client": 3}
+        statuses = [
+            client.post(reverse(page), form(n), REMOTE_ADDR=f"2001:db8:1:2:{n:x}::{n + 1:x}").status_code
+            for n in range(4)
+        ]
+        assert statuses[:3] != [429] * 3 and statuses[3] == 429
+        assert client.post(reverse(page), form(9), REMOTE_ADDR="2001:db8:1:3::1").status_code != 429
+
     def test_code_guesses_are_limited_per_identifier_whoever_guesses(self, client):
         AccountFactory(login="jane")
         statuses = [

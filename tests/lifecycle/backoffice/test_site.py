@@ -93,3 +93,18 @@ def test_without_a_trusted_proxy_a_forged_forwarded_header_does_not_dodge_the_lo
         HTTP_X_FORWARDED_FOR="203.0.113.99",
     )
     assert response.status_code == 429
+
+
+def test_an_ipv6_client_is_locked_out_by_its_slash_64(settings):
+    """One host holds a whole /64: a wrong password from each of five of its addresses locks the login
+    out for all of them, not for another /64."""
+    settings.TRUSTED_PROXY_COUNT = 1
+    get_user_model().objects.create_user("support3", password="right-password-123", is_staff=True)
+    via_proxy = {"REMOTE_ADDR": "10.0.0.2"}
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        fail_logins(Client(), "support3", 1, HTTP_X_FORWARDED_FOR=f"2001:db8:1:2::{n + 1:x}", **via_proxy)
+    right = {"username": "support3", "password": "right-password-123"}
+    same = Client().post(reverse("admin:login"), right, HTTP_X_FORWARDED_FOR="2001:db8:1:2:ffff::1", **via_proxy)
+    assert same.status_code == 429
+    other = Client().post(reverse("admin:login"), right, HTTP_X_FORWARDED_FOR="2001:db8:1:3::1", **via_proxy)
+    assert other.status_code == 302
