@@ -28,8 +28,12 @@ JSON_FIELDS = ["time", "level", "logger", "message", "request_id", "exception", 
 SECRET_SHAPED = re.compile(r"[A-Za-z0-9_-]{43,}")
 
 
+# A webhook endpoint's signing secret: whsec_ and standard base64, whose + / = break the run above.
+WEBHOOK_SECRET = re.compile(r"whsec_[A-Za-z0-9+/=_-]+")
+
+
 def hide_link_secrets(text: str) -> str:
-    return SECRET_SHAPED.sub("(hidden)", LINK_SECRET.sub(HIDDEN, text))
+    return SECRET_SHAPED.sub("(hidden)", WEBHOOK_SECRET.sub("whsec_(hidden)", LINK_SECRET.sub(HIDDEN, text)))
 
 
 class PlainLines(logging.Formatter):

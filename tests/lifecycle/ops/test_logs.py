@@ -1,6 +1,7 @@
 """Logs (lifecycle/ops/logs.py, lifecycle/ops/request_log.py): one JSON object per line with the request id the
 audit trail records, the same id in the work a page queued, and never the secret of an e-mail's link."""
 
+import base64
 import io
 import json
 import logging
@@ -280,3 +281,14 @@ def test_django_q2_process_names_and_request_ids_are_not_taken_for_secrets():
     name, request_id = "Process-09966500566f4ca8a9a0450271cfb037", "8d1f0c7e-4a51-4c55-9a3b-2f6d7c1e5b90"
     record = logging.makeLogRecord({"msg": f"{name} processing {request_id}", "levelname": "INFO"})
     assert f"{name} processing {request_id}" in PlainLines().format(record)
+
+
+@pytest.mark.parametrize("formatter", [PlainLines, JsonLines])
+def test_a_webhook_signing_secret_is_hidden_by_both_formats(formatter):
+    """whsec_ and standard base64: its + / = break the URL-safe run the link secrets are found by."""
+    secret = "whsec_" + base64.b64encode(bytes(range(200, 232))).decode()
+    assert "+" in secret and "/" in secret  # no run of 43 URL-safe characters: the shape that slipped through
+    record = logging.makeLogRecord({"msg": "endpoint 7 secret %s set", "args": (secret,), "levelname": "INFO"})
+    text = formatter().format(record)
+    assert secret[6:] not in text and secret[6:16] not in text
+    assert "whsec_(hidden)" in text
