@@ -344,6 +344,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    # Ten spaces or zero-width characters would pass the length check (accounts/passwords.py).
+    {"NAME": "accounts.passwords.VisibleCharactersValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"

@@ -357,6 +357,13 @@ class TestSignUp:
         created = AuditEvent.objects.get(action="account.created", resource_id=str(account.pk))
         assert (created.actor_id, str(created.actor_ip)) == (f"account:{account.pk}", "198.51.100.4")
 
+    def test_a_password_of_ten_spaces_is_refused_and_nothing_is_queued(self, client):
+        spaces = {"password": " " * 10, "password_again": " " * 10}
+        response = client.post(reverse("sign-up"), {"email": "x@example.com", "login": "xavier"} | spaces)
+        assert response.status_code == 400
+        assert "fewer than 8 visible characters" in response.content.decode()
+        assert run_queued_tasks() == 0
+
     def test_a_taken_login_is_said_logins_are_public(self, client):
         AccountFactory(login="Jane")
         response = client.post(reverse("sign-up"), {"email": "x@example.com", "login": "jane"} | NEW_PASSWORD)

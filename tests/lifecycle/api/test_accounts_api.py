@@ -38,6 +38,14 @@ def test_provision_with_a_password_sets_it_and_never_echoes_it(api):
     assert AccountPassword.objects.filter(account_id=response.json()["id"]).exists()
 
 
+@pytest.mark.parametrize("password", [" " * 10, "\u200b" * 10, "\u3000" * 10])
+def test_a_password_nobody_can_see_is_refused_and_nothing_is_made(api, password):
+    response = api.post("/accounts", {"email": "dee@example.com", "login": "dee", "password": password})
+    assert problem_type(response) == "password-rejected"
+    assert "visible characters" in response.json()["detail"]
+    assert not Account.objects.filter(login="dee").exists()
+
+
 def test_a_weak_password_is_refused_and_nothing_is_made(api):
     response = api.post("/accounts", {"email": "cy@example.com", "login": "cy", "password": "123"})
 
