@@ -9,6 +9,7 @@ import logging
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from django.urls import re_path
+from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -136,6 +137,7 @@ def _methods_as_problems(view):
     return answered
 
 
+@csrf_exempt  # as every API operation (a bearer key, no cookie): a POST here is a 404, not the pages' CSRF page
 def _nothing_here(request, *args, **kwargs):
     return Problem("not-found", "there is no such resource").response()
 
