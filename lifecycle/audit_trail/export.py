@@ -10,6 +10,7 @@ time, may be in the file and not in the count).
 
 import csv
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +55,9 @@ COLUMNS = [
 ]
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# ... and, opening the file with another list separator (";" in much of Europe, a tab), a cell that starts
+# after one of those inside a value: "Mozilla/5.0;=3+4" is two cells there, the second a formula.
+FORMULA_AFTER_SEPARATOR = re.compile(r"(?<=.)([,;\t|])(?=[=+\-@\r])", re.DOTALL)  # the start: FORMULA_STARTS
 
 
 class ExportTooLarge(Refused):
@@ -100,15 +104,16 @@ def audit_trail_export(*, queryset: QuerySet[AuditEvent], query: str, actor, req
 
 def csv_lines(events: Iterable[AuditEvent]) -> Iterator[str]:
     """The header, then one CSV line per row (rows annotated by selectors.with_accounts name their account)."""
-    writer = csv.writer(_Line())
+    writer = csv.writer(_Line(), quoting=csv.QUOTE_ALL)  # every cell quoted: a separator inside stays inside
     yield writer.writerow(COLUMNS)
     for event in events:
         yield writer.writerow([guarded(cell) for cell in _cells(event)])
 
 
 def guarded(value) -> str:
-    """A cell as text, with a leading ' where a spreadsheet would take it for a formula."""
-    text = "" if value is None else str(value)
+    """A cell as text, with a ' where a spreadsheet would take what follows for a formula: at its start,
+    and after a separator within it."""
+    text = FORMULA_AFTER_SEPARATOR.sub(r"\1'", "" if value is None else str(value))
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 

@@ -139,3 +139,17 @@ def test_a_credential_a_diff_holds_is_hidden_in_the_file():
     body = "".join(export.csv_lines([event]))
     assert "12345" not in body and "54321" not in body and "deadbeef" not in body
     assert '""code"": ""(hidden)""' in body and '""account"": 1' in body
+
+
+@pytest.mark.parametrize(
+    ("value", "cell"),
+    [
+        ("Mozilla/5.0;=3+4;x", "Mozilla/5.0;'=3+4;x"),
+        ("a,@SUM(1)|-2\t+3", "a,'@SUM(1)|'-2\t'+3"),
+        ("Mozilla/5.0 (X11; Linux x86_64)", "Mozilla/5.0 (X11; Linux x86_64)"),  # a space after it: no cell starts
+        ('{"a": [1, -2]}', '{"a": [1, -2]}'),
+        ("=1;=2", "'=1;'=2"),
+    ],
+)
+def test_a_formula_start_after_a_separator_inside_a_value_is_guarded(value, cell):
+    assert export.guarded(value) == cell

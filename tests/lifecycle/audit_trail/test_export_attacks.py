@@ -99,3 +99,19 @@ def test_export_holds_no_credential(auditor):
     assert secret_to_text(token.secret) not in text
     assert bytes(token.secret).hex() not in text
     assert f'"code": "{token.code}"' not in text
+
+
+@pytest.mark.parametrize("separator", [";", ",", "\t", "|"])
+def test_export_guards_a_formula_after_a_separator_inside_a_cell(auditor, separator):
+    """Opened with ";" (or a tab) as the list separator, "Mozilla/5.0;=3+4;x" would be three cells, the
+    second a formula: every cell is quoted, and a formula start after a separator is neutralised."""
+    agent = f"Mozilla/5.0{separator}=3+4{separator}x{separator}@SUM(1){separator}-2"
+    client = staff_client("Support", "support_sep")
+    client.post(act_url(AccountFactory(active=True).pk), {"confirm": "yes", "reason": agent}, HTTP_USER_AGENT=agent)
+    response = auditor.post(EXPORT)
+    text = b"".join(response.streaming_content).decode()
+    assert agent not in text
+    cells = [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+    pieces = [piece for cell in cells for piece in cell.split(separator)]
+    assert [piece for piece in pieces if piece.startswith(("=", "+", "-", "@"))] == []
+    assert text.startswith('"occurred_at"') or text.startswith('"')  # every cell quoted, the header's too
