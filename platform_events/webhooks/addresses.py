@@ -124,6 +124,9 @@ class GuardedBackend(httpcore.SyncBackend):
         for _family, _, _, _, sockaddr in infos:
             address = sockaddr[0]
             if problem := forbidden_address(address.split("%")[0]):
+                if _literal_address(host) is None:
+                    # A name: what it resolves to inside the network is not the Integrator's to learn.
+                    problem = problem.rpartition(", ")[2].rstrip(")")
                 refused = refused or (
                     f"refused: {host} resolves to {problem}, which WEBHOOKS_ALLOW_PRIVATE_URLS (off in this"
                     " process) would allow"

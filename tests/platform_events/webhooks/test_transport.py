@@ -145,8 +145,25 @@ def test_dns_rebinding_cannot_reach_loopback(settings, monkeypatch):
         with http.new_transport() as transport:
             attempt = http.post(transport, f"http://rebind.example.com:{port}/hook", body=b"{}", headers={})
         assert attempt.outcome == "retry" and attempt.status is None
-        assert "refused: rebind.example.com resolves to 127.0.0.1, a loopback address" in attempt.excerpt
+        assert "refused: rebind.example.com resolves to a loopback address" in attempt.excerpt
+        assert "127.0.0.1" not in attempt.excerpt  # what a name resolves to inside is not shown
         assert receiver.received == []
+
+
+@pytest.mark.parametrize(
+    ("inside", "kind"),
+    [("10.1.2.3", "a private address"), ("169.254.169.254", "a link-local (or cloud metadata) address"),
+     ("::ffff:10.1.2.3", "a private address")],
+)  # fmt: skip
+def test_a_refusal_says_what_kind_of_address_a_name_resolves_to_never_the_address(settings, monkeypatch, inside, kind):
+    """The excerpt is shown to Integrators: "db.internal resolves to 10.1.2.3" would map the inside."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    family = socket.AF_INET6 if ":" in inside else socket.AF_INET
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: [(family, socket.SOCK_STREAM, 6, "", (inside, 443))])
+    with http.new_transport() as transport:
+        attempt = http.post(transport, "https://db.internal/hook", body=b"{}", headers={})
+    assert f"refused: db.internal resolves to {kind}, which WEBHOOKS_ALLOW_PRIVATE_URLS" in attempt.excerpt
+    assert "10.1.2.3" not in attempt.excerpt and "169.254" not in attempt.excerpt
 
 
 def test_the_signature_verifies_with_the_library(settings):
