@@ -35,6 +35,7 @@ from accounts.nodes.models import (
 from accounts.nodes.selectors import node_id, node_live_assignments_count, service_id
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
+from platform_events.db.text import is_utf8
 
 NODE_FIELDS = ("capacity", "available", "current_load", "downed", "backoff")
 # Each number of a node, lowest and highest: a node of capacity 0 takes no one, a count starts at 0,
@@ -421,17 +422,9 @@ def node_number_problem(name: str, value: int | None) -> str | None:
 def reason_problem(reason: str | None) -> str | None:
     """The audit trail's reason is PostgreSQL text: UTF-8 without NUL (a command line's stray bytes are
     neither); None (no reason) is allowed."""
-    if reason is None or ("\x00" not in reason and _encodable(reason)):
+    if reason is None or ("\x00" not in reason and is_utf8(reason)):
         return None
     return "nodes: the reason is not valid text (UTF-8, no NUL)"
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _check(*problems: str | None) -> None:

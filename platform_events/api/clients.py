@@ -17,6 +17,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.context import audit_context
+from platform_events.db.text import is_utf8
 from platform_events.refusals import Refused
 
 KEY_PREFIX = "lc_"
@@ -114,7 +115,7 @@ def api_client_revoke(*, client: ApiClient, reason: str, actor, dry_run: bool = 
     reason = reason.strip()
     if not reason:
         raise ApiClientError("api: say why the key is revoked", field="reason")
-    if "\x00" in reason or not _encodable(reason):  # a command line's stray bytes: PostgreSQL text cannot hold them
+    if "\x00" in reason or not is_utf8(reason):  # a command line's stray bytes: PostgreSQL text cannot hold them
         raise ApiClientError("api: the reason is not valid text (UTF-8, no NUL)", field="reason")
     if dry_run:
         return client.revoked_at is None
@@ -124,14 +125,6 @@ def api_client_revoke(*, client: ApiClient, reason: str, actor, dry_run: bool = 
         )
     client.refresh_from_db()
     return bool(revoked)
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def api_client_by_key(key: str) -> ApiClient | None:

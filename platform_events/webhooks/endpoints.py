@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from platform_events.audit.context import audit_context
+from platform_events.db.text import is_utf8
 from platform_events.outbox.models import EventType
 from platform_events.refusals import Refused
 from platform_events.webhooks.addresses import check_url
@@ -62,7 +63,7 @@ def endpoint_fields_checked(*, url: str, events: Iterable[str], owner: str, desc
     """The endpoint's columns from what staff or a command gave, or an EndpointError naming the first
     field refused. The admin's forms call it too, so that a refusal shows beside its field."""
     for field, text in (("url", url), ("owner", owner), ("description", description)):
-        if not _is_text(text):  # a command line's undecodable bytes (surrogates) would fail at the database
+        if not is_utf8(text):  # a command line's undecodable bytes (surrogates) would fail at the database
             raise EndpointError(f"The {field} is not valid text (UTF-8).", field=field)
     if "\x00" in url or url != url.strip() or not url:
         raise EndpointError("The URL must not be empty or hold spaces or control characters.", field="url")
@@ -89,14 +90,6 @@ def endpoint_fields_checked(*, url: str, events: Iterable[str], owner: str, desc
             f"The description must be at most {DESCRIPTION_MAX_LENGTH} characters, without NUL.", field="description"
         )
     return {"url": url, "events": events, "owner_id": owner, "description": description}
-
-
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @sensitive_variables("secret")
