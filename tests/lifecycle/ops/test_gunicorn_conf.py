@@ -30,6 +30,10 @@ BEHIND_TLS = {"X-Forwarded-Proto": "https"}
 METRICS_TOKEN = "m" * 8 + "etrics-token-for-the-production-server-test"
 GUNICORN = [sys.executable, "-m", "gunicorn", "-c", "python:lifecycle.ops.gunicorn_conf", "lifecycle.wsgi"]
 
+# Every gunicorn this module starts makes a metrics directory in /dev/shm: under pytest-xdist the module
+# runs in one worker, so that a test listing /dev/shm sees only its own (and the module's server starts once).
+pytestmark = pytest.mark.xdist_group("gunicorn")
+
 
 @dataclass
 class Server:
