@@ -47,12 +47,15 @@ AUDITOR = Role(
     permissions=("platform_events.view_auditevent", "platform_events.export_auditevent"),
 )
 # Those who connect partners' systems: webhook endpoints (add, change, rotate, pause...), their
-# deliveries (send again) and the events; API clients (add, change the scopes, revoke). Support
-# has none of it: an endpoint's URL decides where every account's changes go, and an API key
-# provisions and suspends accounts without a person.
+# deliveries (send again) and the events, their account data hidden (platform_events/outbox/admin.py);
+# API clients (see them, narrow their scopes, revoke them). Support has none of it: an endpoint's URL
+# decides where every account's changes go. Nobody gives a key powers they lack (SCOPE_POWERS in
+# platform_events/api/clients.py): every scope acts on accounts, which this role may not, so a
+# superuser makes the clients.
 INTEGRATOR = Role(
     name="Integrator",
-    may="manage webhook endpoints and their deliveries, API clients, and storage services and nodes",
+    may="manage webhook endpoints and their deliveries, narrow and revoke API clients (a superuser makes them),"
+    " and manage storage services and nodes",
     permissions=(
         "platform_events.view_webhooksubscription",
         "platform_events.add_webhooksubscription",
@@ -61,8 +64,7 @@ INTEGRATOR = Role(
         "platform_events.redeliver_webhookdelivery",
         "platform_events.view_outboxevent",
         "platform_events.view_apiclient",
-        "platform_events.add_apiclient",
-        "platform_events.change_apiclient",  # the scopes, and revoking
+        "platform_events.change_apiclient",  # narrowing the scopes, and revoking
         # Storage nodes of the services they connect: add services and nodes, change a node's
         # capacity, take it down or into backoff and unassign it (manage_node), read the assignments.
         # Support has none of it: a downed or unassigned node moves every account on it at once.

@@ -2,9 +2,12 @@
 (the production ``Procfile``; docs/production.md, "gunicorn"). A bad value stops gunicorn with one sentence.
 
 gunicorn rather than granian or uWSGI: mature, a prefork master that restarts a dead worker and reloads
-the code gracefully on SIGHUP, and sync workers, which fit Django and psycopg (blocking calls, one
-database connection per worker thread). granian (Rust, faster on small responses) was the alternative;
-our requests are database-bound, and gunicorn's signals and settings are what operators know.
+the code gracefully on SIGHUP, and threaded workers (gthread), which fit Django and psycopg (blocking
+calls, one database connection per busy thread). granian (Rust, faster on small responses) was the
+alternative; our requests are database-bound, and gunicorn's signals and settings are what operators know.
+An asyncio worker (gunicorn's ASGI one, uvicorn) would shrug off any number of slow clients, but Django's
+ASGI handler buffers a streamed response whole in memory (the audit trail's export) and runs every sync
+view on one thread per process.
 
 These variables are read from the process environment only (Django reads ``.env``, gunicorn does not).
 """
@@ -34,8 +37,12 @@ def cores() -> int:
 
 
 def read_bind() -> str:
-    port = read_int("PORT", default=8000, minimum=1, maximum=65535)
-    bind = env.str("WEB_BIND", default="").strip() or f"0.0.0.0:{port}"
+    """WEB_BIND if set; else all interfaces on PORT when a platform sets it (its router reaches the
+    container from outside); else this host only, port 8000, for a TLS proxy beside it (docs/deploy.md)."""
+    bind = env.str("WEB_BIND", default="").strip()
+    if not bind and env.str("PORT", default="").strip():
+        bind = f"0.0.0.0:{read_int('PORT', default=8000, minimum=1, maximum=65535)}"
+    bind = bind or "127.0.0.1:8000"
     if not bind.startswith("unix:") and not bind.rpartition(":")[2].isdigit():
         raise ImproperlyConfigured(f"WEB_BIND must be host:port or unix:/path, not {bind!r}.")
     return bind
@@ -58,10 +65,15 @@ def read_addresses(name: str) -> str:
 
 try:
     bind = [read_bind()]
-    workers = read_int("WEB_WORKERS", default=min(2 * cores() + 1, MAX_DEFAULT_WORKERS), minimum=1, maximum=64)
-    # Above 1, gunicorn runs each worker's requests in threads (its gthread worker): each thread holds
-    # its own database connection.
-    threads = read_int("WEB_THREADS", default=1, minimum=1, maximum=32)
+    workers = read_int("WEB_WORKERS", default=min(cores() + 1, MAX_DEFAULT_WORKERS), minimum=1, maximum=64)
+    # Each worker runs its requests in threads (gunicorn's gthread worker). A client holds a thread only
+    # once it has sent something, and for as long as it takes to send its request: with one thread per
+    # worker (sync workers), as many slow clients as workers stopped the site until gunicorn's timeout
+    # killed them. With 8, fewer than 8 slow clients cannot hold up a worker; many more are the TLS
+    # proxy's to absorb (it buffers whole requests, docs/deploy.md). Each thread busy with a request
+    # holds one database connection (none between requests unless CONN_MAX_AGE says so). 1 turns the
+    # threads off: sync workers.
+    threads = read_int("WEB_THREADS", default=8, minimum=1, maximum=32)
     # A request running longer is killed with its worker (and logged); the admin's slowest pages take
     # well under a second ("Measured").
     timeout = read_int("WEB_TIMEOUT", default=30, minimum=1, maximum=3600)
@@ -82,6 +94,7 @@ try:
 except ImproperlyConfigured as error:
     sys.exit(f"Configuration error: {error}")
 
+worker_class = "gthread" if threads > 1 else "sync"
 wsgi_app = "lifecycle.wsgi:application"
 proc_name = "lifecycle-web"
 # No access log of gunicorn's own: its request line holds the path, and /activate/<secret> and

@@ -31,6 +31,7 @@ from platform_events.api.clients import (
     api_client_name_problem,
     api_client_revoke,
     api_client_scopes_problem,
+    scopes_beyond_actor,
 )
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.context import audit_context
@@ -62,7 +63,11 @@ class ScopesField(forms.MultipleChoiceField):
     default_error_messages = {"required": "Choose at least one scope: each operation needs one."}
 
     def __init__(self, **kwargs):
-        super().__init__(choices=ApiScope.choices, help_text="What its key may do.", **kwargs)
+        super().__init__(
+            choices=ApiScope.choices,
+            help_text="What its key may do: only what your own role may do (checking passwords: superusers only).",
+            **kwargs,
+        )
 
 
 class ApiClientAddForm(forms.Form):
@@ -88,10 +93,13 @@ class ApiClientChangeForm(forms.ModelForm):
     service's own rule before it is asked."""
 
     scopes = ScopesField()
+    actor = None  # who is changing it (ApiClientAdmin.get_form): a scope added must be one they may give
 
     def clean_scopes(self):
         scopes = self.cleaned_data["scopes"]
-        if problem := api_client_scopes_problem(scopes):
+        if problem := api_client_scopes_problem(scopes) or scopes_beyond_actor(
+            set(scopes) - set(self.instance.scopes), self.actor
+        ):
             raise forms.ValidationError(problem)
         return scopes
 
@@ -165,11 +173,15 @@ class ApiClientAdmin(AuditedRowActions, DeclaredLookupsOnly, admin.ModelAdmin):
     actions = list(CLIENT_ACTIONS)
     form = ApiClientChangeForm
     add_form_template = "admin/add_form_shown_once.html"
-    readonly_fields = ["name", "key_start", "created", "last_used", "revoked", "id"]
+    readonly_fields = ["name", "key_start", "created", "made_by", "last_used", "revoked", "id"]
     fieldsets = [
         (None, {"fields": ["name", "key_start", "scopes"]}),
-        ("State", {"fields": ["created", "last_used", "revoked", "id"]}),
+        ("State", {"fields": ["created", "made_by", "last_used", "revoked", "id"]}),
     ]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"actor": request.user})
 
     # Who may do what
 
@@ -200,6 +212,11 @@ class ApiClientAdmin(AuditedRowActions, DeclaredLookupsOnly, admin.ModelAdmin):
     @admin.display(description="created", ordering="created_at")
     def created(self, client):
         return when(client.created_at)
+
+    @admin.display(description="made by")
+    def made_by(self, client):
+        """Whose key it is: every act of the client names them in the audit trail too."""
+        return client.created_by or "an operator, at the command line (manage.py add_api_client)"
 
     @admin.display(description="last used", ordering="last_used_at")
     def last_used(self, client):

@@ -31,10 +31,26 @@ class ApiClientError(Refused):
     """A client that cannot be made or changed as asked; ``str()`` says why, in one sentence, and
     ``field`` names the input refused (name, scopes, reason), so that a form shows it beside it. A
     name another client has is ``api-client-name-taken``; a change of a revoked client is
-    ``api-client-revoked``."""
+    ``api-client-revoked``; a scope the person may not give is ``scope-not-yours``."""
 
     code = "invalid-api-client"
     status = 422
+
+
+# What each scope lets a client do, as the back-office's permissions: whoever gives a client a scope
+# must hold them all, so that nobody mints a key with powers they lack. None: superusers only
+# (checking an end user's password is something no staff role does).
+SCOPE_POWERS: dict[str, tuple[str, ...] | None] = {
+    ApiScope.ACCOUNTS_READ: ("accounts.view_account",),
+    ApiScope.ACCOUNTS_WRITE: (
+        "accounts.view_account",
+        "accounts.add_account",
+        "accounts.suspend_account",
+        "accounts.resend_activation",
+        "accounts.send_password_recovery",
+    ),
+    ApiScope.SESSIONS: None,
+}
 
 
 def key_digest(key: str) -> bytes:
@@ -49,6 +65,8 @@ def api_client_create(*, name: str, scopes: list[str], actor) -> tuple[ApiClient
         raise ApiClientError(problem, field="name")
     if problem := api_client_scopes_problem(scopes):
         raise ApiClientError(problem, field="scopes")
+    if problem := scopes_beyond_actor(scopes, actor):
+        raise ApiClientError(problem, field="scopes", code="scope-not-yours", status=403)
     taken = ApiClientError(
         f"api: there is already an API client named {name!r}", field="name", code="api-client-name-taken", status=409
     )
@@ -58,7 +76,11 @@ def api_client_create(*, name: str, scopes: list[str], actor) -> tuple[ApiClient
     try:
         with transaction.atomic(), audit_context(actor=actor):
             client = ApiClient.objects.create(
-                name=name, key_prefix=key[:SHOWN_CHARACTERS], key_hash=key_digest(key), scopes=sorted(set(scopes))
+                name=name,
+                key_prefix=key[:SHOWN_CHARACTERS],
+                key_hash=key_digest(key),
+                scopes=sorted(set(scopes)),
+                created_by=actor.get_username() if actor is not None else None,
             )
     except IntegrityError as error:
         # Two people adding one name at once both pass the check above; the unique index decides.
@@ -89,10 +111,29 @@ def api_client_scopes_problem(scopes: list[str]) -> str | None:
     return None
 
 
+def scopes_beyond_actor(scopes, actor) -> str | None:
+    """Why ``actor`` may not give a client these scopes: one would let its key do what the actor may
+    not. None when they may (an operator at the command line, ``actor`` None, may give any)."""
+    if actor is None or actor.is_superuser:
+        return None
+    for scope in ApiScope:  # in the scopes' own order, so the sentence names the first
+        if scope not in scopes:
+            continue
+        powers = SCOPE_POWERS[scope]
+        if powers is None:
+            return f"api: only a superuser may give a client the scope {scope}"
+        if not actor.has_perms(powers):
+            return f"api: you may not give a client the scope {scope}: its key could do what your role may not"
+    return None
+
+
 def api_client_change_scopes(*, client: ApiClient, scopes: list[str], actor) -> ApiClient:
-    """Give the client these scopes instead of its own (its key stays); refused once it is revoked."""
+    """Give the client these scopes instead of its own (its key stays); refused once it is revoked.
+    A scope added must be one the actor may give; one the client had may stay or go."""
     if problem := api_client_scopes_problem(scopes):
         raise ApiClientError(problem, field="scopes")
+    if problem := scopes_beyond_actor(set(scopes) - set(client.scopes), actor):
+        raise ApiClientError(problem, field="scopes", code="scope-not-yours", status=403)
     wanted = sorted(set(scopes))
     with transaction.atomic(), audit_context(actor=actor):
         client.refresh_from_db(from_queryset=ApiClient.objects.select_for_update(no_key=True))

@@ -80,7 +80,7 @@ class OutboxEventAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="payload")
     def payload_pretty(self, event):
-        return pretty_json(event.payload)
+        return pretty_json(shown_payload(event.payload, event.links_accounts))
 
 
 def aggregate(event: OutboxEvent, links_accounts: bool) -> str:
@@ -90,6 +90,21 @@ def aggregate(event: OutboxEvent, links_accounts: bool) -> str:
         url = reverse("admin:accounts_account_change", args=[event.aggregate_id])
         return format_html('<a href="{}" style="white-space: nowrap;">{}</a>', url, text)
     return format_html('<span style="white-space: nowrap;">{}</span>', text)
+
+
+# What an event's data says of a person (accounts/sql/0013_outbox.sql, account_event_data()): shown
+# only to those whose role may read accounts. Integrators see events and deliveries to connect
+# partners, not to read every login and address the Accounts pages are closed to them for.
+PERSONAL_FIELDS = ("login", "email", "previous_email")
+HIDDEN = "(hidden: your role does not read accounts)"
+
+
+def shown_payload(payload: dict, may_read_accounts: bool) -> dict:
+    """The payload as this user may see it: whole, or with the person's login and addresses hidden."""
+    data = payload.get("data")
+    if may_read_accounts or not isinstance(data, dict) or not data.keys() & set(PERSONAL_FIELDS):
+        return payload
+    return {**payload, "data": {key: HIDDEN if key in PERSONAL_FIELDS else value for key, value in data.items()}}
 
 
 def with_account_links(queryset, request):

@@ -28,7 +28,7 @@ from platform_events.admin_kit.pages import add_page, shown_once
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
 from platform_events.audit.context import audit_context
 from platform_events.audit.row_actions import AuditedRowActions
-from platform_events.outbox.admin import aggregate, with_account_links
+from platform_events.outbox.admin import aggregate, shown_payload, with_account_links
 from platform_events.outbox.models import EventType, OutboxEvent
 from platform_events.webhooks.endpoints import (
     OWNER_MAX_LENGTH,
@@ -481,7 +481,7 @@ class WebhookDeliveryAdmin(AuditedRowActions, ReadOnlyModelAdmin):
 
     @admin.display(description="payload")
     def payload(self, delivery):
-        return pretty_json(delivery.event.payload)
+        return pretty_json(shown_payload(delivery.event.payload, delivery.links_accounts))
 
     def get_queryset(self, request):
         return with_account_links(super().get_queryset(request), request)

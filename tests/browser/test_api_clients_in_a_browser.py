@@ -1,25 +1,27 @@
-"""API clients in a real browser (Playwright driving Debian's Chromium against a live server): an
-Integrator adds a client, copies its key from the page that shows it once and never sees it again,
-then revokes it with a reason; the key stops working at once.
+"""API clients in a real browser (Playwright driving Debian's Chromium against a live server): a
+superuser adds a client, copies its key from the page that shows it once and never sees it again;
+an Integrator sees who made it and revokes it with a reason; the key stops working at once.
 
 With SCREENSHOTS set, each page is also saved there at 1366×768."""
 
 import pytest
+from django.contrib.auth import get_user_model
 from playwright.sync_api import Error as PlaywrightError
 
 from platform_events.api.clients import api_client_by_key, api_client_create
 from platform_events.api.models import ApiClient
 from platform_events.audit.models import AuditEvent
-from tests.browser.conftest import SCREEN, log_in, navigating, needs_chromium, shoot, staff_user
+from tests.browser.conftest import PASSWORD, SCREEN, log_in, navigating, needs_chromium, shoot, staff_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 
-def test_an_integrator_adds_a_client_sees_its_key_once_and_revokes_it(browser, live_server):
+def test_a_superuser_adds_a_client_sees_its_key_once_and_an_integrator_revokes_it(browser, live_server):
+    get_user_model().objects.create_superuser("admin1", password=PASSWORD)
     staff_user("integrator1", "Integrator")
     api_client_create(name="crm", scopes=["accounts:read", "accounts:write"], actor=None)  # a list of two
     page = browser.new_page(viewport=SCREEN)
-    log_in(page, live_server, "integrator1")
+    log_in(page, live_server, "admin1")
 
     page.goto(f"{live_server.url}/admin/platform_events/apiclient/")
     navigating(page, lambda: page.click("a.addlink"))
@@ -48,7 +50,10 @@ def test_an_integrator_adds_a_client_sees_its_key_once_and_revokes_it(browser, l
     page.goto(f"{live_server.url}/admin/platform_events/apiclient/")
     assert page.locator("#result_list tbody tr").count() == 2 and key not in page.content()
     shoot(page, "api-clients-list")
+    assert page.locator("a.addlink").count() == 0  # making clients is a superuser's
     navigating(page, lambda: page.click("#result_list >> text=billing"))
+    assert "admin1" in page.locator(".field-made_by").inner_text()
+    shoot(page, "api-clients-page")
     navigating(page, lambda: page.click(".object-tools >> text=Revoke"))
     page.click("input[type=submit][value=Revoke]")  # no reason: the browser asks for one, nothing is sent
     assert page.locator("#id_reason:invalid").count() == 1

@@ -2,9 +2,11 @@
 database holds after it."""
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from accounts.models import Account, AccountPassword, AccountStatus
 from lifecycle.demo.factories import AccountFactory
+from platform_events.api.clients import api_client_create
 from platform_events.audit.models import ActorType, AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -28,6 +30,22 @@ def test_provision_makes_a_provisioned_account_audited_as_the_client(api):
     assert created.actor_type == ActorType.SERVICE
     assert created.actor_id == f"api-client:{api.api_client.pk}"
     assert created.actor_display == "billing"
+
+
+def test_a_clients_acts_name_the_person_who_made_it(client):
+    """A key made by a staff member acts in their name too: the trail ties the suspension to them."""
+    maker = get_user_model().objects.create_superuser("kim", password="x")
+    made, key = api_client_create(name="crm", scopes=["accounts:write"], actor=maker)
+    account = AccountFactory(status=AccountStatus.ACTIVE)
+    response = client.post(
+        f"/api/v1/accounts/{account.pk}/suspend",
+        {"reason": "fraud"},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "k" * 43},
+    )
+    assert response.status_code == 200, response.content
+    suspended = AuditEvent.objects.get(action="account.suspended", resource_id=str(account.pk))
+    assert (suspended.actor_id, suspended.actor_display) == (f"api-client:{made.pk}", "crm, made by kim")
 
 
 def test_provision_with_a_password_sets_it_and_never_echoes_it(api):

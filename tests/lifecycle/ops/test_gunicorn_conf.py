@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,12 +154,8 @@ def test_the_server_header_names_no_version(server):
 def test_by_default_gunicorn_believes_no_proxys_forwarded_headers():
     """forwarded_allow_ips is empty (gunicorn's own default trusts loopback): Django's
     SECURE_PROXY_SSL_HEADER alone decides whether a request came over TLS."""
-    # --print-config loads the application too: a database URL nothing connects to at import.
-    env = environment(**PRODUCTION, DATABASE_URL="postgres://nobody@127.0.0.1:9/nothing")
-    printed = subprocess.run(
-        [*GUNICORN, "--print-config"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert re.search(r"^forwarded_allow_ips\s+= \[\]$", printed.stdout, re.MULTILINE), printed.stdout + printed.stderr
+    config = printed_config()
+    assert re.search(r"^forwarded_allow_ips\s+= \[\]$", config, re.MULTILINE), config
 
 
 @pytest.mark.parametrize(
@@ -181,6 +179,62 @@ def test_a_bad_web_setting_stops_gunicorn_with_one_sentence(variable, value, sen
     assert refused.returncode == 1
     assert refused.stderr.strip().startswith(f"Configuration error: {sentence}")
     assert "Traceback" not in refused.stderr
+
+
+def printed_config(**variables) -> str:
+    """gunicorn's --print-config: it loads the application too, with a database URL nothing connects to."""
+    env = environment(**PRODUCTION, DATABASE_URL="postgres://nobody@127.0.0.1:9/nothing", **variables)
+    printed = subprocess.run(
+        [*GUNICORN, "--print-config"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert printed.returncode == 0, printed.stdout + printed.stderr
+    return printed.stdout
+
+
+@pytest.mark.parametrize(
+    ("variables", "bind"),
+    [
+        ({}, "127.0.0.1:8000"),  # nothing said: this host only, for a proxy beside it
+        ({"PORT": "5000"}, "0.0.0.0:5000"),  # a platform's router reaches the container from outside
+        ({"PORT": "5000", "WEB_BIND": "10.0.0.5:8000"}, "10.0.0.5:8000"),
+        ({"WEB_BIND": "unix:/run/lifecycle/web.sock"}, "unix:/run/lifecycle/web.sock"),
+    ],
+)
+def test_gunicorn_listens_on_loopback_unless_told_or_given_a_port(variables, bind):
+    config = printed_config(**{"PORT": "", "WEB_BIND": "", **variables})
+    assert re.search(rf"^bind\s+= \[{re.escape(repr(bind))}\]$", config, re.MULTILINE), config
+
+
+def test_a_few_slow_clients_do_not_hold_up_the_others(server):
+    """Four clients send a request's headers a line every half second and never finish: each holds a
+    thread of a worker (gthread) as long as it trickles. With one thread per worker (sync workers) the two
+    workers are theirs until gunicorn's timeout kills them, and /healthz waits 30 s; with the threads
+    the others are still answered."""
+    address = server.removeprefix("http://").rpartition(":")
+    slow = [socket.create_connection((address[0], int(address[2])), timeout=10) for _ in range(4)]
+    stop = threading.Event()
+
+    def trickle():
+        try:
+            for client in slow:
+                client.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            while not stop.wait(0.5):
+                for client in slow:
+                    client.sendall(b"X-Slow: 1\r\n")
+        except OSError:
+            pass  # gunicorn gave up on a client: that is fine too
+
+    trickling = threading.Thread(target=trickle, daemon=True)
+    trickling.start()
+    try:
+        time.sleep(1)  # every slow client has been accepted and is being read
+        for _ in range(4):
+            assert httpx.get(f"{server}/healthz", timeout=10).status_code == 200
+    finally:
+        stop.set()
+        trickling.join(timeout=5)
+        for client in slow:
+            client.close()
 
 
 def test_the_procfile_runs_each_production_process_by_exec_with_no_shell_between():

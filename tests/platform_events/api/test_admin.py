@@ -9,8 +9,10 @@ import logging
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.sessions.models import Session
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -31,6 +33,15 @@ FORM = {"name": "billing", "scopes": ["accounts:read", "sessions"]}
 @pytest.fixture
 def integrator(db):
     return staff_client("Integrator", "integrator1")
+
+
+@pytest.fixture
+def maker(db):
+    """A superuser: only one may give a client any scope (an Integrator's role reads no accounts)."""
+    user = get_user_model().objects.create_superuser("boss", password="x")
+    client = Client()
+    client.force_login(user)
+    return client
 
 
 def page(url, *args):
@@ -73,9 +84,9 @@ def audit_rows_as_text() -> str:
 # Adding: the key shown once
 
 
-def test_adding_shows_the_key_once_on_a_page_nobody_caches(integrator):
+def test_adding_shows_the_key_once_on_a_page_nobody_caches(maker, integrator):
     """The page answering the POST shows the key, warns it is the only time, and is not cached."""
-    client, key, response = added(integrator)
+    client, key, response = added(maker)
     html = response.content.decode()
     assert "no-store" in response["Cache-Control"]
     assert "Copy the key now: it will never be shown again." in html
@@ -83,8 +94,8 @@ def test_adding_shows_the_key_once_on_a_page_nobody_caches(integrator):
     assert (client.scopes, client.key_prefix, client.revoked_at) == (["accounts:read", "sessions"], key[:11], None)
 
 
-def test_the_key_page_has_a_curl_line_with_the_key_for_an_operation_its_scopes_allow(integrator):
-    _, key, response = added(integrator)
+def test_the_key_page_has_a_curl_line_with_the_key_for_an_operation_its_scopes_allow(maker, integrator):
+    _, key, response = added(maker)
     (curl,) = re.findall(r'<pre class="curl-example" id="curl-example">([^<]+)</pre>', response.content.decode())
     assert (
         curl
@@ -96,17 +107,19 @@ def test_the_key_page_has_a_curl_line_with_the_key_for_an_operation_its_scopes_a
     ("scopes", "call"),
     [(["accounts:write"], "-X POST"), (["sessions"], "/api/v1/sessions")],
 )
-def test_a_client_without_the_read_scope_gets_a_curl_line_it_may_run(integrator, scopes, call):
-    _, key, response = added(integrator, scopes=scopes)
+def test_a_client_without_the_read_scope_gets_a_curl_line_it_may_run(maker, integrator, scopes, call):
+    _, key, response = added(maker, scopes=scopes)
     (curl,) = re.findall(r'id="curl-example">([^<]+)</pre>', response.content.decode())
     assert call in curl and f"Bearer {key}" in curl
 
 
-def test_the_key_is_in_no_url_page_session_log_or_audit_row_afterwards(integrator, admin_client, caplog, settings):
+def test_the_key_is_in_no_url_page_session_log_or_audit_row_afterwards(
+    maker, integrator, admin_client, caplog, settings
+):
     settings.DEBUG = True  # every SQL statement logged too, with its parameters
     caplog.set_level(logging.DEBUG)
     caplog.set_level(logging.DEBUG, logger="django")
-    client, key, response = added(integrator)
+    client, key, response = added(maker)
     for link in re.findall(r'(?:href|action|src)="([^"]*)"', response.content.decode()):
         assert_nowhere(link, key)
     api_client_revoke(client=client, reason="rotated", actor=None)
@@ -118,14 +131,19 @@ def test_the_key_is_in_no_url_page_session_log_or_audit_row_afterwards(integrato
     assert "INSERT INTO" in caplog.text and key.removeprefix("lc_") not in caplog.text
 
 
-def test_adding_is_audited_with_the_staff_member_and_never_the_key(integrator):
-    client, key, _ = added(integrator)
+def test_adding_is_audited_with_the_staff_member_and_never_the_key(maker, integrator):
+    client, key, _ = added(maker)
     created = AuditEvent.objects.get(action="api_client.created")
-    user_id = Group.objects.get(name="Integrator").user_set.get().pk
+    user_id = get_user_model().objects.get(username="boss").pk
     assert (created.resource_type, created.resource_id) == ("api_client", str(client.pk))
-    assert (created.actor_type, created.actor_id, created.actor_display) == ("USER", f"staff:{user_id}", "integrator1")
+    assert (created.actor_type, created.actor_id, created.actor_display) == ("USER", f"staff:{user_id}", "boss")
     assert created.actor_ip is not None
-    assert created.diff_after == {"name": "billing", "key_prefix": key[:11], "scopes": ["accounts:read", "sessions"]}
+    assert created.diff_after == {
+        "name": "billing",
+        "key_prefix": key[:11],
+        "scopes": ["accounts:read", "sessions"],
+        "created_by": "boss",
+    }
     assert_nowhere(audit_rows_as_text(), key)
 
 
@@ -142,8 +160,8 @@ def test_adding_is_audited_with_the_staff_member_and_never_the_key(integrator):
         ({"scopes": ["accounts:read", "admin"]}, "scopes", "Select a valid choice."),
     ],
 )
-def test_a_refused_form_says_why_beside_the_field_and_writes_nothing(integrator, changes, field, message):
-    response = integrator.post(ADD, {**FORM, **changes})
+def test_a_refused_form_says_why_beside_the_field_and_writes_nothing(maker, changes, field, message):
+    response = maker.post(ADD, {**FORM, **changes})
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert list(errors) == [field] and message in errors[field][0]
@@ -151,9 +169,9 @@ def test_a_refused_form_says_why_beside_the_field_and_writes_nothing(integrator,
     assert not ApiClient.objects.exists() and not AuditEvent.objects.exists()
 
 
-def test_a_name_taken_in_another_case_is_refused_beside_the_name(integrator):
-    added(integrator)
-    response = integrator.post(ADD, {**FORM, "name": "  BILLING "})
+def test_a_name_taken_in_another_case_is_refused_beside_the_name(maker, integrator):
+    added(maker)
+    response = maker.post(ADD, {**FORM, "name": "  BILLING "})
     assert response.context["adminform"].form.errors == {
         "name": ["api: there is already an API client named 'BILLING'"]
     }
@@ -163,40 +181,68 @@ def test_a_name_taken_in_another_case_is_refused_beside_the_name(integrator):
 # Changing the scopes
 
 
-def test_the_client_page_shows_the_key_prefix_only_and_changes_the_scopes_audited(integrator):
-    client, key, _ = added(integrator)
+def test_the_client_page_shows_the_key_prefix_only_and_changes_the_scopes_audited(maker, integrator):
+    client, key, _ = added(maker)
     html = integrator.get(page("change", client.pk)).content.decode()
     assert f"<code>{key[:11]}…</code>" in html and 'name="name"' not in html and 'name="key' not in html
-    response = integrator.post(page("change", client.pk), {"scopes": ["accounts:write"]})
+    assert "boss" in html  # who made it
+    response = maker.post(page("change", client.pk), {"scopes": ["accounts:write"]})
     assert response.status_code == 302
     client.refresh_from_db()
     assert client.scopes == ["accounts:write"] and api_client_by_key(key) == client  # the same key
     changed = AuditEvent.objects.get(action="api_client.changed")
-    assert changed.actor_display == "integrator1"
+    assert changed.actor_display == "boss"
     assert (changed.diff_before, changed.diff_after) == (
         {"scopes": ["accounts:read", "sessions"]},
         {"scopes": ["accounts:write"]},
     )
 
 
-def test_saving_the_same_scopes_writes_no_audit_row(integrator):
-    client, _, _ = added(integrator)
+def test_an_integrator_narrows_a_clients_scopes_but_adds_none_it_may_not_give(maker, integrator):
+    """Every scope acts on accounts, which the Integrator role may not read or change: taking a scope
+    away is theirs, giving one is refused beside the scopes, and the client stays as it was."""
+    client, _, _ = added(maker)
+    refused = integrator.post(page("change", client.pk), {"scopes": ["accounts:read", "accounts:write"]})
+    assert refused.status_code == 200
+    assert refused.context["adminform"].form.errors == {
+        "scopes": ["api: you may not give a client the scope accounts:write: its key could do what your role may not"]
+    }
+    client.refresh_from_db()
+    assert client.scopes == ["accounts:read", "sessions"]
+    assert not AuditEvent.objects.filter(action="api_client.changed").exists()
+    narrowed = integrator.post(page("change", client.pk), {"scopes": ["accounts:read"]})
+    assert narrowed.status_code == 302
+    client.refresh_from_db()
+    assert client.scopes == ["accounts:read"]
+
+
+@pytest.mark.parametrize("role", ["Integrator", "Support", "Auditor"])
+def test_no_staff_role_makes_an_api_client(role):
+    """Making a client is a superuser's: the Add page is refused to every role, its button absent."""
+    browser = staff_client(role)
+    assert browser.post(ADD, FORM).status_code == 403
+    assert ADD not in browser.get(CLIENTS).content.decode()
+    assert not ApiClient.objects.exists()
+
+
+def test_saving_the_same_scopes_writes_no_audit_row(maker, integrator):
+    client, _, _ = added(maker)
     integrator.post(page("change", client.pk), {"scopes": ["sessions", "accounts:read"]})
     assert not AuditEvent.objects.filter(action="api_client.changed").exists()
 
 
-def test_no_scope_on_the_client_page_is_a_form_error(integrator):
-    client, _, _ = added(integrator)
+def test_no_scope_on_the_client_page_is_a_form_error(maker, integrator):
+    client, _, _ = added(maker)
     response = integrator.post(page("change", client.pk), {"scopes": []})
     assert response.status_code == 200 and "Choose at least one scope" in response.content.decode()
     client.refresh_from_db()
     assert client.scopes == ["accounts:read", "sessions"]
 
 
-def test_scopes_saved_as_another_tab_revokes_the_client_are_refused_with_a_warning(integrator, monkeypatch):
+def test_scopes_saved_as_another_tab_revokes_the_client_are_refused_with_a_warning(maker, integrator, monkeypatch):
     """Revoked between the page's permission check and the save: the service refuses, the page says
     why, and nothing changes (a revoked client's page is read-only, so only this moment is left)."""
-    client, _, _ = added(integrator)
+    client, _, _ = added(maker)
     checked = ApiClientChangeForm.clean_scopes
 
     def revoked_meanwhile(form):
@@ -216,8 +262,8 @@ def test_scopes_saved_as_another_tab_revokes_the_client_are_refused_with_a_warni
 # Revoking
 
 
-def test_revoking_from_the_page_asks_why_then_revokes_once_audited(integrator):
-    client, key, _ = added(integrator)
+def test_revoking_from_the_page_asks_why_then_revokes_once_audited(maker, integrator):
+    client, key, _ = added(maker)
     assert page("revoke", client.pk) in integrator.get(page("change", client.pk)).content.decode()
     confirm = integrator.get(page("revoke", client.pk))
     assert confirm.status_code == 200 and "stop working at once" in confirm.content.decode().replace("stops", "stop")
@@ -232,8 +278,8 @@ def test_revoking_from_the_page_asks_why_then_revokes_once_audited(integrator):
     assert revoked.actor_id.startswith("staff:")
 
 
-def test_revoking_again_from_a_second_tab_says_so_and_writes_nothing(integrator):
-    client, _, _ = added(integrator)
+def test_revoking_again_from_a_second_tab_says_so_and_writes_nothing(maker, integrator):
+    client, _, _ = added(maker)
     integrator.post(page("revoke", client.pk), {"confirm": "yes", "reason": "first tab"}, follow=True)
     response = integrator.post(page("revoke", client.pk), {"confirm": "yes", "reason": "second tab"}, follow=True)
     assert [str(m) for m in response.context["messages"]] == ["No client revoked. 1 was revoked already."]
@@ -243,8 +289,8 @@ def test_revoking_again_from_a_second_tab_says_so_and_writes_nothing(integrator)
 
 
 @pytest.mark.parametrize("reason", ["", "   ", "a\x00b", "x" * 1001])
-def test_a_revocation_without_a_fit_reason_is_a_form_error_and_revokes_nothing(integrator, reason):
-    client, key, _ = added(integrator)
+def test_a_revocation_without_a_fit_reason_is_a_form_error_and_revokes_nothing(maker, integrator, reason):
+    client, key, _ = added(maker)
     response = integrator.post(page("revoke", client.pk), {"confirm": "yes", "reason": reason})
     assert response.status_code == 200 and b"errorlist" in response.content
     assert api_client_by_key(key) == client
@@ -266,8 +312,8 @@ def test_the_revoke_action_revokes_the_selected_and_says_which_were_revoked_alre
     assert {row.actor_display for row in rows} == {"integrator1"}
 
 
-def test_a_revoked_clients_page_is_read_only(integrator):
-    client, _, _ = added(integrator)
+def test_a_revoked_clients_page_is_read_only(maker, integrator):
+    client, _, _ = added(maker)
     api_client_revoke(client=client, reason="done", actor=None)
     html = integrator.get(page("change", client.pk)).content.decode()
     assert 'name="scopes"' not in html and 'name="_save"' not in html and page("revoke", client.pk) not in html
@@ -289,8 +335,8 @@ def test_nobody_deletes_a_client_not_even_a_superuser(admin_client):
 # The list
 
 
-def test_the_list_shows_the_prefix_scopes_use_and_revocation(integrator):
-    client, key, _ = added(integrator)
+def test_the_list_shows_the_prefix_scopes_use_and_revocation(maker, integrator):
+    client, key, _ = added(maker)
     api_client_revoke(client=client, reason="partner left", actor=None)
     html = integrator.get(CLIENTS).content.decode()
     for text in (
@@ -332,7 +378,7 @@ def test_undeclared_or_impossible_lookups_answer_400(admin_client, query):
 # Roles
 
 
-def test_integrators_may_view_add_and_change_api_clients_and_no_other_role_may():
+def test_integrators_may_view_and_change_api_clients_and_no_other_role_may():
     granted = {
         group.name: {p.codename for p in group.permissions.all() if p.content_type.model == "apiclient"}
         for group in Group.objects.all()
@@ -340,7 +386,7 @@ def test_integrators_may_view_add_and_change_api_clients_and_no_other_role_may()
     assert granted == {
         "Support": set(),
         "Auditor": set(),
-        "Integrator": {"view_apiclient", "add_apiclient", "change_apiclient"},
+        "Integrator": {"view_apiclient", "change_apiclient"},
     }
 
 

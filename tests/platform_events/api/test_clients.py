@@ -4,6 +4,7 @@ client only, audited; a reason that is not text is refused before the database s
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from platform_events.api.clients import (
     ApiClientError,
@@ -12,15 +13,15 @@ from platform_events.api.clients import (
     api_client_create,
     api_client_revoke,
 )
-from platform_events.api.models import ApiClient
+from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.models import AuditEvent
 from tests.support import in_threads, wait_until_blocked
 
 
 @pytest.fixture
 def staff(db):
-    """The staff member the audit rows name."""
-    return get_user_model().objects.create_user("integrator1", password="x", is_staff=True)
+    """The staff member the audit rows name: a superuser, who may give a client any scope."""
+    return get_user_model().objects.create_superuser("admin1", password="x")
 
 
 @pytest.mark.django_db
@@ -106,3 +107,66 @@ def test_one_name_added_twice_at_once_is_one_client_and_a_refusal_on_the_name(ps
     assert not ok and isinstance(error, ApiClientError) and error.field == "name"
     assert str(error) == "api: there is already an API client named 'billing'"
     assert list(ApiClient.objects.values_list("name", flat=True)) == ["Billing"]
+
+
+@pytest.mark.django_db
+class TestWhoMayGiveAScope:
+    """Nobody mints a key with powers they lack: each scope's powers are back-office permissions
+    (SCOPE_POWERS), and checking passwords is a superuser's to give."""
+
+    @pytest.mark.parametrize(
+        ("role", "scope", "refusal"),
+        [
+            ("Integrator", "accounts:read", "you may not give a client the scope accounts:read"),
+            ("Integrator", "accounts:write", "you may not give a client the scope accounts:write"),
+            ("Integrator", "sessions", "only a superuser may give a client the scope sessions"),
+            ("Support", "accounts:write", "you may not give a client the scope accounts:write"),
+            ("Support", "sessions", "only a superuser may give a client the scope sessions"),
+            ("Auditor", "accounts:read", "you may not give a client the scope accounts:read"),
+        ],
+    )
+    def test_a_scope_beyond_the_makers_role_is_refused_and_nothing_is_made(self, role, scope, refusal):
+        maker = get_user_model().objects.create_user(f"{role.lower()}9", password="x", is_staff=True)
+        maker.groups.set([Group.objects.get(name=role)])
+        with pytest.raises(ApiClientError, match=refusal) as refused:
+            api_client_create(name="billing", scopes=[scope], actor=maker)
+        assert (refused.value.code, refused.value.status, refused.value.field) == ("scope-not-yours", 403, "scopes")
+        assert not ApiClient.objects.exists() and not AuditEvent.objects.exists()
+
+    def test_support_may_give_the_read_scope_it_has_itself(self):
+        maker = get_user_model().objects.create_user("support9", password="x", is_staff=True)
+        maker.groups.set([Group.objects.get(name="Support")])
+        client, _ = api_client_create(name="billing", scopes=["accounts:read"], actor=maker)
+        assert client.created_by == "support9"
+
+    def test_a_superuser_and_an_operator_at_the_command_line_give_any_scope(self, staff):
+        every = list(ApiScope.values)
+        assert api_client_create(name="made-by-staff", scopes=every, actor=staff)[0].scopes == sorted(every)
+        assert api_client_create(name="made-at-the-shell", scopes=every, actor=None)[0].created_by is None
+
+    def test_a_scope_kept_may_stay_a_scope_added_must_be_the_changers_to_give(self):
+        client, _ = api_client_create(name="billing", scopes=["accounts:read", "sessions"], actor=None)
+        integrator = get_user_model().objects.create_user("integrator9", password="x", is_staff=True)
+        integrator.groups.set([Group.objects.get(name="Integrator")])
+        with pytest.raises(ApiClientError, match="scope accounts:write"):
+            api_client_change_scopes(client=client, scopes=["accounts:write", "sessions"], actor=integrator)
+        assert ApiClient.objects.get(pk=client.pk).scopes == ["accounts:read", "sessions"]
+        assert api_client_change_scopes(client=client, scopes=["sessions"], actor=integrator).scopes == ["sessions"]
+
+
+@pytest.mark.django_db
+class TestMaker:
+    def test_the_client_names_its_maker_when_it_acts_and_nobody_changes_who_that_was(self, staff, refused):
+        client, _ = api_client_create(name="billing", scopes=["accounts:read"], actor=staff)
+        assert (client.created_by, client.get_username()) == ("admin1", "billing, made by admin1")
+        refused(
+            "UPDATE api_clients SET created_by = 'someone-else' WHERE id = %s",
+            [client.pk],
+            match="a client's key, maker and creation time cannot change",
+        )
+        refused("UPDATE api_clients SET created_by = NULL WHERE id = %s", [client.pk], match="cannot change")
+        assert ApiClient.objects.get(pk=client.pk).created_by == "admin1"
+
+    def test_a_long_name_and_maker_fit_the_trails_actor_column(self):
+        client = ApiClient(name="b" * 100, created_by="m" * 150)
+        assert len(client.get_username()) == 255

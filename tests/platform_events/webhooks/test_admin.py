@@ -6,6 +6,7 @@ again by those allowed; every list filters only by what it declares; the Integra
 import base64
 import logging
 import re
+from html import unescape
 
 import pytest
 from django.contrib.sessions.models import Session
@@ -246,6 +247,24 @@ def test_a_delivery_page_shows_its_response_and_sends_it_again(integrator):
     assert again in html
     integrator.post(again, {"confirm": "yes"})
     assert WebhookDelivery.objects.get(pk=delivery.pk).status == DeliveryStatus.PENDING
+
+
+def test_an_integrator_reads_events_and_deliveries_without_the_persons_login_or_address(integrator, admin_client):
+    """Accounts are closed to the Integrator role: an event's and a delivery's payload show them the
+    account's id and status, its login and e-mail hidden; a superuser sees them whole."""
+    endpoint, _, _ = added(integrator)
+    delivery = delivery_in(endpoint, DeliveryStatus.FAILED)
+    account = delivery.event.payload["data"]
+    pages = [
+        reverse("admin:platform_events_webhookdelivery_change", args=[delivery.pk]),
+        reverse("admin:platform_events_outboxevent_change", args=[delivery.event_id]),
+    ]
+    for url in pages:
+        hidden = unescape(integrator.get(url).content.decode())
+        assert account["email"] not in hidden and f'"{account["login"]}"' not in hidden, url
+        assert '"email": "(hidden: your role does not read accounts)"' in hidden and f'"id": {account["id"]}' in hidden
+        whole = unescape(admin_client.get(url).content.decode())
+        assert account["email"] in whole and "(hidden:" not in whole, url
 
 
 def test_the_events_of_an_account_are_a_link_from_its_page(admin_client):

@@ -5,6 +5,7 @@ schedule, 410 disables, per-account order, late commits, several dispatchers at 
 import base64
 import json
 import signal
+import time
 import uuid
 from datetime import timedelta
 
@@ -119,6 +120,43 @@ def test_a_failed_attempt_is_retried_on_its_schedule_and_given_up_after_it(recei
     failed = WebhookDelivery.objects.get(status=DeliveryStatus.PERMANENTLY_FAILED)
     assert failed.attempts == 4
     assert deliver().claimed == 0
+
+
+def test_a_failure_recorded_after_the_claim_was_taken_over_leaves_the_other_runs_delivery_alone(
+    receiver, webhook_settings
+):
+    """The run's lease runs out while its POST is out, and another run claims the delivery. The
+    receiver then answers 503: the first run's failed attempt must match nothing (a lost claim), and
+    the delivery stays as the run that took it over holds it: its claim, no attempt counted, not
+    scheduled again."""
+    webhook_settings.WEBHOOKS_LEASE_SECONDS = 1
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 1)
+    taken_over = {}
+
+    def take_over(number):
+        time.sleep(1.2)  # the first run's lease is over while its POST waits for an answer
+        try:
+            claim, deliveries = dispatch.claim_batch(5)  # a second run, on this thread's own connection
+            taken_over.update(claim=claim.id, deliveries=[d.id for d in deliveries])
+        finally:
+            connection.close()
+
+    receiver.on_request = take_over
+    receiver.status = 503
+    first = deliver(max_batches=1)
+    receiver.on_request = None
+    delivery = WebhookDelivery.objects.get()
+    assert taken_over["deliveries"] == [delivery.id]
+    assert (first.claimed, first.lost_claims, first.retrying, first.failed) == (1, 1, 0, 0)
+    assert (delivery.claim, delivery.attempts, delivery.http_status, delivery.status) == (
+        taken_over["claim"],
+        0,
+        None,
+        DeliveryStatus.PENDING,
+    )
+    assert WebhookSubscription.objects.get().failure_count == 0
 
 
 def test_retry_after_is_honoured(receiver, webhook_settings):
