@@ -7,6 +7,7 @@ False to it) or raise a bare ``ValueError``.
 
 import base64
 import binascii
+import ipaddress
 import re
 from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -171,3 +172,25 @@ def read_seconds_list(name: str, default: list[int]) -> list[int]:
     if not values or any(value < 0 or value > 7 * 86_400 for value in values):
         raise ImproperlyConfigured(f"{name}: each delay must be between 0 and 604800 seconds (a week).")
     return values
+
+
+def read_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Comma-separated networks (``10.0.0.0/8,fd00::/8``; an address alone is its own network); empty
+    when unset."""
+    raw = env.str(name, default="")
+    networks = []
+    for part in (part.strip() for part in raw.split(",")):
+        if not part:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(part))
+        except ValueError:
+            try:
+                # strict=False is only used to say which network was meant: a host's bits are never dropped.
+                meant = f" (did you mean {ipaddress.ip_network(part, strict=False)}?)"
+            except ValueError:
+                meant = ""
+            raise ImproperlyConfigured(
+                f"{name} must be comma-separated networks such as 10.0.0.0/8 or fd00::/8, not {part!r}{meant}."
+            ) from None
+    return tuple(networks)

@@ -22,6 +22,7 @@ from lifecycle.configuration import (
     read_int,
     read_key_ring,
     read_list,
+    read_networks,
     read_seconds_list,
     read_time_zone,
     read_url,
@@ -320,6 +321,9 @@ API_SESSION_FAILURES_PER_CLIENT = read_int("API_SESSION_FAILURES_PER_CLIENT", de
 # purge_old_records' delete requests to the storage nodes (empty: purge without telling the nodes).
 NODE_CAPACITY_RELEASE_RATE = read_float("NODE_CAPACITY_RELEASE_RATE", default=0.1, minimum=0.01, maximum=1.0)
 NODE_SECRET = env.str("NODE_SECRET", default="")
+# The networks storage nodes may be on besides public addresses (SSRF: docs/nodes.md, "Where nodes may
+# be"): the operator's setting, checked when a node or a pattern is saved and at every connection.
+NODE_ALLOWED_NETWORKS = read_networks("NODE_ALLOWED_NETWORKS")
 # How long a replaced assignment is kept before the daily cleanup purges it (its node told first): a
 # client holding a token for the old node may still sync to it meanwhile. One week, tokenserver's default.
 NODE_PURGE_GRACE_SECONDS = read_int("NODE_PURGE_GRACE_SECONDS", default=604_800, minimum=0, maximum=31_536_000)

@@ -114,7 +114,7 @@ class ServiceAddForm(forms.Form):
         max_length=PATTERN_MAX,
         required=False,
         widget=forms.TextInput(attrs={"size": 40}),
-        help_text="The URI of an account's data on its node, with {node} in it, e.g. {node}/1.5/{uid}. Optional.",
+        help_text="The URI of an account's data on its node, starting with {node}, e.g. {node}/1.5/{uid}. Optional.",
     )
 
     def clean_service(self):
@@ -136,7 +136,8 @@ class NodeAddForm(forms.Form):
         label="Node URL",
         max_length=NODE_URL_MAX,
         widget=forms.TextInput(attrs={"size": 50, "placeholder": "https://sync-1.example.com"}),
-        help_text="http:// or https://, a host and an optional path; no query, fragment or trailing slash.",
+        help_text="http:// or https://, a host and an optional path; no query, fragment or trailing slash. On a"
+        " public address, or in the networks the operator allows (NODE_ALLOWED_NETWORKS).",
     )
     # The numbers' ranges are the services' (NODE_NUMBER_RANGES), said by the fields' own validators.
     capacity = forms.IntegerField(

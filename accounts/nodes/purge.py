@@ -12,8 +12,14 @@ A replaced row past the grace period is purged this way:
 
 A DELETE that fails (an HTTP error other than 404, a timeout, a refused connection) does not stop the
 run: the row's ``replaced_at`` moves to now, so it waits a grace period before the next try, and the
-failure is counted by reason (http_5xx, http_4xx, http_other, timeout, connect, unknown). tokenserver
-retried 4xx answers in the same run with a backoff; here the next run is the retry.
+failure is counted by reason (http_5xx, http_4xx, http_other, timeout, connect, address, unknown).
+tokenserver retried 4xx answers in the same run with a backoff; here the next run is the retry.
+
+Every connection goes through the webhooks' SSRF guard (platform_events/webhooks/http.py's guarded
+transport) with the nodes' policy (accounts/nodes/addresses.py): the node's name is resolved when
+connecting, and an address outside public ones and NODE_ALLOWED_NETWORKS is not connected to (counted
+as ``address``), whatever was checked when the node was saved. No proxy from the environment is used,
+and no redirect followed.
 
 The DELETE carries ``Authorization: Bearer <token>``, tokenserver's token claims (uid, node, fxa_uid,
 fxa_kid) signed with Django's signing (HMAC-SHA256) under NODE_SECRET; tokenserver used Hawk and
@@ -46,12 +52,14 @@ from datetime import timedelta
 import httpx
 from django.core import signing
 
+from accounts.nodes import addresses
 from accounts.nodes.errors import InvalidValue, NodeError
 from accounts.nodes.models import Service
 from accounts.nodes.selectors import Record, current_record, old_assignment_records, old_assignments_count, service_id
-from accounts.nodes.services import assignment_delete, assignment_replace, node_url_problem
+from accounts.nodes.services import assignment_delete, assignment_replace, node_url_problem, pattern_problem
 from platform_events.db.locks import advisory_lock
 from platform_events.quantities import quantity
+from platform_events.webhooks.http import GuardedTransport
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +174,9 @@ def _delete_node_data(client: httpx.Client, url: str, token: str) -> None:
     except httpx.TimeoutException as error:
         raise DeleteFailed("timeout", str(error) or "no answer in time") from error
     except httpx.ConnectError as error:
-        raise DeleteFailed("connect", str(error)) from error
+        # The guard's refusal ("refused: ... resolves to a loopback address ...") is no network failure.
+        reason = "address" if str(error).startswith("refused: ") else "connect"
+        raise DeleteFailed(reason, str(error)) from error
     except httpx.HTTPError as error:
         raise DeleteFailed("unknown", str(error)) from error
     # 404: the node holds nothing for it, which is what we want. No redirect is followed: a 3xx is not a deletion.
@@ -178,8 +188,11 @@ def _delete_node_data(client: httpx.Client, url: str, token: str) -> None:
 
 def _endpoint_pattern(service: str) -> str:
     """The service's endpoint pattern, refused (InvalidValue) before the run if a DELETE could not be made
-    from it: it must name the account ({uid}) and use nothing but {node}, {uid} and {service}."""
+    from it: it must start with {node} (the services' pattern_problem: one saved before that rule is
+    refused too), name the account ({uid}) and use nothing but {node}, {uid} and {service}."""
     pattern = Service.objects.filter(service=service).values_list("pattern", flat=True).first() or DEFAULT_PATTERN
+    if problem := pattern_problem(pattern):
+        raise InvalidValue(f"{problem}; the purge did nothing")
     try:
         named = pattern.format(node="n", uid="\x00", service="s")
     except (KeyError, IndexError, ValueError):
@@ -281,6 +294,7 @@ def purge_batches(
             raise PurgeRunning("nodes: another purge_old_records is running; this one did nothing")
         client = stack.enter_context(
             httpx.Client(
+                transport=GuardedTransport(policy=addresses.policy()),
                 timeout=httpx.Timeout(request_timeout),
                 follow_redirects=False,
                 trust_env=False,

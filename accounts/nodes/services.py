@@ -19,6 +19,7 @@ from math import ceil
 from django.conf import settings
 from django.db import connection, transaction
 
+from accounts.nodes.addresses import node_host_problem
 from accounts.nodes.errors import AlreadyAssigned, InvalidClientState, InvalidValue
 from accounts.nodes.models import (
     INT_MAX,
@@ -392,9 +393,10 @@ def service_name_problem(service: str) -> str | None:
 
 
 def node_url_problem(url: str, *, what: str = "node") -> str | None:
-    """``what`` names the URL in the sentence (a node, or the purge's override node)."""
+    """``what`` names the URL in the sentence (a node, or the purge's override node). Its host must be
+    where storage nodes may be (accounts/nodes/addresses.py, NODE_ALLOWED_NETWORKS)."""
     if len(url) <= NODE_URL_MAX and NODE_URL.fullmatch(url) and not url.endswith("/"):
-        return None
+        return node_host_problem(url, what=what)
     return (
         f"nodes: a node is a URL of at most {NODE_URL_MAX} characters: http:// or https://, a host and an"
         f" optional path, no spaces, and without a query, a fragment or a final '/'; {what} {url!r} is not valid"
@@ -402,13 +404,22 @@ def node_url_problem(url: str, *, what: str = "node") -> str | None:
 
 
 def pattern_problem(pattern: str | None) -> str | None:
-    """A service's endpoint pattern; None (no pattern) is allowed."""
-    if pattern is None or ("{node}" in pattern and len(pattern) <= PATTERN_MAX):
+    """A service's endpoint pattern; None (no pattern) is allowed. The node is its origin: the pattern
+    starts with {node} and goes on with a path or a query, so that no pattern sends the purge's
+    requests (and their bearer tokens) anywhere but to the node's own host and port."""
+    if pattern is None:
         return None
-    return (
-        f"nodes: pattern {pattern!r} is not valid: the pattern must hold {{node}}, where the node's URL goes,"
-        f" in at most {PATTERN_MAX} characters"
-    )
+    if "{node}" not in pattern or len(pattern) > PATTERN_MAX:
+        return (
+            f"nodes: pattern {pattern!r} is not valid: the pattern must hold {{node}}, where the node's URL goes,"
+            f" in at most {PATTERN_MAX} characters"
+        )
+    if not pattern.startswith("{node}") or pattern[len("{node}") :][:1] not in ("", "/", "?"):
+        return (
+            f"nodes: pattern {pattern!r} is not valid: it must start with {{node}} and go on with a path ('/')"
+            " or a query ('?'), so that its requests go to the node's own host and port"
+        )
+    return None
 
 
 def node_number_problem(name: str, value: int | None) -> str | None:

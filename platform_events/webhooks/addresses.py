@@ -7,10 +7,15 @@ and the connection (DNS rebinding). ``GuardedBackend`` resolves the name itself 
 connects, refuses a forbidden address and connects to the very address it checked; TLS still
 verifies the certificate against the URL's host name. ``WEBHOOKS_ALLOW_PRIVATE_URLS`` lifts all this
 (and allows plain http) for development and tests.
+
+The storage nodes' purge (accounts/nodes/purge.py) uses the same guard with its own ``AddressPolicy``:
+public addresses, and the networks the operator allows in ``NODE_ALLOWED_NETWORKS`` (docs/nodes.md).
 """
 
 import ipaddress
 import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpcore
@@ -21,6 +26,9 @@ from platform_events.webhooks.deadline import DeadlineStream, bounded
 
 MAX_URL_LENGTH = 2048
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Names that mean this machine, whatever DNS says.
+LOCALHOST_NAMES = {"localhost", "localhost.localdomain"}
+LOOPBACKS = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
 # What lifts the guard, said wherever it refuses: set for one command alone, the listener that
 # delivers would still refuse the endpoint.
 ALLOWED_WITH_SETTING = (
@@ -55,12 +63,21 @@ def check_url(url: str) -> str | None:
         return "The URL must not have a #fragment."
     if port == 0:
         return "The URL's port must be from 1 to 65535."
-    literal = _literal_address(parts.hostname)
-    if literal is not None and (problem := forbidden_address(literal)):
+    if problem := host_problem(parts.hostname, forbidden_address):
         return f"The URL names {problem} ({ALLOWED_WITH_SETTING})."
-    if literal is None and parts.hostname.rstrip(".").lower() in {"localhost", "localhost.localdomain"}:
-        if not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
-            return f"The URL names this machine, localhost ({ALLOWED_WITH_SETTING})."
+    return None
+
+
+def host_problem(
+    host: str, forbidden: Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], str | None]
+) -> str | None:
+    """What a URL's ``host`` names when ``forbidden`` refuses it ("127.0.0.1, a loopback address", "this
+    machine, localhost"), None otherwise. A name other than localhost is checked when it is connected to."""
+    literal = _literal_address(host)
+    if literal is not None:
+        return forbidden(literal)
+    if host.rstrip(".").lower() in LOCALHOST_NAMES and all(forbidden(ip) for ip in LOOPBACKS):
+        return "this machine, localhost"
     return None
 
 
@@ -82,7 +99,18 @@ def forbidden_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | str) -
     address"), None when it is public (or WEBHOOKS_ALLOW_PRIVATE_URLS)."""
     if settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
         return None
+    return address_problem(ip)
+
+
+def address_problem(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address | str,
+    allowed: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network] = (),
+) -> str | None:
+    """What kind of address ``ip`` is when it is neither public nor in one of the ``allowed`` networks
+    ("127.0.0.1, a loopback address"); None when it may be connected to."""
     ip = ipaddress.ip_address(ip)
+    if any(ip in network for network in allowed):
+        return None
     shown = str(ip)
     if isinstance(ip, ipaddress.IPv6Address):
         # An IPv4 address inside an IPv6 one reaches that IPv4 address.
@@ -92,7 +120,7 @@ def forbidden_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | str) -
         if embedded is None and ip.teredo:
             embedded = ip.teredo[1]
         if embedded is not None:
-            if problem := forbidden_address(embedded):
+            if problem := address_problem(embedded, allowed):
                 return f"{shown} ({problem})"
             return None
     for kind, test in (
@@ -110,9 +138,28 @@ def forbidden_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | str) -
     return None
 
 
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Which addresses a guarded connection may reach (``forbidden``: why not, or None), and what its
+    refusal adds after the kind of address ("which WEBHOOKS_ALLOW_PRIVATE_URLS ... would allow")."""
+
+    forbidden: Callable[[str], str | None]
+    refusal: str
+
+
+WEBHOOKS = AddressPolicy(
+    forbidden=forbidden_address,
+    refusal="which WEBHOOKS_ALLOW_PRIVATE_URLS (off in this process) would allow",
+)
+
+
 class GuardedBackend(httpcore.SyncBackend):
-    """Connects only to public addresses: resolves the host, checks each address, connects to the first
-    allowed one (by address, so that a second lookup cannot answer differently)."""
+    """Connects only to the addresses its policy allows (by default the webhooks': public ones): resolves
+    the host, checks each address, connects to the first allowed one (by address, so that a second
+    lookup cannot answer differently)."""
+
+    def __init__(self, policy: AddressPolicy = WEBHOOKS):
+        self.policy = policy
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         try:
@@ -123,14 +170,11 @@ class GuardedBackend(httpcore.SyncBackend):
         last_error = None
         for _family, _, _, _, sockaddr in infos:
             address = sockaddr[0]
-            if problem := forbidden_address(address.split("%")[0]):
+            if problem := self.policy.forbidden(address.split("%")[0]):
                 if _literal_address(host) is None:
                     # A name: what it resolves to inside the network is not the Integrator's to learn.
                     problem = problem.rpartition(", ")[2].rstrip(")")
-                refused = refused or (
-                    f"refused: {host} resolves to {problem}, which WEBHOOKS_ALLOW_PRIVATE_URLS (off in this"
-                    " process) would allow"
-                )
+                refused = refused or f"refused: {host} resolves to {problem}, {self.policy.refusal}"
                 continue
             try:
                 return DeadlineStream(

@@ -22,7 +22,7 @@ import httpcore
 import httpx
 from django.conf import settings
 
-from platform_events.webhooks.addresses import GuardedBackend
+from platform_events.webhooks.addresses import WEBHOOKS, AddressPolicy, GuardedBackend
 from platform_events.webhooks.deadline import attempt_deadline
 
 EXCERPT_CHARS = 2048
@@ -46,7 +46,10 @@ def _ssl_context():
 
 
 class GuardedTransport(httpx.HTTPTransport):
-    def __init__(self, **kwargs):
+    """httpx's transport whose every connection goes through the SSRF guard, with the webhooks' policy
+    unless another is given (the storage nodes' purge gives its own: accounts/nodes/purge.py)."""
+
+    def __init__(self, *, policy: AddressPolicy = WEBHOOKS, **kwargs):
         super().__init__(verify=_ssl_context(), **kwargs)
         limits = kwargs.get("limits", httpx.Limits())
         self._pool = httpcore.ConnectionPool(
@@ -54,7 +57,7 @@ class GuardedTransport(httpx.HTTPTransport):
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=GuardedBackend(),
+            network_backend=GuardedBackend(policy),
         )
 
     def drop_out_of_step_connections(self) -> None:

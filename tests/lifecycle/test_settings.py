@@ -1,5 +1,6 @@
 """Settings come from the environment; a bad value stops start-up with one sentence."""
 
+import ipaddress
 import subprocess
 import sys
 
@@ -57,6 +58,17 @@ PRODUCTION = {
         ("TRUSTED_PROXY_COUNT", "-1", "TRUSTED_PROXY_COUNT must be at least 0, not -1."),
         ("TRUSTED_PROXY_COUNT", "11", "TRUSTED_PROXY_COUNT must be at most 10, not 11."),
         ("TRUSTED_PROXY_COUNT", "one", "TRUSTED_PROXY_COUNT must be a whole number, not 'one'."),
+        (
+            "NODE_ALLOWED_NETWORKS",
+            "10.0.0.0/8, 10.1.2.3/8",
+            "NODE_ALLOWED_NETWORKS must be comma-separated networks such as 10.0.0.0/8 or fd00::/8, not '10.1.2.3/8'"
+            " (did you mean 10.0.0.0/8?).",
+        ),
+        (
+            "NODE_ALLOWED_NETWORKS",
+            "private",
+            "NODE_ALLOWED_NETWORKS must be comma-separated networks such as 10.0.0.0/8 or fd00::/8, not 'private'.",
+        ),
         # The site's root and /admin/ are the staff login: an end user's attempts would lock staff out.
         (
             "SIGN_IN_URL",
@@ -200,6 +212,19 @@ def test_server_side_cursors_can_be_turned_off_for_a_transaction_pooler(value, e
 def test_read_bool(monkeypatch, raw, expected):
     monkeypatch.setenv("SOME_FLAG", raw)
     assert configuration.read_bool("SOME_FLAG", default=True) is expected
+
+
+def test_read_networks(monkeypatch):
+    """Networks and single addresses, comma-separated; unset or empty is none (public addresses only)."""
+    monkeypatch.setenv("NODE_ALLOWED_NETWORKS", " 10.0.0.0/8, fd00::/8 ,192.0.2.7,")
+    assert configuration.read_networks("NODE_ALLOWED_NETWORKS") == tuple(
+        map(ipaddress.ip_network, ["10.0.0.0/8", "fd00::/8", "192.0.2.7/32"])
+    )
+    monkeypatch.setenv("NODE_ALLOWED_NETWORKS", "")
+    assert configuration.read_networks("NODE_ALLOWED_NETWORKS") == ()
+    monkeypatch.delenv("NODE_ALLOWED_NETWORKS")
+    assert configuration.read_networks("NODE_ALLOWED_NETWORKS") == ()
+    assert django_settings.NODE_ALLOWED_NETWORKS == ()  # the tests allow loopback nodes only where they need them
 
 
 def test_read_int_refuses_a_value_below_its_minimum(monkeypatch):

@@ -2,6 +2,7 @@ import pytest
 
 from accounts.nodes import services
 from lifecycle.demo.factories import AccountFactory
+from tests.accounts.nodes.storage_node import LOOPBACK
 
 SERVICE = "sync-1.5"
 # tokenserver's tests' default node.
@@ -20,3 +21,11 @@ def nodes(db):
 def account():
     """A new account's id per call (tokenserver's test addresses)."""
     return lambda: AccountFactory().id
+
+
+@pytest.fixture
+def loopback_nodes(settings):
+    """Storage nodes allowed on loopback, where the tests' nodes listen (tests/accounts/nodes/storage_node.py):
+    NODE_ALLOWED_NETWORKS, which allows public addresses only when unset."""
+    settings.NODE_ALLOWED_NETWORKS = (LOOPBACK,)
+    return settings.NODE_ALLOWED_NETWORKS

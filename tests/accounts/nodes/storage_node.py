@@ -6,9 +6,12 @@ and answers 200, or 500 for the uids in ``failure_uids``, after ``delay`` second
         ...
         node.requests                            # [Request(method, path, claims)]
 
-Two nodes may share one ``requests`` list (tokenserver's tests count the requests to both).
+Two nodes may share one ``requests`` list (tokenserver's tests count the requests to both). The purge
+reaches a node on loopback only where NODE_ALLOWED_NETWORKS holds ``LOOPBACK`` (the nodes' tests'
+``loopback_nodes`` fixture sets it).
 """
 
+import ipaddress
 import re
 import threading
 import time
@@ -18,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from django.core import signing
 
 from accounts.nodes.purge import TOKEN_SALT
+
+LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
 
 
 @dataclass

@@ -47,7 +47,7 @@ def node_secret(settings):
 
 
 @pytest.fixture
-def service_node(node_secret):
+def service_node(node_secret, loopback_nodes):
     with StorageNode(secret=node_secret) as node:
         yield node
 

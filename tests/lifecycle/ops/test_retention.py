@@ -22,7 +22,7 @@ from lifecycle.management.commands.cleanup import Command as Cleanup
 from lifecycle.ops.retention import retention_rules
 from platform_events.db.history import history_rewrite
 from platform_events.db.locks import advisory_lock, lock_key
-from tests.accounts.nodes.storage_node import StorageNode
+from tests.accounts.nodes.storage_node import LOOPBACK, StorageNode
 from tokens.models import Job, JobType, Token
 from tokens.services import token_resend_activation
 
@@ -121,6 +121,7 @@ def test_node_assignments_replaced_past_the_grace_period_are_purged_after_their_
     """The rule purges as purge_old_records does: a row replaced over NODE_PURGE_GRACE_SECONDS ago (a week)
     goes after its node answered the signed DELETE; one replaced less long ago, and the live ones, stay."""
     settings.NODE_SECRET = "SECRET"
+    settings.NODE_ALLOWED_NETWORKS = (LOOPBACK,)  # where the test's node listens
     long_ago = timezone.now() - timedelta(days=10)
     with StorageNode(secret="SECRET") as node:
         nodes.service_add(service="sync-1.5", pattern="{node}/1.5/{uid}")

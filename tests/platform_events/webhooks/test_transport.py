@@ -16,7 +16,7 @@ from standardwebhooks.webhooks import Webhook
 
 from lifecycle.configuration import read_key_ring, read_seconds_list
 from platform_events.webhooks import http
-from platform_events.webhooks.addresses import check_url, forbidden_address
+from platform_events.webhooks.addresses import AddressPolicy, address_problem, check_url, forbidden_address
 from platform_events.webhooks.secrets import SecretKeyError, decrypt_secret, encrypt_secret, new_signing_secret
 from platform_events.webhooks.signing import signature_headers
 from tests.webhook_receiver import WebhookReceiver
@@ -129,6 +129,34 @@ def test_forbidden_addresses_include_ipv4_inside_ipv6(settings):
     for address in ("127.0.0.1", "::1", "169.254.169.254", "fd00::1", "64:ff9b::7f00:1", "2002:7f00:1::", "0.0.0.0"):
         assert forbidden_address(address), address
     assert forbidden_address(ipaddress.ip_address("93.184.215.14")) is None
+
+
+def test_address_problem_allows_the_networks_given_and_nothing_else():
+    """The guard without the webhooks' setting, for a caller that allows networks besides public addresses
+    (the storage nodes': accounts/nodes/addresses.py)."""
+    private = [ipaddress.ip_network("10.0.0.0/8")]
+    assert address_problem("10.1.2.3") == "10.1.2.3, a private address"
+    assert address_problem("10.1.2.3", private) is None
+    assert address_problem("::ffff:10.1.2.3", private) is None  # the same address, inside an IPv6 one
+    assert address_problem("169.254.169.254", private) == "169.254.169.254, a link-local (or cloud metadata) address"
+    assert address_problem("127.0.0.1", private) == "127.0.0.1, a loopback address"
+    assert address_problem("93.184.215.14") is None
+
+
+def test_a_guarded_transport_connects_where_its_policy_allows(settings):
+    """Another caller's policy, not the webhooks' setting, decides: WEBHOOKS_ALLOW_PRIVATE_URLS on changes
+    nothing for it. Its refusal says what it adds."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    loopback = [ipaddress.ip_network("127.0.0.0/8")]
+    public_only = AddressPolicy(forbidden=address_problem, refusal="which no setting allows")
+    with_loopback = AddressPolicy(forbidden=lambda ip: address_problem(ip, loopback), refusal="never said")
+    with WebhookReceiver() as receiver:
+        with http.GuardedTransport(policy=public_only) as transport:
+            refused = http.post(transport, receiver.url, body=b"{}", headers={})
+        with http.GuardedTransport(policy=with_loopback) as transport:
+            reached = http.post(transport, receiver.url, body=b"{}", headers={})
+    assert refused.excerpt == "refused: 127.0.0.1 resolves to 127.0.0.1, a loopback address, which no setting allows"
+    assert (reached.outcome, len(receiver.received)) == ("delivered", 1)
 
 
 def test_dns_rebinding_cannot_reach_loopback(settings, monkeypatch):
