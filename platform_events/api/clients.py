@@ -86,6 +86,8 @@ def api_client_scopes_problem(scopes: list[str]) -> str | None:
         return f"api: unknown scope(s) {', '.join(unknown)}; the scopes are {', '.join(ApiScope.values)}"
     if not scopes:
         return f"api: give a client at least one scope ({', '.join(ApiScope.values)})"
+    if ApiScope.SESSIONS_CLIENT_ADDRESS in scopes and ApiScope.SESSIONS not in scopes:
+        return f"api: the scope {ApiScope.SESSIONS_CLIENT_ADDRESS} goes with {ApiScope.SESSIONS}, which checks the password"
     return None
 
 
