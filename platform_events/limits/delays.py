@@ -33,7 +33,7 @@ FIRST_DELAY_SECONDS = 1
 class Delay:
     """``free`` failures per fixed ``window`` with no wait, then doubling holds up to ``longest``."""
 
-    name: str  # e.g. "api-session-per-name"; part of the buckets
+    name: str  # e.g. "api-session-name"; part of the buckets
     free: int
     window: timedelta
     longest: timedelta
