@@ -319,6 +319,8 @@ API_SESSION_LONGEST_DELAY_SECONDS = read_int("API_SESSION_LONGEST_DELAY_SECONDS"
 # per address whatever the names, and per client.
 API_SESSION_FAILURES_PER_NAME_AND_ADDRESS = read_int("API_SESSION_FAILURES_PER_NAME_AND_ADDRESS", default=10, minimum=1)
 API_SESSION_FAILURES_PER_ADDRESS = read_int("API_SESSION_FAILURES_PER_ADDRESS", default=100, minimum=1)
+# Per name an hour, from addresses let through its delays because they had not failed on it.
+API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME = read_int("API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME", default=10, minimum=1)
 API_SESSION_FAILURES_PER_CLIENT = read_int("API_SESSION_FAILURES_PER_CLIENT", default=1000, minimum=1)
 
 # Node assignment (docs/nodes.md): the share of a full node's capacity released at once

@@ -39,7 +39,7 @@ from lifecycle.api.schemas import (
     SessionOut,
     Text,
 )
-from lifecycle.api.session_limits import session_check_allowed, session_check_failed
+from lifecycle.api.session_limits import SessionCheck
 from platform_events.api.idempotency import KEY_PATTERN, Outcome, idempotency_key, request_fingerprint, run_once
 from platform_events.api.models import ApiScope
 from platform_events.api.problems import Problem
@@ -252,16 +252,13 @@ def check_password(request, body: SessionIn):
             f"client_address needs the scope {ApiScope.SESSIONS_CLIENT_ADDRESS}; this client has"
             f" {', '.join(request.auth.scopes)}",
         )
-    who = {
-        "client_id": request.auth.pk,
-        "identifier": body.identifier,
-        "address": None if body.client_address is None else address_key(body.client_address),
-    }
+    address = None if body.client_address is None else address_key(body.client_address)
+    limits = SessionCheck(client_id=request.auth.pk, identifier=body.identifier, address=address)
     try:
-        session_check_allowed(**who)
+        limits.refuse_if_limited()
         account, right = account_password_verify(identifier=body.identifier, password=body.password)
         if not right:
-            session_check_failed(**who)
+            limits.count_failure()
     except LimitExceeded as refusal:
         raise Problem(
             "rate-limited",

@@ -82,15 +82,25 @@ ON CONFLICT (bucket, window_start) DO UPDATE SET window_end = greatest(rate_limi
 """
 
 
-def delay_pending(delay: Delay, key: str) -> None:
-    """Raise ``LimitExceeded`` (``retry_after``: the seconds left) while a hold on ``key`` runs; count
-    nothing. Ask it before the attempt, so that a held try costs no work."""
+def delay_remaining(delay: Delay, key: str) -> int:
+    """Whole seconds until the hold on ``key`` ends; 0 when none runs. Counts nothing."""
     with connection.cursor() as cursor:
         cursor.execute(HELD_UNTIL, [_held_bucket(delay, key)])
         held = cursor.fetchone()
-    if held is not None:
-        REFUSALS.labels(limit=delay.name).inc()
-        raise LimitExceeded(limit=delay, retry_after=held[0])
+    return 0 if held is None else held[0]
+
+
+def delay_refusal(delay: Delay, retry_after: int) -> LimitExceeded:
+    """The refusal of a try while a hold runs (counted in the refusals' metric), to raise."""
+    REFUSALS.labels(limit=delay.name).inc()
+    return LimitExceeded(limit=delay, retry_after=retry_after)
+
+
+def delay_pending(delay: Delay, key: str) -> None:
+    """Raise ``LimitExceeded`` (``retry_after``: the seconds left) while a hold on ``key`` runs; count
+    nothing. Ask it before the attempt, so that a held try costs no work."""
+    if retry_after := delay_remaining(delay, key):
+        raise delay_refusal(delay, retry_after)
 
 
 def delay_failed(delay: Delay, key: str) -> int:

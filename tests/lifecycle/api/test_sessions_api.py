@@ -237,6 +237,21 @@ def test_a_stranger_from_many_addresses_holds_only_the_addresses_that_failed(gat
     assert with_address(gateway, "ada", PASSWORD, "203.0.113.9").status_code == 200
 
 
+def test_past_the_new_addresses_failures_the_delays_hold_every_address(gateway, ada, settings):
+    """Many addresses failing on a name (a botnet, or a client passing on addresses a guesser chose)
+    each get through its delays once, until API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME in the hour;
+    then the delays hold every address, the person's too, for at most the longest delay."""
+    settings.API_SESSION_FAILURES_PER_NAME = 1
+    settings.API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME = 3
+    settings.API_SESSION_LONGEST_DELAY_SECONDS = 60
+    answers = [with_address(gateway, "ada", "guess", f"198.51.100.{n}").status_code for n in range(8)]
+
+    # The first is free and the second holds the name; three new addresses come through; then none.
+    assert answers == [403, 403, 403, 403, 403, 429, 429, 429]
+    held = with_address(gateway, "ada", PASSWORD, "203.0.113.9")
+    assert held.status_code == 429 and 1 <= int(held["Retry-After"]) <= 60
+
+
 def test_an_ipv6_64_is_one_address(gateway, ada, settings):
     """Addresses of one IPv6 /64 share one count: a host cannot take fresh addresses for fresh tries."""
     settings.API_SESSION_FAILURES_PER_NAME_AND_ADDRESS = 3
