@@ -111,7 +111,8 @@ class SessionIn(Body):
         description="Optional, from a client with the scope sessions:client-address (any other is refused"
         " with 403 insufficient-scope): the IP address the person signs in from, as the calling service saw"
         " it. Failures are then also counted per name and address (an IPv6 /64 as one address), and an"
-        " address that has not failed on a name is not held by that name's delays.",
+        " address that has not failed on a name gets through that name's delays (up to a number of such"
+        " failures an hour).",
         examples=["203.0.113.7", "2001:db8::7"],
     )
 
