@@ -312,8 +312,16 @@ API_REQUESTS_PER_MINUTE = read_int("API_REQUESTS_PER_MINUTE", default=600, minim
 API_MAX_BODY_BYTES = read_int("API_MAX_BODY_BYTES", default=16_384, minimum=1024)
 API_IDEMPOTENCY_HOURS = read_int("API_IDEMPOTENCY_HOURS", default=24, minimum=1)
 API_IDEMPOTENCY_LEASE_SECONDS = read_int("API_IDEMPOTENCY_LEASE_SECONDS", default=60, minimum=1)
-# Failed password checks (POST /api/v1/sessions) per hour: per login or address as typed, and per client.
-API_SESSION_FAILURES_PER_NAME = read_int("API_SESSION_FAILURES_PER_NAME", default=10, minimum=1)
+# Failed password checks (POST /api/v1/sessions; lifecycle/api/session_limits.py). Per login or
+# address as typed: this many a day with no wait, then delays doubling from 1 s up to the longest.
+API_SESSION_FAILURES_PER_NAME = read_int("API_SESSION_FAILURES_PER_NAME", default=10, minimum=0)
+API_SESSION_LONGEST_DELAY_SECONDS = read_int("API_SESSION_LONGEST_DELAY_SECONDS", default=300, minimum=1, maximum=3600)
+# Per hour, refused for the rest of it: per name and the person's address (when the client gives it),
+# per address whatever the names, and per client.
+API_SESSION_FAILURES_PER_NAME_AND_ADDRESS = read_int("API_SESSION_FAILURES_PER_NAME_AND_ADDRESS", default=10, minimum=1)
+API_SESSION_FAILURES_PER_ADDRESS = read_int("API_SESSION_FAILURES_PER_ADDRESS", default=100, minimum=1)
+# Per name an hour, from addresses let through its delays because they had not failed on it.
+API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME = read_int("API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME", default=10, minimum=1)
 API_SESSION_FAILURES_PER_CLIENT = read_int("API_SESSION_FAILURES_PER_CLIENT", default=1000, minimum=1)
 
 # Node assignment (docs/nodes.md): the share of a full node's capacity released at once

@@ -48,9 +48,15 @@ def client_key(request) -> str | None:
     address = client_ip(request)
     if address is None:
         return None
+    return address_key(address)
+
+
+def address_key(address: str) -> str:
+    """``address`` as one client (``client_key``'s rule): an IPv4 address, or the first address of an
+    IPv6 /64; text that is not an address (REMOTE_ADDR as a server put it) as it is."""
     try:
         parsed = ipaddress.ip_address(address)
-    except ValueError:  # REMOTE_ADDR as a server put it, not an address: counted as it is
+    except ValueError:
         return address
     if parsed.version == 6:
         if parsed.ipv4_mapped is not None:

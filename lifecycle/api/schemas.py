@@ -1,6 +1,7 @@
 """The client API's request and response bodies (pydantic, through django-ninja): what the OpenAPI
 schema at /api/v1/openapi.json says, and what every request is checked against before a service runs."""
 
+import ipaddress
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -27,6 +28,23 @@ def _storable(text: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_storable)]
+
+# The longest an IP address is written: eight groups of four hex digits, the last two as IPv4 (45).
+LONGEST_ADDRESS = len("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255")
+
+
+def _ip_address(text: str) -> str:
+    """An IPv4 or IPv6 address, as Python writes it ("2001:db8::7"); no IPv6 zone ("%eth0"), which
+    names an interface of the caller's host, not a client."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        raise ValueError("must be an IPv4 or IPv6 address") from None
+    if getattr(address, "scope_id", None):
+        raise ValueError("must be an IP address without a zone (%...)")
+    return str(address)
+
+
 # accounts.models.AccountStatus (a test holds the two together).
 Status = Literal["provisioned", "active", "suspended"]
 
@@ -87,6 +105,16 @@ class SessionIn(Body):
         description="The login or the e-mail address.",
     )
     password: Text = Field(min_length=1, max_length=4096)
+    client_address: Annotated[str, AfterValidator(_ip_address)] | None = Field(
+        default=None,
+        max_length=LONGEST_ADDRESS,
+        description="Optional, from a client with the scope sessions:client-address (any other is refused"
+        " with 403 insufficient-scope): the IP address the person signs in from, as the calling service saw"
+        " it. Failures are then also counted per name and address (an IPv6 /64 as one address), and an"
+        " address that has not failed on a name gets through that name's delays (up to a number of such"
+        " failures an hour).",
+        examples=["203.0.113.7", "2001:db8::7"],
+    )
 
 
 # What accounts/sql/0014_nodes.sql holds: a service's name (the rule the services check, anchored for

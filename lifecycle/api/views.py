@@ -39,11 +39,13 @@ from lifecycle.api.schemas import (
     SessionOut,
     Text,
 )
+from lifecycle.api.session_limits import SessionCheck
 from platform_events.api.idempotency import KEY_PATTERN, Outcome, idempotency_key, request_fingerprint, run_once
 from platform_events.api.models import ApiScope
 from platform_events.api.problems import Problem
 from platform_events.audit.context import audit_context
-from platform_events.limits.counters import Limit, LimitExceeded, limits_hit, limits_reached
+from platform_events.client_ip import address_key
+from platform_events.limits.counters import LimitExceeded
 from tokens.services import token_resend_activation, token_send_password_recovery
 
 router = Router(tags=["accounts"])
@@ -235,30 +237,28 @@ def send_recovery(request, account_id: AccountId):
     return _mail(request, account_id, token_send_password_recovery)
 
 
-def _failure_limits(client_id: int, identifier: str) -> list[tuple[Limit, str]]:
-    """Failures are counted per name as typed (any case), whoever it names, and per client. Not per
-    account: were a login and its address one count, ten failures on one and a 429 on the other
-    would tell that both exist and belong together, where a name nobody has would answer 401. So a
-    person's two names give a guesser twice the tries, as on the public pages."""
-    hour = timedelta(hours=1)
-    per_name = Limit(name="api-session-per-name", max_hits=settings.API_SESSION_FAILURES_PER_NAME, window=hour)
-    per_client = Limit(name="api-session-per-client", max_hits=settings.API_SESSION_FAILURES_PER_CLIENT, window=hour)
-    return [(per_name, identifier), (per_client, f"api-client:{client_id}")]
-
-
 @router.post(
     "/sessions", auth=SESSIONS, response={200: SessionOut, **problems()}, tags=["sessions"], summary="Check a password"
 )
 def check_password(request, body: SessionIn):
     """The account a login or e-mail and password sign in to: its id and status (the caller decides
     what a suspended account may do). A wrong password and a name nobody has get the same answer,
-    after the same work. Failures are limited per name as typed and per client (429 with Retry-After)."""
-    account, right = account_password_verify(identifier=body.identifier, password=body.password)
-    limits = _failure_limits(request.auth.pk, body.identifier)
+    after the same work. Failures are limited per name as typed (growing delays), per name and
+    ``client_address`` when the client may give it, and per client: a refusal (429 with Retry-After)
+    comes before the password is hashed."""
+    if body.client_address is not None and ApiScope.SESSIONS_CLIENT_ADDRESS not in request.auth.scopes:
+        raise Problem(
+            "insufficient-scope",
+            f"client_address needs the scope {ApiScope.SESSIONS_CLIENT_ADDRESS}; this client has"
+            f" {', '.join(request.auth.scopes)}",
+        )
+    address = None if body.client_address is None else address_key(body.client_address)
+    limits = SessionCheck(client_id=request.auth.pk, identifier=body.identifier, address=address)
     try:
-        limits_reached(limits)
+        limits.refuse_if_limited()
+        account, right = account_password_verify(identifier=body.identifier, password=body.password)
         if not right:
-            limits_hit(limits)
+            limits.count_failure()
     except LimitExceeded as refusal:
         raise Problem(
             "rate-limited",

@@ -39,7 +39,7 @@ class ApiClientError(Refused):
 
 # What each scope lets a client do, as the back-office's permissions: whoever gives a client a scope
 # must hold them all, so that nobody mints a key with powers they lack. None: superusers only
-# (checking an end user's password is something no staff role does).
+# (checking an end user's password is something no staff role does; a scope not listed is too).
 SCOPE_POWERS: dict[str, tuple[str, ...] | None] = {
     ApiScope.ACCOUNTS_READ: ("accounts.view_account",),
     ApiScope.ACCOUNTS_WRITE: (
@@ -50,6 +50,7 @@ SCOPE_POWERS: dict[str, tuple[str, ...] | None] = {
         "accounts.send_password_recovery",
     ),
     ApiScope.SESSIONS: None,
+    ApiScope.SESSIONS_CLIENT_ADDRESS: None,
 }
 
 
@@ -108,6 +109,8 @@ def api_client_scopes_problem(scopes: list[str]) -> str | None:
         return f"api: unknown scope(s) {', '.join(unknown)}; the scopes are {', '.join(ApiScope.values)}"
     if not scopes:
         return f"api: give a client at least one scope ({', '.join(ApiScope.values)})"
+    if ApiScope.SESSIONS_CLIENT_ADDRESS in scopes and ApiScope.SESSIONS not in scopes:
+        return f"api: the scope {ApiScope.SESSIONS_CLIENT_ADDRESS} goes with {ApiScope.SESSIONS}, which checks the password"
     return None
 
 
@@ -119,7 +122,7 @@ def scopes_beyond_actor(scopes, actor) -> str | None:
     for scope in ApiScope:  # in the scopes' own order, so the sentence names the first
         if scope not in scopes:
             continue
-        powers = SCOPE_POWERS[scope]
+        powers = SCOPE_POWERS.get(scope)
         if powers is None:
             return f"api: only a superuser may give a client the scope {scope}"
         if not actor.has_perms(powers):

@@ -11,6 +11,11 @@ class ApiScope(models.TextChoices):
     ACCOUNTS_READ = "accounts:read", "accounts:read (read and look up accounts)"
     ACCOUNTS_WRITE = "accounts:write", "accounts:write (provision, suspend, unsuspend, send e-mails)"
     SESSIONS = "sessions", "sessions (check a password for sign-in)"
+    # Trusted to say whose address a password check comes from (it counts failures per name and address).
+    SESSIONS_CLIENT_ADDRESS = (
+        "sessions:client-address",
+        "sessions:client-address (with sessions: say the signing-in person's IP address)",
+    )
 
 
 class ApiClient(models.Model):

@@ -77,18 +77,22 @@ class Limit:
     def seconds(self) -> int:
         return self.window // SECOND
 
+    @property
+    def rule(self) -> str:
+        return f"{self.max_hits} per {self.window}"
+
 
 class LimitExceeded(Refused):
-    """A hit over a limit (it is counted all the same). ``limit``: the first of the caller's pairs
-    that is over; ``retry_after``: whole seconds until every limit over has a new window."""
+    """A hit over a limit (it is counted all the same), or a try while a delay holds its key
+    (platform_events/limits/delays.py). ``limit``: the first of the caller's pairs that is over;
+    ``retry_after``: whole seconds until every limit over has a new window."""
 
     code = "rate-limited"
     status = 429
 
-    def __init__(self, *, limit: Limit, retry_after: int):
+    def __init__(self, *, limit, retry_after: int):
         super().__init__(
-            f"limits: over {limit.name} ({limit.max_hits} per {limit.window}); retry after {retry_after} s",
-            retry_after=retry_after,
+            f"limits: over {limit.name} ({limit.rule}); retry after {retry_after} s", retry_after=retry_after
         )
         self.limit = limit
 
@@ -129,6 +133,15 @@ def limits_reached(hits: Iterable[tuple[Limit, str]]) -> None:
     window; count nothing. For limits on failures: ask before the attempt, ``limits_hit`` after a
     failed one, so that successes cost nothing and a spent limit refuses even a right answer."""
     _over(hits, READ_HITS, lambda count, limit: count >= limit.max_hits)
+
+
+def hits_counted(limit: Limit, key: str) -> int:
+    """How many hits ``key`` has under ``limit`` in its current window; counts nothing."""
+    bucket = bucket_for(limit=limit, key=key)
+    with connection.cursor() as cursor:
+        cursor.execute(READ_HITS, [[bucket], [limit.seconds]])
+        row = cursor.fetchone()
+    return row[1] if row else 0
 
 
 def _over(hits: Iterable[tuple[Limit, str]], statement: str, over) -> None:

@@ -4,7 +4,7 @@ audit trail."""
 import pytest
 from django.test import RequestFactory
 
-from platform_events.client_ip import client_ip, client_key
+from platform_events.client_ip import address_key, client_ip, client_key
 
 PROXY = "10.0.0.2"
 
@@ -46,6 +46,7 @@ def test_the_client_is_the_entry_the_outermost_trusted_proxy_appended(settings, 
 def test_the_limits_and_the_lock_out_count_an_ipv6_client_by_its_slash_64(address, key):
     assert client_key(request(remote=address)) == key
     assert client_ip(request(remote=address)) == address  # the audit trail keeps the whole address
+    assert address_key(address) == key  # the same rule for an address a service passes on (POST /sessions)
 
 
 def test_no_address_is_no_key():

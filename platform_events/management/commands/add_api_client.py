@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from platform_events.api.clients import ApiClientError, api_client_create
+from platform_events.api.models import ApiScope
 
 
 class Command(BaseCommand):
@@ -11,7 +12,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="who calls the API with this key (a partner or a service)")
-        parser.add_argument("--scopes", required=True, help="comma-separated: accounts:read,accounts:write,sessions")
+        parser.add_argument("--scopes", required=True, help=f"comma-separated, of: {','.join(ApiScope.values)}")
 
     def handle(self, *args, name, scopes, **options):
         try:

@@ -33,6 +33,7 @@ class TestRefusals:
             ("bad/name", ["sessions"], "name"),
             ("billing", [], "scopes"),
             ("billing", ["sessions", "admin"], "scopes"),
+            ("billing", ["accounts:read", "sessions:client-address"], "scopes"),
         ],
     )
     def test_a_refused_client_names_the_field_and_nothing_is_written(self, name, scopes, field):
@@ -69,6 +70,21 @@ class TestScopes:
             {"scopes": ["sessions"]},
             {"scopes": ["accounts:read", "accounts:write"]},
         )
+
+    def test_the_address_scope_goes_with_sessions_in_the_service_and_the_database(self, staff, refused):
+        """sessions:client-address only adds to sessions: without it, the service refuses it with a
+        sentence, and the database refuses it from any client."""
+        client, _ = api_client_create(name="gateway", scopes=["sessions", "sessions:client-address"], actor=None)
+        with pytest.raises(ApiClientError, match="goes with sessions") as refusal:
+            api_client_change_scopes(client=client, scopes=["sessions:client-address"], actor=staff)
+        assert refusal.value.field == "scopes"
+        refused(
+            "UPDATE api_clients SET scopes = '{sessions:client-address}' WHERE id = %s",
+            [client.pk],
+            match="ck_api_clients_scopes",
+        )
+        client.refresh_from_db()
+        assert client.scopes == ["sessions", "sessions:client-address"]
 
     def test_the_same_scopes_in_another_order_change_nothing(self, staff):
         client, _ = api_client_create(name="billing", scopes=["sessions", "accounts:read"], actor=None)

@@ -1,0 +1,103 @@
+"""The limits on failed password checks (POST /api/v1/sessions), all asked before the password is
+hashed, so that a refused check costs no hash (docs/api.md, "Password check").
+
+- Per name as typed (any case), whoever it names: after ``API_SESSION_FAILURES_PER_NAME`` failures
+  in a day, growing delays (1 s, 2 s, 4 s ... at most ``API_SESSION_LONGEST_DELAY_SECONDS``), never
+  a lock: a stranger can keep a name waiting only by failing again, once per delay.
+- With the person's address (``client_address``, from a client with the scope
+  sessions:client-address; an IPv6 /64 counts as one address): per name and address, refused for
+  the rest of the hour after ``API_SESSION_FAILURES_PER_NAME_AND_ADDRESS``, as the admin's lock-out
+  counts staff sign-ins; per address, whatever the names, after ``API_SESSION_FAILURES_PER_ADDRESS``.
+  An address that has not failed on a name this hour is let through that name's delays, so that a
+  stranger failing from elsewhere does not keep the person waiting; but only
+  ``API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME`` failures an hour come that way: past them (many
+  addresses, or a client passing on addresses a guesser chose), the delays hold every address.
+- Per client, whatever the names: ``API_SESSION_FAILURES_PER_CLIENT`` an hour.
+
+Not per account: were a login and its address one count, a refusal on one after failures on the
+other would tell that both exist and belong together, where a name nobody has answers 403. So a
+person's two names give a guesser twice the tries, as on the public pages.
+"""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+
+from platform_events.limits.counters import Limit, hits_counted, limits_hit, limits_reached
+from platform_events.limits.delays import Delay, delay_failed, delay_refusal, delay_remaining
+
+HOUR = timedelta(hours=1)
+
+
+def per_name() -> Delay:
+    return Delay(
+        name="api-session-name",
+        free=settings.API_SESSION_FAILURES_PER_NAME,
+        window=timedelta(days=1),
+        longest=timedelta(seconds=settings.API_SESSION_LONGEST_DELAY_SECONDS),
+    )
+
+
+@dataclass
+class SessionCheck:
+    """One password check: ``identifier`` as typed, by client ``client_id``, from ``address`` (an
+    address key, ``platform_events.client_ip.address_key``; None when the client gave none)."""
+
+    client_id: int
+    identifier: str
+    address: str | None
+    # Let through the name's delays as an address that had not failed on it: its failure counts so.
+    through_delay: bool = False
+
+    def refuse_if_limited(self) -> None:
+        """Raise ``LimitExceeded`` when this check is refused now; count nothing."""
+        limits_reached(self._limits())
+        delay = per_name()
+        held = delay_remaining(delay, self.identifier)
+        if not held:
+            return
+        # The name's delays hold every check that gives no address, the addresses that failed on it,
+        # and every address once the new addresses' failures are spent.
+        if self.address is None or hits_counted(*self._per_name_and_address()) or self._new_addresses_spent():
+            raise delay_refusal(delay, held)
+        self.through_delay = True
+
+    def count_failure(self) -> None:
+        """Count a failed check against every limit and the name's delay; ``LimitExceeded`` when a
+        limit was spent meanwhile (a check that raced another)."""
+        delay_failed(per_name(), self.identifier)
+        limits_hit(self._limits() + ([self._new_addresses()] if self.through_delay else []))
+
+    def _new_addresses_spent(self) -> bool:
+        limit, key = self._new_addresses()
+        return hits_counted(limit, key) >= limit.max_hits
+
+    def _per_name_and_address(self) -> tuple[Limit, str]:
+        limit = Limit(
+            name="api-session-per-name-and-address",
+            max_hits=settings.API_SESSION_FAILURES_PER_NAME_AND_ADDRESS,
+            window=HOUR,
+        )
+        # A login or an e-mail address holds no space (SessionIn's pattern): the pair reads back one way only.
+        return limit, f"{self.address} {self.identifier}"
+
+    def _new_addresses(self) -> tuple[Limit, str]:
+        limit = Limit(
+            name="api-session-name-new-addresses",
+            max_hits=settings.API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME,
+            window=HOUR,
+        )
+        return limit, self.identifier
+
+    def _limits(self) -> list[tuple[Limit, str]]:
+        per_client = Limit(
+            name="api-session-per-client", max_hits=settings.API_SESSION_FAILURES_PER_CLIENT, window=HOUR
+        )
+        limits = [(per_client, f"api-client:{self.client_id}")]
+        if self.address is None:
+            return limits
+        per_address = Limit(
+            name="api-session-per-address", max_hits=settings.API_SESSION_FAILURES_PER_ADDRESS, window=HOUR
+        )
+        return [self._per_name_and_address(), (per_address, self.address), *limits]
