@@ -1,0 +1,14 @@
+from django.db import migrations
+
+from platform_events.db.sql_files import run_sql_file
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("platform_events", "0015_delivery_rules_when"),
+        ("auth", "0012_alter_user_first_name_max_length"),
+    ]
+
+    operations = [
+        run_sql_file(__file__, "0017_staff_trail"),
+    ]

@@ -1,0 +1,15 @@
+DROP TRIGGER after_group_audit ON auth_group;
+DROP FUNCTION trg_after_group_audit();
+DROP TRIGGER after_group_permission_audit ON auth_group_permissions;
+DROP FUNCTION trg_after_group_permission_audit();
+DROP TRIGGER after_staff_user_permission_audit ON auth_user_user_permissions;
+DROP FUNCTION trg_after_staff_user_permission_audit();
+DROP TRIGGER after_staff_user_group_audit ON auth_user_groups;
+DROP FUNCTION trg_after_staff_user_group_audit();
+DROP FUNCTION staff_audit_username(integer);
+DROP FUNCTION staff_audit_permission_name(integer);
+DROP FUNCTION staff_audit_group_name(integer);
+DROP TRIGGER after_staff_user_update_audit ON auth_user;
+DROP TRIGGER after_staff_user_insert_delete_audit ON auth_user;
+DROP FUNCTION trg_after_staff_user_audit();
+DROP FUNCTION staff_user_audit_fields(auth_user);
