@@ -1,0 +1,81 @@
+"""The rows about staff logins, groups and permissions as people read them: "made superuser", "added to
+group Auditor", "permission accounts.change_account granted to group Support".
+
+platform_events/sql/0017_staff_trail.sql writes them: a staff_user row carries the login's username, a
+group row the group's name, a permission is named as has_perm() reads it (app label and codename).
+"""
+
+from platform_events.audit.models import AuditAction, ResourceType
+
+UNKNOWN = "?"  # a field a row does not hold (a row is written by the triggers only)
+# A flag of the login: what setting it says, what clearing it says.
+FLAGS = {
+    "is_superuser": ("made superuser", "no longer superuser"),
+    "is_staff": ("made staff", "no longer staff"),
+    "is_active": ("reactivated", "deactivated: cannot sign in"),
+}
+
+
+def privilege_change(event) -> str | None:
+    """The row as one sentence, or None for a row about something else."""
+    before, after = event.diff_before or {}, event.diff_after or {}
+    either = {**before, **after}
+    permission, group = either.get("permission", UNKNOWN), either.get("group", UNKNOWN)
+    match event.action:
+        case AuditAction.STAFF_USER_CREATED:
+            return f"created{_standing(after)}"
+        case AuditAction.STAFF_USER_CHANGED:
+            return ", ".join(_changes(before, after)) or "changed"
+        case AuditAction.STAFF_USER_PASSWORD_CHANGED:
+            return "password changed"
+        case AuditAction.STAFF_USER_PASSWORD_REMOVED:
+            return "password removed: no password signs in"
+        case AuditAction.STAFF_USER_DELETED:
+            return f"deleted{_standing(before)}"
+        case AuditAction.STAFF_USER_GROUP_ADDED:
+            return f"added to group {group}"
+        case AuditAction.STAFF_USER_GROUP_REMOVED:
+            return f"removed from group {group}"
+        case AuditAction.STAFF_USER_PERMISSION_GRANTED:
+            return f"permission {permission} granted"
+        case AuditAction.STAFF_USER_PERMISSION_REVOKED:
+            return f"permission {permission} revoked"
+        case AuditAction.GROUP_PERMISSION_GRANTED:
+            return f"permission {permission} granted to group {group}"
+        case AuditAction.GROUP_PERMISSION_REVOKED:
+            return f"permission {permission} revoked from group {group}"
+        case AuditAction.GROUP_CREATED:
+            return "created"
+        case AuditAction.GROUP_RENAMED:
+            return f"renamed from {before.get('group', UNKNOWN)} to {after.get('group', UNKNOWN)}"
+        case AuditAction.GROUP_DELETED:
+            return "deleted"
+    return None
+
+
+def privilege_subject(event) -> str | None:
+    """The login's username or the group's name the row is about, or None for a row about something else."""
+    before, after = event.diff_before or {}, event.diff_after or {}
+    if event.resource_type == ResourceType.STAFF_USER:
+        return after.get("username") or before.get("username")
+    if event.resource_type == ResourceType.GROUP:
+        return after.get("group") or before.get("group")
+    return None
+
+
+def _changes(before: dict, after: dict) -> list[str]:
+    changes = []
+    if "username" in before:
+        changes.append(f"renamed from {before['username']} to {after.get('username', UNKNOWN)}")
+    for key, (set_, cleared) in FLAGS.items():
+        if key in before and key in after:
+            changes.append(set_ if after[key] else cleared)
+    return changes
+
+
+def _standing(fields: dict) -> str:
+    """ " (staff, superuser)", " (staff, inactive)", or nothing for a login that holds none of it."""
+    held = [name for key, name in (("is_staff", "staff"), ("is_superuser", "superuser")) if fields.get(key)]
+    if fields.get("is_active") is False:
+        held.append("inactive")
+    return f" ({', '.join(held)})" if held else ""
