@@ -31,7 +31,7 @@ from accounts.selectors import account_trail
 from lifecycle.audit_trail import export as audit_export
 from lifecycle.audit_trail.diffs import diff_lines
 from lifecycle.audit_trail.export import ExportTooLarge, audit_trail_export
-from lifecycle.audit_trail.privileges import privilege_change, privilege_subject
+from lifecycle.audit_trail.privileges import PRIVILEGE_KINDS, privilege_change, privilege_label, privilege_subject
 from lifecycle.audit_trail.selectors import account_names, accounts_named, accounts_trail, with_accounts
 from platform_events.admin_kit.display import when
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
@@ -97,6 +97,10 @@ class AuditTrailChangeList(ChangeList):
             widened = self.get_query_string({"account": resource_id}, remove=["resource_type", "resource_id"])
             narrowing["links"].insert(0, ("with its tokens' rows", widened))
             narrowings.append(narrowing)
+        elif resource_type in PRIVILEGE_KINDS and resource_id and _is_id(resource_id):
+            # ?resource_type=staff_user&resource_id=3: the login or group by its name, as its rows name it.
+            label = privilege_label(resource_type, int(resource_id))
+            narrowings.append(self._narrowing(label, ["resource_type", "resource_id"]))
         elif resource_type or resource_id:
             what = " ".join(part for part in (resource_type, resource_id) if part)
             narrowings.append(self._narrowing(what, ["resource_type", "resource_id"]))

@@ -5,8 +5,15 @@ platform_events/sql/0017_staff_trail.sql writes them: a staff_user row carries t
 group row the group's name, a permission is named as has_perm() reads it (app label and codename).
 """
 
-from platform_events.audit.models import AuditAction, ResourceType
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
 
+from platform_events.audit.models import AuditAction, AuditEvent, ResourceType
+
+# The resource types of these rows, and the model and field that name each.
+PRIVILEGE_KINDS = {ResourceType.STAFF_USER: (get_user_model(), "username"), ResourceType.GROUP: (Group, "name")}
 UNKNOWN = "?"  # a field a row does not hold (a row is written by the triggers only)
 # A flag of the login: what setting it says, what clearing it says.
 FLAGS = {
@@ -61,6 +68,22 @@ def privilege_subject(event) -> str | None:
     if event.resource_type == ResourceType.GROUP:
         return after.get("group") or before.get("group")
     return None
+
+
+def privilege_label(resource_type: str, resource_id: int) -> str:
+    """ "staff user sam", "group Auditor": by the live name, else by the one its newest row kept
+    (a deleted login), else by id."""
+    model, field = PRIVILEGE_KINDS[resource_type]
+    name = model.objects.filter(pk=resource_id).values_list(field, flat=True).first()
+    if name is None:
+        key = "username" if resource_type == ResourceType.STAFF_USER else "group"
+        kept = (
+            AuditEvent.objects.filter(resource_type=resource_type, resource_id=str(resource_id))
+            .order_by("-occurred_at")
+            .values_list(Coalesce(KT(f"diff_after__{key}"), KT(f"diff_before__{key}")), flat=True)
+        )
+        name = kept.first()
+    return f"{ResourceType(resource_type).label} {name or f'#{resource_id}'}"
 
 
 def _changes(before: dict, after: dict) -> list[str]:

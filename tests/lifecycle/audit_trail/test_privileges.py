@@ -131,3 +131,14 @@ def test_a_row_names_its_login_or_group_even_after_a_rename_or_deletion():
     assert privilege_subject(event("staff_user.changed", {"username": "jo"}, {"username": "joe"})) == "joe"
     assert privilege_subject(event("group.deleted", {"group": "Day"}, None, "group")) == "Day"
     assert privilege_subject(event("account.created", None, {"login": "jo"}, "account")) is None
+
+
+def test_a_link_to_one_logins_rows_says_its_name_above_the_list_deleted_or_not(auditor, sam, sql):
+    narrowed = {"resource_type": "staff_user", "resource_id": sam.pk}
+    assert "Filtered to staff user sam — show all rows" in shown(auditor.get(TRAIL, narrowed).content.decode())
+    sql("DELETE FROM auth_user_groups WHERE user_id = %s", [sam.pk])
+    sql("DELETE FROM auth_user WHERE id = %s", [sam.pk])
+    assert "Filtered to staff user sam — show all rows" in shown(auditor.get(TRAIL, narrowed).content.decode())
+    group = Group.objects.get(name="Auditor")
+    narrowed = {"resource_type": "group", "resource_id": group.pk}
+    assert "Filtered to group Auditor — show all rows" in shown(auditor.get(TRAIL, narrowed).content.decode())
