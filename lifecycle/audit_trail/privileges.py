@@ -57,16 +57,29 @@ def privilege_change(event) -> str | None:
             return f"renamed from {before.get('group', UNKNOWN)} to {after.get('group', UNKNOWN)}"
         case AuditAction.GROUP_DELETED:
             return "deleted"
+        case AuditAction.PERMISSION_RENAMED:
+            return (
+                f"permission {before.get('permission', UNKNOWN)} renamed to {after.get('permission', UNKNOWN)}:"
+                " whoever held it holds the new name"
+            )
+        case AuditAction.CONTENT_TYPE_RENAMED:
+            return (
+                f"content type {before.get('content_type', UNKNOWN)} renamed to {after.get('content_type', UNKNOWN)}:"
+                " its permissions with it"
+            )
     return None
 
 
 def privilege_subject(event) -> str | None:
-    """The login's username or the group's name the row is about, or None for a row about something else."""
+    """The login's username or the group's name the row is about (a permission's or content type's id), or
+    None for a row about something else."""
     before, after = event.diff_before or {}, event.diff_after or {}
     if event.resource_type == ResourceType.STAFF_USER:
         return after.get("username") or before.get("username")
     if event.resource_type == ResourceType.GROUP:
         return after.get("group") or before.get("group")
+    if event.resource_type in (ResourceType.PERMISSION, ResourceType.CONTENT_TYPE):
+        return event.resource_id
     return None
 
 

@@ -77,6 +77,8 @@ class AuditAction(models.TextChoices):
     GROUP_DELETED = "group.deleted", "group.deleted"
     GROUP_PERMISSION_GRANTED = "group.permission_granted", "group.permission_granted"
     GROUP_PERMISSION_REVOKED = "group.permission_revoked", "group.permission_revoked"
+    PERMISSION_RENAMED = "permission.renamed", "permission.renamed"
+    CONTENT_TYPE_RENAMED = "content_type.renamed", "content_type.renamed"
 
 
 class ResourceType(models.TextChoices):
@@ -89,6 +91,8 @@ class ResourceType(models.TextChoices):
     NODE = "node", "storage node"
     STAFF_USER = "staff_user", "staff user"
     GROUP = "group", "group"
+    PERMISSION = "permission", "permission"
+    CONTENT_TYPE = "content_type", "content type"
 
 
 class AuditEvent(models.Model):

@@ -7,6 +7,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ("platform_events", "0015_delivery_rules_when"),
         ("auth", "0012_alter_user_first_name_max_length"),
+        ("contenttypes", "0002_remove_content_type_name"),
     ]
 
     operations = [

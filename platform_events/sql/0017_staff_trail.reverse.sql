@@ -1,3 +1,7 @@
+DROP TRIGGER after_content_type_rename_audit ON django_content_type;
+DROP FUNCTION trg_after_content_type_rename_audit();
+DROP TRIGGER after_permission_rename_audit ON auth_permission;
+DROP FUNCTION trg_after_permission_rename_audit();
 DROP TRIGGER after_group_audit ON auth_group;
 DROP FUNCTION trg_after_group_audit();
 DROP TRIGGER after_group_permission_audit ON auth_group_permissions;

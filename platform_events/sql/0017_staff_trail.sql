@@ -173,3 +173,42 @@ CREATE TRIGGER after_group_audit
     AFTER INSERT OR UPDATE OR DELETE ON auth_group
     FOR EACH ROW
     EXECUTE FUNCTION trg_after_group_audit();
+
+-- A permission is held by its id: renaming its codename or its content type (app label and model)
+-- changes what every group and login holding it may do, so those renames are audited too. A new
+-- permission (each migrate makes those of new models) or a deleted one (its links go first) grants
+-- nothing by itself.
+CREATE FUNCTION trg_after_permission_rename_audit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+AS $$
+BEGIN
+    PERFORM audit_record('permission.renamed', 'permission', NEW.id::text,
+                         jsonb_build_object('permission', (SELECT app_label || '.' || OLD.codename
+                                                           FROM django_content_type WHERE id = OLD.content_type_id)),
+                         jsonb_build_object('permission', staff_audit_permission_name(NEW.id)));
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER after_permission_rename_audit
+    AFTER UPDATE ON auth_permission
+    FOR EACH ROW
+    WHEN (OLD.codename IS DISTINCT FROM NEW.codename OR OLD.content_type_id IS DISTINCT FROM NEW.content_type_id)
+    EXECUTE FUNCTION trg_after_permission_rename_audit();
+
+CREATE FUNCTION trg_after_content_type_rename_audit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+AS $$
+BEGIN
+    PERFORM audit_record('content_type.renamed', 'content_type', NEW.id::text,
+                         jsonb_build_object('content_type', OLD.app_label || '.' || OLD.model),
+                         jsonb_build_object('content_type', NEW.app_label || '.' || NEW.model));
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER after_content_type_rename_audit
+    AFTER UPDATE ON django_content_type
+    FOR EACH ROW
+    WHEN (OLD.app_label IS DISTINCT FROM NEW.app_label OR OLD.model IS DISTINCT FROM NEW.model)
+    EXECUTE FUNCTION trg_after_content_type_rename_audit();

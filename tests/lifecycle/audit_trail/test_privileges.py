@@ -112,6 +112,12 @@ def event(action: str, before: dict | None = None, after: dict | None = None, re
         (event("group.created", None, {"group": "Night"}, "group"), "created"),
         (event("group.renamed", {"group": "Night"}, {"group": "Day"}, "group"), "renamed from Night to Day"),
         (event("group.deleted", {"group": "Day"}, None, "group"), "deleted"),
+        (event("permission.renamed", {"permission": "accounts.view_account"}, {"permission": "auth.change_user"},
+               "permission"),
+         "permission accounts.view_account renamed to auth.change_user: whoever held it holds the new name"),
+        (event("content_type.renamed", {"content_type": "accounts.account"}, {"content_type": "auth.user"},
+               "content_type"),
+         "content type accounts.account renamed to auth.user: its permissions with it"),
         (event("account.suspended", {"status": "active"}, {"status": "suspended"}, "account"), None),
     ],
 )  # fmt: skip
@@ -120,8 +126,9 @@ def test_each_action_reads_as_a_sentence(row, sentence):
 
 
 def test_every_staff_and_group_action_has_a_sentence():
-    actions = [action for action in AuditAction.values if action.startswith(("staff_user.", "group."))]
-    assert len(actions) == 14
+    prefixes = ("staff_user.", "group.", "permission.", "content_type.")
+    actions = [action for action in AuditAction.values if action.startswith(prefixes)]
+    assert len(actions) == 16
     for action in actions:
         assert privilege_change(event(action, {}, {})), action
 

@@ -27,9 +27,12 @@ def sql(statement: str, params=()) -> None:
         cursor.execute(statement, params)
 
 
-def rows_after(mark: AuditEvent | None = None):
-    """The staff and group rows written since ``mark``, oldest first, as (action, resource, before, after)."""
-    rows = AuditEvent.objects.filter(resource_type__in=["staff_user", "group"]).order_by("occurred_at")
+def rows_after(mark: AuditEvent | None = None, *, everything: bool = False):
+    """The staff and group rows (``everything``: all rows) written since ``mark``, oldest first, as
+    (action, resource, before, after)."""
+    rows = AuditEvent.objects.order_by("occurred_at")
+    if not everything:
+        rows = rows.filter(resource_type__in=["staff_user", "group"])
     if mark is not None:
         rows = rows.filter(occurred_at__gt=mark.occurred_at)
     return [(row.action, f"{row.resource_type}:{row.resource_id}", row.diff_before, row.diff_after) for row in rows]
@@ -165,3 +168,43 @@ def test_the_runtime_role_cannot_silence_the_staff_triggers(support_user):
     ):
         with pytest.raises(Exception, match="must be owner|permission denied"), transaction.atomic():
             sql(statement)
+
+
+def test_renaming_a_permission_or_its_content_type_is_audited_as_it_changes_what_holders_may_do():
+    """Support holds accounts.view_account by its id: renamed to auth.change_user, Support could change staff."""
+    permission = Permission.objects.get(codename="view_account", content_type__app_label="accounts")
+    user_type = Permission.objects.get(codename="change_user").content_type
+    mark = last_row()
+    sql("UPDATE auth_permission SET codename = 'view_account_old' WHERE codename = 'view_account'")
+    sql("UPDATE auth_permission SET codename = 'change_user_x' WHERE codename = 'change_user'")
+    sql("UPDATE auth_permission SET codename = 'change_user', content_type_id = %s WHERE id = %s",
+        [user_type.pk, permission.pk])  # fmt: skip
+    sql("UPDATE django_content_type SET model = 'user2' WHERE id = %s", [user_type.pk])
+    sql("UPDATE auth_permission SET name = 'Can see accounts' WHERE id = %s", [permission.pk])  # a label only
+    change_user = Permission.objects.get(codename="change_user_x").pk
+    assert rows_after(mark, everything=True) == [
+        (
+            "permission.renamed",
+            f"permission:{permission.pk}",
+            {"permission": "accounts.view_account"},
+            {"permission": "accounts.view_account_old"},
+        ),
+        (
+            "permission.renamed",
+            f"permission:{change_user}",
+            {"permission": "auth.change_user"},
+            {"permission": "auth.change_user_x"},
+        ),
+        (
+            "permission.renamed",
+            f"permission:{permission.pk}",
+            {"permission": "accounts.view_account_old"},
+            {"permission": "auth.change_user"},
+        ),
+        (
+            "content_type.renamed",
+            f"content_type:{user_type.pk}",
+            {"content_type": "auth.user"},
+            {"content_type": "auth.user2"},
+        ),
+    ]  # the name, a label only, wrote nothing
