@@ -31,6 +31,7 @@ from accounts.selectors import account_trail
 from lifecycle.audit_trail import export as audit_export
 from lifecycle.audit_trail.diffs import diff_lines
 from lifecycle.audit_trail.export import ExportTooLarge, audit_trail_export
+from lifecycle.audit_trail.privileges import PRIVILEGE_KINDS, privilege_change, privilege_label, privilege_subject
 from lifecycle.audit_trail.selectors import account_names, accounts_named, accounts_trail, with_accounts
 from platform_events.admin_kit.display import when
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
@@ -96,6 +97,10 @@ class AuditTrailChangeList(ChangeList):
             widened = self.get_query_string({"account": resource_id}, remove=["resource_type", "resource_id"])
             narrowing["links"].insert(0, ("with its tokens' rows", widened))
             narrowings.append(narrowing)
+        elif resource_type in PRIVILEGE_KINDS and resource_id and _is_id(resource_id):
+            # ?resource_type=staff_user&resource_id=3: the login or group by its name, as its rows name it.
+            label = privilege_label(resource_type, int(resource_id))
+            narrowings.append(self._narrowing(label, ["resource_type", "resource_id"]))
         elif resource_type or resource_id:
             what = " ".join(part for part in (resource_type, resource_id) if part)
             narrowings.append(self._narrowing(what, ["resource_type", "resource_id"]))
@@ -158,6 +163,8 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
         pages = {
             "links_accounts": request.user.has_perm("accounts.view_account"),
             "links_tokens": request.user.has_perm("tokens.view_token"),
+            "links_staff_users": request.user.has_perm("auth.view_user"),
+            "links_groups": request.user.has_perm("auth.view_group"),
         }
         annotations = {name: Value(allowed, output_field=BooleanField()) for name, allowed in pages.items()}
         return with_accounts(super().get_queryset(request)).annotate(**annotations)
@@ -268,6 +275,16 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
         """The account a row is about, by login and e-mail, linked to its page (for those who may open it)."""
         if event.resource_type == ResourceType.AUDIT_TRAIL:
             return f"export {event.resource_id}"
+        if event.resource_type == ResourceType.STAFF_USER:
+            name = privilege_subject(event) or f"#{event.resource_id}"
+            return format_html(
+                "staff user {}", _link(event.links_staff_users, "admin:auth_user_change", event.resource_id, name)
+            )
+        if event.resource_type == ResourceType.GROUP:
+            name = privilege_subject(event) or f"#{event.resource_id}"
+            return format_html(
+                "group {}", _link(event.links_groups, "admin:auth_group_change", event.resource_id, name)
+            )
         kind = event.resource_type
         if kind == ResourceType.TOKEN:
             kind = _link(
@@ -296,6 +313,8 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="changes")
     def changes(self, event):
+        if (sentence := privilege_change(event)) is not None:  # a staff login's, a group's: one sentence
+            return sentence
         # A time set twice within a second reads "x → x" to the second: the detail page has it exactly.
         lines = [_line_html(line) for line in diff_lines(event, context=False) if not line.within_a_second]
         if not lines:
@@ -309,18 +328,20 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     @admin.display(description="changes")
     def changes_in_full(self, event):
         lines = diff_lines(event)
+        sentence = privilege_change(event)
         if not lines:
-            return "—"
+            return sentence or "—"
         rows = format_html_join(
             "",
             "<tr><th>{}</th><td>{}</td><td>{}</td></tr>",
             ((line.label, line.before if line.before is not None else "", line.after or "") for line in lines),
         )
-        return format_html(
+        table = format_html(
             '<table class="audit-diff"><thead><tr><th>field</th><th>before</th><th>after</th></tr></thead>'
             "<tbody>{}</tbody></table>",
             rows,
         )
+        return format_html("<p>{}</p>{}", sentence, table) if sentence else table
 
     @admin.display(description="request")
     def request(self, event):

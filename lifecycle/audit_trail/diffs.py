@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import FieldDoesNotExist
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -25,7 +26,11 @@ EMPTY = "—"
 CREDENTIAL_KEYS = frozenset({"secret", "code", "password", "password_hash"})
 HIDDEN = "(hidden)"
 # Whose field names label a row's keys.
-MODEL_OF_RESOURCE = {ResourceType.ACCOUNT: Account, ResourceType.TOKEN: Token}
+MODEL_OF_RESOURCE = {
+    ResourceType.ACCOUNT: Account,
+    ResourceType.TOKEN: Token,
+    ResourceType.STAFF_USER: get_user_model(),
+}
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import account_counts_by_status, activations_per_day, sign_ups_per_day
+from lifecycle.audit_trail.privileges import privilege_change, privilege_subject
 from lifecycle.audit_trail.selectors import latest_staff_actions
 from platform_events.audit.models import ActorType, AuditEvent
 from platform_events.db.estimates import EXACT_COUNT_LIMIT
@@ -164,6 +165,8 @@ def dashboard(request, site: AdminSite) -> dict:
         figures["mail_runs"] = mail_run_figures(links)
     if user.has_perm("platform_events.view_auditevent"):
         figures["staff_actions"] = latest_staff_actions(STAFF_ACTIONS_SHOWN)
+        for event in figures["staff_actions"]:  # a login's or group's row: by name, with what changed
+            event.privilege_subject, event.privilege_change = privilege_subject(event), privilege_change(event)
         figures["staff_rows"] = [(event, links.audit_rows(event)) for event in figures["staff_actions"]]
         figures["audit_url"] = links.changelist(AuditEvent, actor_type__exact=ActorType.USER)
     return figures

@@ -2,9 +2,11 @@
 ones each admin declares (platform_events/admin_kit/lookups.py), for every model registered here."""
 
 from django.contrib import admin
+from django.db import transaction
 
 from lifecycle.backoffice.dashboard import dashboard
 from platform_events.admin_kit.lookups import DeclaredLookupsOnly
+from platform_events.audit.context import audit_context
 
 
 class LifecycleAdminSite(admin.AdminSite):
@@ -14,6 +16,11 @@ class LifecycleAdminSite(admin.AdminSite):
 
     def index(self, request, extra_context=None):
         return super().index(request, {**(extra_context or {}), "dashboard": dashboard(request, self)})
+
+    def password_change(self, request, extra_context=None):
+        # A staff member's own new password: audited with them as the actor (staff_user.password_changed).
+        with transaction.atomic(), audit_context(actor=request.user, request=request):
+            return super().password_change(request, extra_context)
 
     def register(self, model_or_iterable, admin_class=None, **options):
         admin_class = admin_class or admin.ModelAdmin

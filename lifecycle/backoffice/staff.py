@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from lifecycle.backoffice.roles import ROLES
+from platform_events.audit.context import audit_context
 
 # 24 characters of base64url: 144 random bits, typed or pasted once.
 GENERATED_PASSWORD_BYTES = 18
@@ -24,10 +25,16 @@ def generated_password() -> str:
     return secrets.token_urlsafe(GENERATED_PASSWORD_BYTES)
 
 
-@transaction.atomic
-def staff_add(*, login: str, role: str, password: str) -> AbstractBaseUser:
+def staff_add(*, login: str, role: str, password: str, actor, reason: str | None = None) -> AbstractBaseUser:
     """A staff login ``login`` in the group of ``role`` (a name in ROLES) with ``password``; refused with
-    one sentence when the login is taken (in any case), not a valid login, or the password too weak."""
+    one sentence when the login is taken (in any case), not a valid login, or the password too weak.
+    Audited (staff_user.created, staff_user.group_added) with ``actor`` (None: the database role) and
+    ``reason``."""
+    with transaction.atomic(), audit_context(actor=actor, reason=reason):
+        return _staff_add(login=login, role=role, password=password)
+
+
+def _staff_add(*, login: str, role: str, password: str) -> AbstractBaseUser:
     if role not in ROLES:
         raise StaffRefused(f"No role named {role!r}; the roles are {', '.join(ROLES)}.")
     User = get_user_model()

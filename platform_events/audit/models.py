@@ -62,6 +62,23 @@ class AuditAction(models.TextChoices):
     NODE_ASSIGNMENT_CREATED = "node_assignment.created", "node_assignment.created"
     NODE_ASSIGNMENT_CHANGED = "node_assignment.changed", "node_assignment.changed"
     NODE_ASSIGNMENT_DELETED = "node_assignment.deleted", "node_assignment.deleted"
+    # Staff logins, their groups and permissions (platform_events/sql/0017_staff_trail.sql); never a password hash.
+    STAFF_USER_CREATED = "staff_user.created", "staff_user.created"
+    STAFF_USER_CHANGED = "staff_user.changed", "staff_user.changed"
+    STAFF_USER_PASSWORD_CHANGED = "staff_user.password_changed", "staff_user.password_changed"
+    STAFF_USER_PASSWORD_REMOVED = "staff_user.password_removed", "staff_user.password_removed"
+    STAFF_USER_DELETED = "staff_user.deleted", "staff_user.deleted"
+    STAFF_USER_GROUP_ADDED = "staff_user.group_added", "staff_user.group_added"
+    STAFF_USER_GROUP_REMOVED = "staff_user.group_removed", "staff_user.group_removed"
+    STAFF_USER_PERMISSION_GRANTED = "staff_user.permission_granted", "staff_user.permission_granted"
+    STAFF_USER_PERMISSION_REVOKED = "staff_user.permission_revoked", "staff_user.permission_revoked"
+    GROUP_CREATED = "group.created", "group.created"
+    GROUP_RENAMED = "group.renamed", "group.renamed"
+    GROUP_DELETED = "group.deleted", "group.deleted"
+    GROUP_PERMISSION_GRANTED = "group.permission_granted", "group.permission_granted"
+    GROUP_PERMISSION_REVOKED = "group.permission_revoked", "group.permission_revoked"
+    PERMISSION_RENAMED = "permission.renamed", "permission.renamed"
+    CONTENT_TYPE_RENAMED = "content_type.renamed", "content_type.renamed"
 
 
 class ResourceType(models.TextChoices):
@@ -72,6 +89,10 @@ class ResourceType(models.TextChoices):
     WEBHOOK_DELIVERY = "webhook_delivery", "webhook delivery"
     API_CLIENT = "api_client", "API client"
     NODE = "node", "storage node"
+    STAFF_USER = "staff_user", "staff user"
+    GROUP = "group", "group"
+    PERMISSION = "permission", "permission"
+    CONTENT_TYPE = "content_type", "content type"
 
 
 class AuditEvent(models.Model):

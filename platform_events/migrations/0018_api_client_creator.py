@@ -5,7 +5,7 @@ from platform_events.db.sql_files import run_sql_file
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("platform_events", "0016_client_address_scope"),
+        ("platform_events", "0017_staff_trail"),
     ]
 
     operations = [

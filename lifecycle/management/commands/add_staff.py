@@ -26,13 +26,20 @@ class Command(BaseCommand):
             action="store_true",
             help="read the password from the first line of stdin (checked like any staff password) instead of making one",
         )
+        parser.add_argument("--reason", help="why, for the audit trail (default: manage.py add_staff)")
 
-    def handle(self, *args, login, role, password_stdin, **options):
+    def handle(self, *args, login, role, password_stdin, reason, **options):
         if role.lower() not in ROLE_CHOICES:
             raise CommandError(f"--role: no role named {role!r}; the roles are {', '.join(ROLE_CHOICES)}.")
         password = self._read_password(options.get("stdin") or sys.stdin) if password_stdin else generated_password()
         try:
-            user = staff_add(login=login, role=ROLE_CHOICES[role.lower()], password=password)
+            user = staff_add(
+                login=login,
+                role=ROLE_CHOICES[role.lower()],
+                password=password,
+                actor=None,  # the operator at the shell: audited as the database role, with the reason
+                reason=reason or "manage.py add_staff",
+            )
         except StaffRefused as refusal:
             raise CommandError(str(refusal)) from None
         group = ROLE_CHOICES[role.lower()]

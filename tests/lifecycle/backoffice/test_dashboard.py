@@ -8,6 +8,7 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
+from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -254,3 +255,12 @@ def test_a_staff_action_names_the_account_by_its_login(admin_client, admin_user)
     page = admin_client.get(INDEX).content.decode()
     assert "account.suspended jane</a>" in page
     assert f"account {account.pk}<" not in page
+
+
+def test_a_staff_action_on_a_login_names_it_and_says_what_changed(admin_client, admin_user):
+    """ "staff_user.changed staff_user 40" would say nothing: the row names the login and the change."""
+    sam = get_user_model().objects.create_user("sam", is_staff=True)
+    with audit_context(actor=admin_user), transaction.atomic():
+        get_user_model().objects.filter(pk=sam.pk).update(is_superuser=True)
+    page = admin_client.get(INDEX).content.decode()
+    assert "staff_user.changed staff user sam: made superuser</a>" in page

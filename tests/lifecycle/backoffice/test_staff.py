@@ -19,6 +19,7 @@ from django.urls import reverse
 from accounts.models import Account, AccountStatus
 from lifecycle.backoffice.roles import ROLES
 from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.support import admin_action
 
 pytestmark = pytest.mark.django_db
@@ -132,3 +133,18 @@ class TestIntegratorGroupName:
         self.migration.rename(apps, self.schema_editor)
         assert [group.name for group in member.groups.all()] == ["Integrator"]
         assert not Group.objects.filter(name="Integrators").exists()
+
+
+def test_the_login_it_makes_is_audited_as_the_database_role_with_the_reason():
+    """The operator at the shell is no staff user: the rows name the database role and say why."""
+    add_staff("ash", "--role", "auditor", "--reason", "new auditor, ticket 4411")
+    add_staff("bo", "--role", "support")
+    rows = AuditEvent.objects.filter(resource_type="staff_user").order_by("occurred_at")
+    runtime = connection.settings_dict["USER"]
+    assert [(row.action, row.actor_type, row.actor_id, row.db_user, row.reason) for row in rows] == [
+        ("staff_user.created", "SYSTEM", runtime, runtime, "new auditor, ticket 4411"),
+        ("staff_user.group_added", "SYSTEM", runtime, runtime, "new auditor, ticket 4411"),
+        ("staff_user.created", "SYSTEM", runtime, runtime, "manage.py add_staff"),
+        ("staff_user.group_added", "SYSTEM", runtime, runtime, "manage.py add_staff"),
+    ]
+    assert rows[1].diff_after == {"username": "ash", "group": "Auditor"}
