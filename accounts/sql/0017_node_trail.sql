@@ -358,8 +358,9 @@ END;
 $$;
 
 -- tokenserver's replace_user_record: one row replaced (at p_at, or now). A replaced one gets the new
--- time too, silently (the purge retries a failed row a grace period later), unless p_live_only; a
--- live one leaves its node, audited as node_routine_replace() says.
+-- time too, silently, but never an earlier one (the purge retries a failed row a grace period later:
+-- its time only moves on), unless p_live_only; a live one leaves its node, audited as
+-- node_routine_replace() says.
 CREATE FUNCTION node_routine_replace_row(p_uid bigint, p_at timestamptz DEFAULT NULL, p_live_only boolean DEFAULT false)
     RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
@@ -371,7 +372,7 @@ BEGIN
     IF NOT FOUND OR (was.replaced_at IS NOT NULL AND p_live_only) THEN
         RETURN;
     END IF;
-    UPDATE node_assignments SET replaced_at = greatest(coalesce(p_at, clock_timestamp()), created_at)
+    UPDATE node_assignments SET replaced_at = greatest(coalesce(p_at, clock_timestamp()), created_at, replaced_at)
     WHERE uid = p_uid;
     IF was.replaced_at IS NULL THEN
         PERFORM audit_record('node_assignment.replaced', 'account', was.account::text,

@@ -220,3 +220,16 @@ def test_an_operators_unassign_after_a_routine_allocation_in_the_same_transactio
     assert not events("node_assignment.created")
     (event,) = events("node.unassigned")
     assert (event.reason, event.diff_after) == ("moving", {"assignments": 1})
+
+
+def test_the_purges_retry_time_only_moves_on(psql, account):
+    """A replaced row's time may be moved later (the purge's retry), never earlier, which would have it
+    purged before its grace period."""
+    (uid,) = assigned(account)
+    services.assignment_replace(uid=uid)
+    (replaced,) = psql.execute("SELECT replaced_at FROM node_assignments WHERE uid = %s", [uid]).fetchone()
+    psql.execute("SELECT node_routine_replace_row(%s, %s::timestamptz - interval '30 days')", [uid, replaced])
+    assert psql.execute("SELECT replaced_at FROM node_assignments WHERE uid = %s", [uid]).fetchone() == (replaced,)
+    psql.execute("SELECT node_routine_replace_row(%s)", [uid])
+    (later,) = psql.execute("SELECT replaced_at FROM node_assignments WHERE uid = %s", [uid]).fetchone()
+    assert later > replaced
