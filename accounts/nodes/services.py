@@ -5,9 +5,10 @@ history says (earlier client states, when it was first seen). The rules (one liv
 only go forwards, no reused client state, the node's load) are the database's
 (accounts/sql/0014_nodes.sql); these functions make tokenserver's moves with them. Routine moves, the
 ones a client's sync, the consumer and the purge make, go through the database's node_routine_*
-functions (accounts/sql/0017_node_trail.sql), which only audit the client's own state changing (new
-keys, a generation raised, a retirement, a live row deleted); an operator's (nodes, placements,
-unassigning) are written directly and audited in full, with the actor and reason given.
+functions (accounts/sql/0017_node_trail.sql), which only audit the client's own state or place
+changing (new keys, a generation raised, a retirement, a live row replaced or deleted); an operator's
+(nodes, placements, unassigning) are written directly and audited in full, with the actor and reason
+given.
 """
 
 from __future__ import annotations
@@ -275,6 +276,7 @@ def assignment_update(
                 client_state=client_state,
                 keys_changed_at=keys_changed_at,
                 node_id_=target,
+                routine=False,
             )
             uid, fresh_node = fresh.uid, fresh.node
     if client_state != assignment.client_state:

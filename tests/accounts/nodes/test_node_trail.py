@@ -107,3 +107,15 @@ def test_an_operators_unassign_after_a_routine_allocation_in_the_same_transactio
     assert not events("node_assignment.created")
     (event,) = events("node.unassigned")
     assert (event.reason, event.diff_after) == ("moving", {"assignments": 1})
+
+
+def test_an_operators_key_change_onto_a_fresh_node_is_audited_in_full(nodes, account):
+    """Not routine: when the account's node is gone, the fresh node an operator's change gives it is a
+    placement like any other of theirs (node_assignment.created), not a client's move."""
+    current = services.assignment_allocate(service=SERVICE, account_id=account(), client_state="aa")
+    services.node_remove(service=SERVICE, node=NODE_URL, actor=None)
+    services.node_add(service=SERVICE, node="https://phx13", capacity=10, actor=None)
+    services.assignment_update(current, client_state="bb", routine=False, reason="keys reset")
+    (created,) = events("node_assignment.created")
+    assert (created.reason, created.diff_after["node"]) == ("keys reset", "https://phx13")
+    assert not events("node_assignment.keys_changed")
