@@ -9,14 +9,14 @@ embedded one unless DATABASE_URL is set (``LIFECYCLE_PGDATA`` chooses its data d
 Set-up (timed and printed): one service; 100 nodes, capacities spread over 0.5-1.5x of accounts / 50
 (10,000-30,000 for a million accounts: twice the accounts in all); ``--accounts`` accounts inserted in
 bulk, in batches, with their triggers (activation token, audit rows, outbox event); all but a pool of
-them assigned in bulk (INSERT ... SELECT with ``lifecycle.node_routine`` on), in proportion to the
+them assigned in bulk (INSERT ... SELECT, the owner's, with the audit triggers set aside), in proportion to the
 nodes' capacities, created 30 days ago; ``available`` then set as a release would (10% of the capacity).
 
 Measured, each client a process of its own with its own connection (autocommit, one allocation per
 transaction), ``--allocations`` each, at 1, 2 and 4 clients, for the same accounts: the naive
 allocation (tokenserver's get_best_node and _ADD_USER_TO_NODE: SELECT the node by
 log(load)/log(capacity), UPDATE its load, INSERT the row) on copies of ``nodes`` and
-``node_assignments``, and ``node_allocate()`` as ``assignment_allocate()`` calls it, in ``--rounds``
+``node_assignments``, and ``node_routine_allocate()`` as ``assignment_allocate()`` calls it, in ``--rounds``
 rounds that take turns at going first (others share this machine's cores: their load falls on both
 alike). Before each measurement five empty nodes with little room (capacities 1-5) are added to both:
 tokenserver's order puts an empty node first, so concurrent clients meet there, and the naive one can
@@ -48,7 +48,7 @@ from django.conf import settings
 from django.db import connections
 
 from accounts.nodes.selectors import old_assignment_records
-from accounts.nodes.services import ALLOCATE, assignment_delete, service_add
+from accounts.nodes.services import ROUTINE_ALLOCATE, assignment_delete, service_add
 from bench.figures import percentiles
 from bench.scratch import scratch_database
 
@@ -65,7 +65,27 @@ ACCOUNT_BATCH = 50_000
 PURGE_BATCH = 1_000
 RELEASE_RATE = Decimal(str(settings.NODE_CAPACITY_RELEASE_RATE))
 
-ROUTINE = "SELECT set_config('lifecycle.node_routine', 'on', true)"
+# The set-up's bulk writes are the owner's, on a scratch database where nothing is anyone's act: the
+# audit triggers are set aside for them (the owner may; inside the transaction, which restores them).
+UNAUDITED = [
+    "ALTER TABLE nodes DISABLE TRIGGER after_node_audit",
+    "ALTER TABLE node_assignments DISABLE TRIGGER after_node_assignment_insert_audit",
+    "ALTER TABLE node_assignments DISABLE TRIGGER after_node_assignment_update_audit",
+    "ALTER TABLE node_assignments DISABLE TRIGGER after_node_assignment_delete_audit",
+]
+AUDITED = [statement.replace("DISABLE", "ENABLE") for statement in UNAUDITED]
+
+
+def unaudited(cursor) -> None:
+    for statement in UNAUDITED:
+        cursor.execute(statement)
+
+
+def audited(cursor) -> None:
+    for statement in AUDITED:
+        cursor.execute(statement)
+
+
 # tokenserver's get_best_node and _ADD_USER_TO_NODE (GREATEST keeps available >= 0, its CHECK here),
 # then the row, on copies without triggers: this UPDATE is the naive's own load-keeping.
 NAIVE_PICK = """
@@ -88,10 +108,9 @@ TABLES = {"ours": ("nodes", "node_assignments"), "naive": ("naive_nodes", "naive
 
 
 def allocate_ours(conn: psycopg.Connection, sid: int, account: int) -> None:
-    """assignment_allocate()'s transaction: the routine flag, then node_allocate() with its node's URL."""
+    """assignment_allocate()'s transaction: node_routine_allocate() with its node's URL."""
     with conn.transaction():
-        conn.execute(ROUTINE)
-        conn.execute(ALLOCATE, [sid, account, 0, "", None, None, RELEASE_RATE, None]).fetchone()
+        conn.execute(ROUTINE_ALLOCATE, [sid, account, 0, "", None, RELEASE_RATE, None]).fetchone()
 
 
 def allocate_naive(conn: psycopg.Connection, sid: int, account: int) -> None:
@@ -224,12 +243,13 @@ def assign_in_bulk(cursor, sid: int, assigned: int) -> None:
         share = round(assigned * capacity / total) if n < len(nodes) - 1 else low + assigned - first
         with owner.cursor() as each:
             each.execute("BEGIN")
-            each.execute(ROUTINE)
+            unaudited(each)
             each.execute(
                 "INSERT INTO node_assignments (service, account, node, created_at)"
                 " SELECT %s, g, %s, now() - interval '30 days' FROM generate_series(%s::bigint, %s::bigint) g",
                 [sid, node, first, first + share - 1],
             )
+            audited(each)
             each.execute("COMMIT")
         first += share
         if (n + 1) % 20 == 0:
@@ -239,11 +259,12 @@ def assign_in_bulk(cursor, sid: int, assigned: int) -> None:
     print(f"assigned in bulk: {assigned:,} in {elapsed:.1f} s, {assigned / elapsed:,.0f} rows/s")
     # As a release would leave them (tokenserver's NODE_CAPACITY_RELEASE_RATE), not audited.
     cursor.execute("BEGIN")
-    cursor.execute(ROUTINE)
+    unaudited(cursor)
     cursor.execute(
         "UPDATE nodes SET available = least(ceil(capacity * %s)::int, capacity - current_load) WHERE service = %s",
         [RELEASE_RATE, sid],
     )
+    audited(cursor)
     cursor.execute("COMMIT")
 
 
@@ -264,13 +285,14 @@ def naive_copies(cursor) -> None:
 def add_small_nodes(cursor, sid: int, label: str) -> None:
     """Empty nodes with little room, to both tables (the same ids: the copies follow ours)."""
     cursor.execute("BEGIN")
-    cursor.execute(ROUTINE)
+    unaudited(cursor)
     cursor.execute(
         "INSERT INTO nodes (service, node, capacity, available)"
         " SELECT %s, 'https://small-' || %s || '-' || c || '.example.com', c, c FROM unnest(%s::int[]) c",
         [sid, label, list(SMALL_CAPACITIES)],
     )
     cursor.execute("INSERT INTO naive_nodes SELECT * FROM nodes WHERE id NOT IN (SELECT id FROM naive_nodes)")
+    audited(cursor)
     cursor.execute("COMMIT")
 
 
@@ -319,7 +341,7 @@ def make_old(cursor, sid: int, rows: int, assigned: int, offset: int) -> None:
     """``rows`` live bulk rows, spread over the nodes (every k-th uid), replaced 29 days ago."""
     step = max(assigned // (2 * rows), 2)
     cursor.execute("BEGIN")
-    cursor.execute(ROUTINE)
+    unaudited(cursor)
     cursor.execute(
         "UPDATE node_assignments SET replaced_at = created_at + interval '1 day'"
         " WHERE uid IN (SELECT uid FROM node_assignments WHERE service = %s AND replaced_at IS NULL"
@@ -327,6 +349,7 @@ def make_old(cursor, sid: int, rows: int, assigned: int, offset: int) -> None:
         [sid, step, offset, rows],
     )
     made = cursor.rowcount
+    audited(cursor)
     cursor.execute("COMMIT")
     if made != rows:
         raise RuntimeError(f"only {made} of {rows} rows made old")
@@ -353,18 +376,22 @@ def purge_per_row() -> tuple[int, float, float]:
 
 
 def purge_set_based(sid: int) -> tuple[int, float]:
-    """The same old rows, one DELETE per batch of 1,000 (routine, as assignment_delete's)."""
+    """The same old rows, one DELETE per batch of 1,000, unaudited as assignment_delete's of a replaced
+    row (the owner's, with the audit triggers set aside: the runtime role has no set-based routine)."""
     started = time.perf_counter()
     done = 0
-    with psycopg.connect(conninfo_of("default"), autocommit=True) as conn:
+    with psycopg.connect(conninfo_of("owner"), autocommit=True) as conn:
         while True:
             with conn.transaction():
-                conn.execute(ROUTINE)
+                for statement in UNAUDITED:
+                    conn.execute(statement)
                 deleted = conn.execute(
                     "DELETE FROM node_assignments WHERE uid IN (SELECT uid FROM node_assignments"
                     " WHERE service = %s AND replaced_at < now() - interval '7 days' ORDER BY uid LIMIT %s)",
                     [sid, PURGE_BATCH],
                 ).rowcount
+                for statement in AUDITED:
+                    conn.execute(statement)
             if not deleted:
                 break
             done += deleted

@@ -4,14 +4,15 @@ An ``Assignment`` is tokenserver's user record: the account's current row for a 
 history says (earlier client states, when it was first seen). The rules (one live row, numbers that
 only go forwards, no reused client state, the node's load) are the database's
 (accounts/sql/0014_nodes.sql); these functions make tokenserver's moves with them. Routine moves, the
-ones a client's sync makes, run with ``lifecycle.node_routine`` set and are not audited; an operator's
-(nodes, placements, unassigning) are, with the actor and reason given.
+ones a client's sync, the consumer and the purge make, go through the database's node_routine_*
+functions (accounts/sql/0017_node_trail.sql), which only audit the client's own state or place
+changing (new keys, a generation raised, a retirement, a live row replaced or deleted); an operator's
+(nodes, placements, unassigning) are written directly and audited in full, with the actor and reason
+given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from math import ceil
@@ -53,6 +54,15 @@ ALLOCATE = """
 SELECT a.uid, n.node, a.generation, a.keys_changed_at, a.client_state, a.created_at
 FROM node_allocate(%s, %s, %s, %s, %s, %s, %s, %s) a LEFT JOIN nodes n ON n.id = a.node
 """
+# A client's allocation: the least-loaded node, through the routine function (not audited).
+ROUTINE_ALLOCATE = """
+SELECT a.uid, n.node, a.generation, a.keys_changed_at, a.client_state, a.created_at
+FROM node_routine_allocate(%s, %s, %s, %s, %s, %s, %s) a LEFT JOIN nodes n ON n.id = a.node
+"""
+ROUTINE_REKEY = """
+SELECT a.uid, n.node
+FROM node_routine_rekey(%s, %s, %s, %s, %s, %s, %s) a LEFT JOIN nodes n ON n.id = a.node
+"""
 
 
 @dataclass
@@ -74,24 +84,6 @@ class Assignment:
         return self.generation >= MAX_GENERATION
 
 
-@contextmanager
-def _routine(on: bool = True) -> Iterator[None]:
-    """Mark the assignment changes inside (a transaction) as a client's routine ones, not audited, or
-    (``on`` False) as not routine; then put the setting back as it was. SET LOCAL lasts to the end of
-    the whole transaction: without the restore, a caller's outer transaction (a test's, an admin
-    action's) would carry it on, and an operator's later change in it would go unaudited. After an
-    error the block's rollback puts the setting back."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT current_setting('lifecycle.node_routine', true), set_config('lifecycle.node_routine', %s, true)",
-            ["on" if on else ""],
-        )
-        before, _ = cursor.fetchone()
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('lifecycle.node_routine', %s, true)", [before or ""])
-
-
 def _is_routine(routine: bool | None, actor) -> bool:
     """A change is a client's routine unless said otherwise; by default, one with an actor is not."""
     return actor is None if routine is None else routine
@@ -105,7 +97,7 @@ def assignment_current(*, service: str, account_id: int) -> Assignment | None:
     Rows left live beside it (only psql could leave one) are marked replaced.
     """
     sid = service_id(service)
-    with lifecycle_rules(), transaction.atomic(), _routine():
+    with lifecycle_rules(), transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(ROWS, [sid, account_id])
             rows = cursor.fetchall()
@@ -132,7 +124,7 @@ def assignment_current(*, service: str, account_id: int) -> Assignment | None:
             if old_state != current.client_state:
                 current.old_client_states.add(old_state)
             if old_replaced_at is None:
-                _replace_rows("a.uid = %s", [old_uid], at=created_at)
+                _call("node_routine_replace_row", [old_uid, created_at, True])
             current.first_seen_at = old_created_at
         return current
 
@@ -147,22 +139,19 @@ def _allocate(
     keys_changed_at: int | None = None,
     node_id_: int | None = None,
     created_at: datetime | None = None,
+    routine: bool = True,
 ) -> Assignment:
-    """node_allocate() in a savepoint, so that a lost race leaves the caller's transaction usable."""
+    """node_allocate() in a savepoint, so that a lost race leaves the caller's transaction usable: a
+    client's (``routine``, on the least-loaded node) through node_routine_allocate(), an operator's
+    directly (audited)."""
+    rate = settings.NODE_CAPACITY_RELEASE_RATE
+    if routine and node_id_ is None:
+        query, params = ROUTINE_ALLOCATE, [sid, account_id, generation, client_state, keys_changed_at, rate, created_at]
+    else:
+        query = ALLOCATE
+        params = [sid, account_id, generation, client_state, keys_changed_at, node_id_, rate, created_at]
     with lifecycle_rules(), transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            ALLOCATE,
-            [
-                sid,
-                account_id,
-                generation,
-                client_state,
-                keys_changed_at,
-                node_id_,
-                settings.NODE_CAPACITY_RELEASE_RATE,
-                created_at,
-            ],
-        )
+        cursor.execute(query, params)
         uid, node, generation, keys_changed_at, client_state, created_at = cursor.fetchone()
     return Assignment(service, account_id, uid, node, generation, keys_changed_at or 0, client_state, created_at)
 
@@ -184,17 +173,13 @@ def assignment_allocate(
 
     Refused (AlreadyAssigned) when the account has a live one; NoCapacity when no node can take it.
     An operator's placement is audited (node_assignment.created); a client's first sync is routine
-    and is not. ``routine`` says which; by default a placement with an ``actor`` is an operator's.
+    and is not. ``routine`` says which; by default a placement with an ``actor`` is an operator's, and
+    a placement on a given ``node`` always is.
     """
     _check(reason_problem(reason))
     sid = service_id(service)
     target = node_id(service=service, node=node) if node is not None else None
-    with (
-        lifecycle_rules(),
-        transaction.atomic(),
-        audit_context(actor=actor, reason=reason),
-        _routine(_is_routine(routine, actor)),
-    ):
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
         return _allocate(
             sid,
             service,
@@ -204,6 +189,7 @@ def assignment_allocate(
             keys_changed_at=keys_changed_at,
             node_id_=target,
             created_at=created_at,
+            routine=_is_routine(routine, actor),
         )
 
 
@@ -223,17 +209,17 @@ def assignment_update(
     Numbers alone update the live row, never backwards (a lower one is ignored, as tokenserver does;
     the API refuses it first). A new client state, or a node, makes a new row on the same node (or
     the given one, or a fresh one if the node is gone) and marks the old one replaced. A client state
-    seen before is refused (InvalidClientState). Audited unless routine, as
-    ``assignment_allocate`` says.
+    seen before is refused (InvalidClientState). Audited in full unless routine, as
+    ``assignment_allocate`` says; a routine one only when the keys or the numbers move.
     """
     _check(reason_problem(reason))
     sid = service_id(assignment.service)
-    with (
-        lifecycle_rules(),
-        transaction.atomic(),
-        audit_context(actor=actor, reason=reason),
-        _routine(_is_routine(routine, actor)),
-    ):
+    routine = _is_routine(routine, actor) and node is None
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
+        if routine:
+            return _routine_update(
+                assignment, sid, generation=generation, client_state=client_state, keys_changed_at=keys_changed_at
+            )
         with connection.cursor() as cursor:
             # The account's rows for the service, locked: concurrent updates of one account take turns.
             cursor.execute(
@@ -291,6 +277,7 @@ def assignment_update(
                 client_state=client_state,
                 keys_changed_at=keys_changed_at,
                 node_id_=target,
+                routine=False,
             )
             uid, fresh_node = fresh.uid, fresh.node
     if client_state != assignment.client_state:
@@ -298,6 +285,53 @@ def assignment_update(
     assignment.uid, assignment.node, assignment.client_state = uid, fresh_node, client_state
     assignment.generation, assignment.keys_changed_at = generation, keys_changed_at or 0
     return assignment
+
+
+def _routine_update(
+    assignment: Assignment,
+    sid: int,
+    *,
+    generation: int | None,
+    client_state: str | None,
+    keys_changed_at: int | None,
+) -> Assignment:
+    """assignment_update's moves for a client: numbers forwards (node_routine_advance()), or new keys on
+    the assignment's node (node_routine_rekey()); ``assignment`` updated in place and returned."""
+    if client_state is None:
+        _call("node_routine_advance", [sid, assignment.account_id, generation, keys_changed_at])
+        if generation is not None:
+            assignment.generation = max(assignment.generation, generation)
+        assignment.keys_changed_at = max(assignment.keys_changed_at, keys_changed_at or 0)
+        return assignment
+    if client_state == assignment.client_state or client_state in assignment.old_client_states:
+        raise InvalidClientState("nodes: previously seen client-state string")
+    generation = max(assignment.generation, generation or 0)
+    keys_changed_at = max(assignment.keys_changed_at, keys_changed_at or 0) or None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            ROUTINE_REKEY,
+            [
+                sid,
+                assignment.account_id,
+                assignment.uid,
+                generation,
+                client_state,
+                keys_changed_at,
+                settings.NODE_CAPACITY_RELEASE_RATE,
+            ],
+        )
+        uid, node = cursor.fetchone()
+    assignment.old_client_states.add(assignment.client_state)
+    assignment.uid, assignment.node, assignment.client_state = uid, node, client_state
+    assignment.generation, assignment.keys_changed_at = generation, keys_changed_at or 0
+    return assignment
+
+
+def _call(function: str, params: list):
+    """One of the database's node_routine_* functions (accounts/sql/0017_node_trail.sql); its result."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {function}({', '.join(['%s'] * len(params))})", params)
+        return cursor.fetchone()[0]
 
 
 def _live_node_id(assignment: Assignment) -> int | None:
@@ -326,39 +360,28 @@ def _replace_rows(where: str, params: list, *, at: datetime | None = None) -> da
 def assignments_replace(*, service: str, account_id: int, at: datetime | None = None) -> None:
     """tokenserver's replace_user_records: the account's next read gets a fresh node."""
     sid = service_id(service)
-    with transaction.atomic(), _routine():
-        _replace_rows("a.service = %s AND a.account = %s", [sid, account_id], at=at)
+    with transaction.atomic():
+        _call("node_routine_replace", [sid, account_id, at])
 
 
 def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
     """tokenserver's replace_user_record (purge_old_records bumps a failed row's time with it)."""
-    with transaction.atomic(), _routine():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE node_assignments SET replaced_at = greatest(coalesce(%s, clock_timestamp()), created_at)"
-                " WHERE uid = %s",
-                [at, uid],
-            )
+    with transaction.atomic():
+        _call("node_routine_replace_row", [uid, at, False])
 
 
 def assignments_retire(*, account_id: int) -> int:
     """tokenserver's retire_user: every live row of the account, in every service, replaced and given
-    the tombstone generation, so no client of the account is served again. Returns the rows retired."""
-    with transaction.atomic(), _routine():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE node_assignments SET replaced_at = clock_timestamp(), generation = %s"
-                " WHERE account = %s AND replaced_at IS NULL",
-                [MAX_GENERATION, account_id],
-            )
-            return cursor.rowcount
+    the tombstone generation, so no client of the account is served again. Returns the rows retired
+    (each audited: node_assignment.retired)."""
+    with transaction.atomic():
+        return _call("node_routine_retire", [account_id])
 
 
 def assignment_delete(*, uid: int) -> None:
     """tokenserver's delete_user_record: the row goes, and its node's slot is freed (by the trigger)."""
-    with transaction.atomic(), _routine():
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM node_assignments WHERE uid = %s", [uid])
+    with transaction.atomic():
+        _call("node_routine_delete", [uid])
 
 
 def generation_raise(*, account_id: int, generation: int) -> int:

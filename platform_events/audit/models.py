@@ -54,7 +54,12 @@ class AuditAction(models.TextChoices):
     API_CLIENT_CREATED = "api_client.created", "api_client.created"
     API_CLIENT_CHANGED = "api_client.changed", "api_client.changed"
     API_CLIENT_REVOKED = "api_client.revoked", "api_client.revoked"
-    # Storage nodes and node assignments (accounts/sql/0014_nodes.sql); a client's routine moves are not audited.
+    # Services, storage nodes and node assignments (accounts/sql/0014_nodes.sql, 0017_node_trail.sql); of a
+    # client's routine moves, only its own state changing (keys, generation, retirement, a live row replaced
+    # or deleted).
+    SERVICE_ADDED = "service.added", "service.added"
+    SERVICE_CHANGED = "service.changed", "service.changed"
+    SERVICE_REMOVED = "service.removed", "service.removed"
     NODE_ADDED = "node.added", "node.added"
     NODE_CHANGED = "node.changed", "node.changed"
     NODE_REMOVED = "node.removed", "node.removed"
@@ -79,6 +84,10 @@ class AuditAction(models.TextChoices):
     GROUP_PERMISSION_REVOKED = "group.permission_revoked", "group.permission_revoked"
     PERMISSION_RENAMED = "permission.renamed", "permission.renamed"
     CONTENT_TYPE_RENAMED = "content_type.renamed", "content_type.renamed"
+    NODE_ASSIGNMENT_KEYS_CHANGED = "node_assignment.keys_changed", "node_assignment.keys_changed"
+    NODE_ASSIGNMENT_GENERATION_RAISED = "node_assignment.generation_raised", "node_assignment.generation_raised"
+    NODE_ASSIGNMENT_RETIRED = "node_assignment.retired", "node_assignment.retired"
+    NODE_ASSIGNMENT_REPLACED = "node_assignment.replaced", "node_assignment.replaced"
 
 
 class ResourceType(models.TextChoices):
@@ -93,6 +102,7 @@ class ResourceType(models.TextChoices):
     GROUP = "group", "group"
     PERMISSION = "permission", "permission"
     CONTENT_TYPE = "content_type", "content type"
+    SERVICE = "service", "node service"
 
 
 class AuditEvent(models.Model):

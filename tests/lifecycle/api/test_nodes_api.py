@@ -283,12 +283,29 @@ def test_a_report_refused_after_a_fresh_node_was_due_leaves_no_fresh_node(api, a
     assert rows(account_id) == before and live_rows(account_id) == []
 
 
-def test_a_clients_report_is_routine_and_not_in_the_audit_trail(api, account_id):
-    """Allocation and key changes by a client's sync are routine (lifecycle.node_routine): no audit row."""
+def test_a_clients_allocation_and_unchanged_reports_are_not_in_the_audit_trail(api, account_id):
+    """A client's first report (its allocation) and reports that change nothing are routine: no audit row."""
     api.put(path(account_id), {"generation": 1, "client_state": STATE_A})
-    api.put(path(account_id), {"generation": 2, "client_state": STATE_B})
+    api.put(path(account_id), {"generation": 1, "client_state": STATE_A})
 
     assert not AuditEvent.objects.filter(action__startswith="node_assignment.").exists()
+
+
+def test_new_keys_and_a_raised_generation_are_audited_as_the_client(api, account_id):
+    """A client's new keys and a generation it raises: one compact row each, as the API client (SERVICE),
+    without the client state."""
+    api.put(path(account_id), {"generation": 1, "client_state": STATE_A})
+    api.put(path(account_id), {"generation": 2, "client_state": STATE_B})
+    api.put(path(account_id), {"generation": 9, "client_state": STATE_B})
+
+    keys = AuditEvent.objects.get(action="node_assignment.keys_changed")
+    raised = AuditEvent.objects.get(action="node_assignment.generation_raised")
+    assert {(e.actor_type, e.actor_id, e.resource_id) for e in (keys, raised)} == {
+        ("SERVICE", f"api-client:{api.api_client.pk}", str(account_id))
+    }
+    assert (keys.diff_before["generation"], keys.diff_after["generation"]) == (1, 2)
+    assert (raised.diff_before["generation"], raised.diff_after["generation"]) == (2, 9)
+    assert STATE_A not in str(keys.diff_before) and STATE_B not in str(keys.diff_after)
 
 
 # Capacity, unknown names, retirement
