@@ -57,6 +57,8 @@ PRODUCTION = {
         ("TRUSTED_PROXY_COUNT", "-1", "TRUSTED_PROXY_COUNT must be at least 0, not -1."),
         ("TRUSTED_PROXY_COUNT", "11", "TRUSTED_PROXY_COUNT must be at most 10, not 11."),
         ("TRUSTED_PROXY_COUNT", "one", "TRUSTED_PROXY_COUNT must be a whole number, not 'one'."),
+        # The database refuses a lease longer than an hour (platform_events/sql/0016_outbox_trail.sql).
+        ("WEBHOOKS_LEASE_SECONDS", "7200", "WEBHOOKS_LEASE_SECONDS must be at most 3600, not 7200."),
         # The site's root and /admin/ are the staff login: an end user's attempts would lock staff out.
         (
             "SIGN_IN_URL",

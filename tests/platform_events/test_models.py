@@ -20,7 +20,7 @@ FILES = [
 SQL = "\n".join(path.read_text() for path in FILES if path.name != "0013_outbox.sql")
 OUTBOX_SQL = "\n".join(path.read_text() for path in FILES if path.name == "0013_outbox.sql")
 # What an audit action starts with: the kind of thing it is about.
-SUBJECTS = "(?:account|token|audit|webhook|api_client|node|node_assignment)"
+SUBJECTS = "(?:account|token|audit|webhook|api_client|node|node_assignment|consumer|event)"
 
 
 def test_every_action_the_sql_writes_is_an_audit_action_and_every_audit_action_is_written():
