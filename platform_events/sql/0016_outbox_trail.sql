@@ -137,6 +137,10 @@ CREATE TRIGGER after_outbox_consumer_audit
     FOR EACH ROW
     EXECUTE FUNCTION trg_after_outbox_consumer_audit();
 
+-- The one consumer group released so far (accounts/nodes/consumer.py), registered here: during a
+-- deploy the code before this file, which does not register, keeps recording its events.
+SELECT outbox_consumer_register('node-assignments', '{account.deleted,account.password_changed}');
+
 -- Events ---------------------------------------------------------------------------------------------
 
 -- Who still has an event due: an endpoint (a delivery still to send) or a registered consumer group

@@ -4,10 +4,14 @@ processed_events is a routine move of the code that writes them, or audited, or 
 raw SQL on a session of that role, as an intruder holding the app's credentials would type it."""
 
 import json
+import re
+from pathlib import Path
 
 import psycopg
 import pytest
 
+import platform_events
+from accounts.nodes.consumer import ASSIGNMENTS
 from tests.platform_events.outbox.test_triggers import endpoint, provision
 from tests.support import connect, connect_as_owner, rewriting_history
 
@@ -240,6 +244,14 @@ def test_a_consumer_group_is_registered_audited_and_not_written_by_hand():
         ("consumer.registered", "mirror", {"event_types": ["account.created", "account.deleted"]}),
         ("consumer.changed", "mirror", {"consumer_group": "mirror", "event_types": ["account.created"]}),
     ]
+
+
+def test_the_migration_registers_the_released_consumer_group_as_its_code_does():
+    """So that, while old and new code run side by side in a deploy, the old consumer (which does not
+    register) may still record its events."""
+    sql = (Path(platform_events.__file__).parent / "sql" / "0016_outbox_trail.sql").read_text()
+    ((group, types),) = re.findall(r"SELECT outbox_consumer_register\('([^']+)', '\{([^}]+)\}'\)", sql)
+    assert (group, set(types.split(","))) == (ASSIGNMENTS.group, set(ASSIGNMENTS.event_types))
 
 
 # Processed events: the attack skipped or replayed a consumer by inserting or deleting its records
