@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
@@ -20,7 +20,6 @@ from platform_events.audit.context import audit_context
 from platform_events.limits.models import RateLimit
 from platform_events.outbox.models import OutboxEvent, ProcessedEvent
 from platform_events.quantities import quantity
-from platform_events.webhooks.models import DeliveryStatus
 
 # Long enough for the admin or an operator to look at yesterday's hits; the limits need only the current window.
 RATE_LIMITS_KEPT = timedelta(days=1)
@@ -55,15 +54,27 @@ def old_rate_limits() -> RetentionRule:
 
 
 def old_events() -> RetentionRule:
-    """Outbox events this old, with their deliveries, once no endpoint is still due them (the table's
-    delete trigger refuses the others; RETENTION_EVENT_DAYS, 30 by default)."""
+    """Outbox events this old, with their deliveries, once nothing has them due: every endpoint had
+    them, every consumer group recorded them (RETENTION_EVENT_DAYS, 30 by default). Deleted through
+    outbox_events_delete_old(), the runtime role's one way to delete events, which checks that and
+    audits each batch."""
     days = settings.RETENTION_EVENT_DAYS
-    return queryset_rule(
-        "events",
-        f"outbox events and their webhook deliveries: {quantity(days, 'day')}, once every endpoint had them",
-        OutboxEvent.objects.filter(created_at__lt=timezone.now() - timedelta(days=days)).exclude(
-            deliveries__status__in=[DeliveryStatus.PENDING, DeliveryStatus.FAILED]
-        ),
+
+    def count() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT outbox_events_old_count(%s)", [days])
+            return cursor.fetchone()[0]
+
+    def delete_batch(size: int) -> int:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT outbox_events_delete_old(%s, %s)", [days, size])
+            return cursor.fetchone()[0]
+
+    return RetentionRule(
+        name="events",
+        keeps=f"outbox events and their webhook deliveries: {quantity(days, 'day')}, once nothing has them due",
+        count=count,
+        delete_batch=delete_batch,
     )
 
 

@@ -23,7 +23,7 @@ from django.test import Client
 from django.urls import reverse
 
 from platform_events.db.direct_connection import direct_connection
-from platform_events.db.history import history_rewrite
+from platform_events.db.history import history_rewrite, history_rewrite_key
 from tests.smtp import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,6 +319,21 @@ def expire(token) -> None:
 
     with transaction.atomic(), history_rewrite():
         Token.objects.filter(pk=token.pk).update(expires_at=token.created_at)
+
+
+def rewriting_history(conn: psycopg.Connection) -> None:
+    """Let the open transaction of ``conn`` (a session of our own) rewrite trigger-kept history, as
+    history_rewrite() does on Django's connection: ``with conn.transaction(): rewriting_history(conn); ...``."""
+    conn.execute("SELECT set_config('lifecycle.rewrite_history', %s, true)", [history_rewrite_key()])
+
+
+def set_deliveries(queryset, **fields) -> int:
+    """Put webhook deliveries in a state by hand (failed, due an hour ago...): only the dispatcher's and
+    staff's moves are the runtime role's to make, so the owner's key opens it (audited)."""
+    from django.db import transaction
+
+    with transaction.atomic(), history_rewrite():
+        return queryset.update(**fields)
 
 
 def tokens_in_every_state() -> dict:

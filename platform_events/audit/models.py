@@ -50,6 +50,14 @@ class AuditAction(models.TextChoices):
     WEBHOOK_DELETED = "webhook.deleted", "webhook.deleted"
     WEBHOOK_TEST_SENT = "webhook.test_sent", "webhook.test_sent"
     WEBHOOK_REDELIVERED = "webhook.redelivered", "webhook.redelivered"
+    # The outbox's own rules (platform_events/sql/0019_outbox_trail.sql): a delivery changed with the
+    # owner's key, a consumer group's registration, a consumer's record of an event, retention's batches.
+    WEBHOOK_DELIVERY_REWRITTEN = "webhook.delivery_rewritten", "webhook.delivery_rewritten"
+    CONSUMER_REGISTERED = "consumer.registered", "consumer.registered"
+    CONSUMER_CHANGED = "consumer.changed", "consumer.changed"
+    CONSUMER_REMOVED = "consumer.removed", "consumer.removed"
+    EVENT_PROCESSED = "event.processed", "event.processed"
+    EVENT_RETENTION_DELETED = "event.retention_deleted", "event.retention_deleted"
     # API clients (platform_events/sql/0013_api.sql); never a key.
     API_CLIENT_CREATED = "api_client.created", "api_client.created"
     API_CLIENT_CHANGED = "api_client.changed", "api_client.changed"
@@ -96,6 +104,9 @@ class ResourceType(models.TextChoices):
     AUDIT_TRAIL = "audit_trail", "audit trail"  # an export of the trail; its id is the file's name
     WEBHOOK_ENDPOINT = "webhook_endpoint", "webhook endpoint"
     WEBHOOK_DELIVERY = "webhook_delivery", "webhook delivery"
+    OUTBOX_CONSUMER = "outbox_consumer", "consumer group"
+    OUTBOX_EVENT = "outbox_event", "event"
+    OUTBOX = "outbox", "outbox"  # retention's batches of events; its id is "events"
     API_CLIENT = "api_client", "API client"
     NODE = "node", "storage node"
     STAFF_USER = "staff_user", "staff user"

@@ -5,8 +5,8 @@ worker and the commands belong to) reads and writes the product's tables and not
 nothing, so it cannot alter, disable triggers on, truncate, detach or drop a table. The audit trail
 it may only read: its rows are written by trigger functions that run as the owner (SECURITY DEFINER),
 and audit_record()/audit_record_many() are not executable by anyone else. Nor may it read the key that
-lets a transaction rewrite trigger-kept history (platform_events/db/history.py). The outbox it reads,
-and deletes from what retention allows; its events and their deliveries are queued by the triggers.
+lets a transaction rewrite trigger-kept history (platform_events/db/history.py). The outbox it reads;
+its events and their deliveries are queued by the triggers and deleted by retention's function.
 """
 
 from django.conf import settings
@@ -34,13 +34,19 @@ BEGIN
     FOR partition IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'audit_events'::regclass LOOP
         EXECUTE format('REVOKE ALL ON %s FROM {role}', partition);
     END LOOP;
-    -- The outbox is written by triggers that run as the owner: the runtime role reads it and deletes
-    -- what retention allows (its delete trigger keeps every event an endpoint is still due); it may
-    -- queue nothing itself. UPDATE stays for retention's SELECT ... FOR UPDATE: the table's update
-    -- trigger refuses every change, to every role.
+    -- The outbox is written by triggers that run as the owner: the runtime role reads it; it may
+    -- queue nothing itself, nor delete an event or a delivery: retention deletes events through
+    -- outbox_events_delete_old(), which keeps every event still due. UPDATE stays for SELECT ... FOR
+    -- UPDATE: the table's update trigger refuses every change, to every role.
     IF to_regclass('outbox_events') IS NOT NULL THEN
         REVOKE INSERT ON outbox_events FROM {role};
         REVOKE INSERT ON webhook_deliveries FROM {role};
+    END IF;
+    -- The consumer groups are registered through outbox_consumer_register(), audited.
+    IF to_regclass('outbox_consumers') IS NOT NULL THEN
+        REVOKE DELETE ON outbox_events FROM {role};
+        REVOKE DELETE ON webhook_deliveries FROM {role};
+        REVOKE INSERT, UPDATE, DELETE ON outbox_consumers FROM {role};
     END IF;
 END
 $$;

@@ -11,6 +11,10 @@ and an account's events commit in seq order (platform_events/sql/0010_outbox.sql
 an account's earlier event first: handled, being handled by another worker (whose commit the insert
 waits for), or failed.
 
+Each pass first registers the group and its types (outbox_consumer_register(), audited when new or
+changed): from then on an event of those types is kept until the group has recorded it, and the
+database takes a record only of such an event (platform_events/sql/0019_outbox_trail.sql).
+
     ASSIGNMENTS = Consumer("node-assignments", {"account.deleted", "account.password_changed"}, handle)
     consume(ASSIGNMENTS)
 """
@@ -76,6 +80,9 @@ def consume(consumer: Consumer, *, batch_size: int = 100) -> ConsumeResult:
     """Hand ``consumer`` every unprocessed event of its types, oldest first; returns what happened."""
     result = ConsumeResult()
     types = sorted(consumer.event_types)
+    # Registered (audited when new or changed): an event of these types stays until the group records it.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT outbox_consumer_register(%s, %s)", [consumer.group, types])
     after = 0
     while True:
         with connection.cursor() as cursor:

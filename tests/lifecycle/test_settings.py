@@ -69,6 +69,8 @@ PRODUCTION = {
             "private",
             "NODE_ALLOWED_NETWORKS must be comma-separated networks such as 10.0.0.0/8 or fd00::/8, not 'private'.",
         ),
+        # The database refuses a lease longer than an hour (platform_events/sql/0019_outbox_trail.sql).
+        ("WEBHOOKS_LEASE_SECONDS", "7200", "WEBHOOKS_LEASE_SECONDS must be at most 3600, not 7200."),
         # The site's root and /admin/ are the staff login: an end user's attempts would lock staff out.
         (
             "SIGN_IN_URL",

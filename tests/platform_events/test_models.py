@@ -21,7 +21,8 @@ SQL = "\n".join(path.read_text() for path in FILES if path.name != "0013_outbox.
 OUTBOX_SQL = "\n".join(path.read_text() for path in FILES if path.name == "0013_outbox.sql")
 # What an audit action starts with: the kind of thing it is about.
 SUBJECTS = (
-    "(?:account|token|audit|webhook|api_client|service|node|node_assignment|staff_user|group|permission|content_type)"
+    "(?:account|token|audit|webhook|api_client|service|node|node_assignment|staff_user|group|permission|content_type"
+    "|consumer|event)"
 )
 
 

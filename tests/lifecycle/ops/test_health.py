@@ -19,7 +19,7 @@ from lifecycle.ops.health import READINESS
 from platform_events.webhooks.models import WebhookDelivery, WebhookSubscription
 from platform_events.webhooks.secrets import encrypt_secret, new_signing_secret
 from tests.smtp import free_port
-from tests.support import ROOT, connect_as_owner, environment, wait_for
+from tests.support import ROOT, connect_as_owner, environment, set_deliveries, wait_for
 from tokens.models import Token
 from tokens.selectors import live_token
 
@@ -90,7 +90,7 @@ class TestReadiness:
         settings.READY_WEBHOOK_MAX_AGE_SECONDS = 600
         make_endpoint()
         AccountFactory()  # account.created, queued for the endpoint
-        assert WebhookDelivery.objects.update(next_retry_at=Now() - timedelta(seconds=601)) == 1
+        assert set_deliveries(WebhookDelivery.objects.all(), next_retry_at=Now() - timedelta(seconds=601)) == 1
         response = probe()
         assert response.status_code == 503
         assert states(response) == ALL_OK | {"webhook_queue": "failing"}
@@ -99,7 +99,7 @@ class TestReadiness:
         settings.READY_WEBHOOK_MAX_AGE_SECONDS = 600
         endpoint = make_endpoint()
         AccountFactory()
-        WebhookDelivery.objects.update(next_retry_at=Now() - timedelta(hours=1))
+        set_deliveries(WebhookDelivery.objects.all(), next_retry_at=Now() - timedelta(hours=1))
         WebhookSubscription.objects.filter(pk=endpoint.pk).update(status="PAUSED")
         assert probe().status_code == 200
 

@@ -308,7 +308,7 @@ def test_the_worker_runs_it_daily(sql):
 
 @pytest.mark.django_db(transaction=True)
 def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_stays():
-    from tests.support import connect, connect_as_owner
+    from tests.support import connect, connect_as_owner, rewriting_history
 
     with connect_as_owner(autocommit=True) as owner:
         (endpoint,) = owner.execute(
@@ -320,6 +320,7 @@ def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_sta
             ("old-done", 31, "DELIVERED"),
             ("old-due", 31, "FAILED"),
             ("young", 29, "DELIVERED"),
+            ("old-unrecorded", 31, "DELIVERED"),  # delivered, but the consumer group has not handled it
         ]:
             (events[name],) = owner.execute(
                 "INSERT INTO outbox_events (aggregate_type, aggregate_id, event_type, payload, created_at)"
@@ -332,21 +333,23 @@ def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_sta
                 " SELECT %s, id, seq, 'account:' || aggregate_id, %s FROM outbox_events WHERE id = %s",
                 [endpoint, status, events[name]],
             )
-        owner.execute(
-            "INSERT INTO processed_events (consumer_group, event_id, processed_at) VALUES"
-            " ('g', gen_random_uuid(), now() - interval '31 days'), ('g', gen_random_uuid(), now() - interval '29 days'),"
-            # A record as old, of an event still kept (an endpoint is still due it): without the record the
-            # consumer would handle that event again.
-            " ('g', %s, now() - interval '31 days')",
-            [events["old-due"]],
-        )
+        # A consumer group recorded the others when they came: the old event an endpoint is still due
+        # stays, and so does its record (without it the group would handle the event again).
+        owner.execute("SELECT outbox_consumer_register('g', ARRAY['account.created'])")
+        with owner.transaction():
+            rewriting_history(owner)  # records dated in the past
+            owner.execute(
+                "INSERT INTO processed_events (consumer_group, event_id, processed_at)"
+                " SELECT 'g', id, created_at FROM outbox_events WHERE id <> %s",
+                [events["old-unrecorded"]],
+            )
     assert "events 1, processed-events 1" in cleanup(
         "--only", "events", "--only", "processed-events", "--batch-size", "1"
     )
     with connect(autocommit=True) as conn:
         kept = {row[0] for row in conn.execute("SELECT id FROM outbox_events")}
-        assert kept == {events["old-due"], events["young"]}
-        assert conn.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (2,)
+        assert kept == {events["old-due"], events["young"], events["old-unrecorded"]}
+        assert conn.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (3,)
         assert conn.execute("SELECT count(*) FROM processed_events").fetchone() == (2,)
         assert conn.execute("SELECT 1 FROM processed_events WHERE event_id = %s", [events["old-due"]]).fetchone()
 

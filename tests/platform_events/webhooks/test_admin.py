@@ -16,7 +16,7 @@ from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
 from platform_events.webhooks.endpoints import endpoint_create, endpoint_secrets
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
-from tests.support import pages_as_html, staff_client
+from tests.support import pages_as_html, set_deliveries, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -217,7 +217,7 @@ def test_send_a_test_event_queues_one_delivery_to_that_endpoint(integrator):
 def delivery_in(endpoint, status) -> WebhookDelivery:
     account = AccountFactory()
     delivery = WebhookDelivery.objects.get(subscription=endpoint, event__aggregate_id=str(account.pk))
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(status=status, attempts=8, http_status=500)
+    set_deliveries(WebhookDelivery.objects.filter(pk=delivery.pk), status=status, attempts=8, http_status=500)
     return delivery
 
 
@@ -240,7 +240,7 @@ def test_redeliver_sends_the_selected_deliveries_again_and_audits_each(integrato
 def test_a_delivery_page_shows_its_response_and_sends_it_again(integrator):
     endpoint, _, _ = added(integrator)
     delivery = delivery_in(endpoint, DeliveryStatus.FAILED)
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(http_response_body_excerpt="upstream <timeout>")
+    set_deliveries(WebhookDelivery.objects.filter(pk=delivery.pk), http_response_body_excerpt="upstream <timeout>")
     html = integrator.get(reverse("admin:platform_events_webhookdelivery_change", args=[delivery.pk])).content.decode()
     assert "upstream &lt;timeout&gt;" in html
     again = reverse("admin:platform_events_webhookdelivery_redeliver", args=[delivery.pk])

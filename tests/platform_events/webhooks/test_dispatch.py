@@ -19,7 +19,7 @@ from platform_events.webhooks.dispatch import CLAIM, DUE, RECORD_EVERY, deliver,
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from platform_events.webhooks.secrets import encrypt_secret, new_signing_secret
 from tests.conftest import WEBHOOK_KEY
-from tests.support import connect, database_url_for_tests, start_manage, wait_for
+from tests.support import connect, database_url_for_tests, set_deliveries, start_manage, wait_for
 from tests.webhook_receiver import WebhookReceiver
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("webhook_settings")]
@@ -107,7 +107,7 @@ def test_a_failed_attempt_is_retried_on_its_schedule_and_given_up_after_it(recei
     assert (delivery.status, delivery.http_status, delivery.attempts) == (DeliveryStatus.FAILED, 503, 1)
     assert delivery.next_retry_at - delivery.last_attempt_at >= timedelta(seconds=59)
     assert deliver().claimed == 0  # not due for a minute
-    WebhookDelivery.objects.update(next_retry_at=Now())
+    set_deliveries(WebhookDelivery.objects.all(), next_retry_at=Now())
     assert deliver().delivered == 1
     assert WebhookDelivery.objects.get().attempts == 2
 
@@ -237,7 +237,7 @@ def test_a_receiver_down_then_back_gets_everything():
     assert result.retrying == 5
     assert "could not connect" in WebhookDelivery.objects.first().http_response_body_excerpt
     port = int(url.rsplit(":", 1)[1].split("/")[0])
-    WebhookDelivery.objects.update(next_retry_at=Now())
+    set_deliveries(WebhookDelivery.objects.all(), next_retry_at=Now())
     with WebhookReceiver(port=port) as receiver:
         while deliver().claimed:
             pass

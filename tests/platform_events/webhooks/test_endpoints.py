@@ -30,7 +30,7 @@ from platform_events.webhooks.endpoints import (
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from platform_events.webhooks.secrets import SecretKeyError, decrypt_secret
 from tests.platform_events.webhooks.conftest import URL
-from tests.support import connect, in_threads, wait_until_blocked
+from tests.support import connect, in_threads, set_deliveries, wait_until_blocked
 
 pytestmark = pytest.mark.django_db
 
@@ -219,7 +219,7 @@ def deliveries_in(endpoint, *statuses):
     for status in statuses:
         account = AccountFactory()
         delivery = WebhookDelivery.objects.get(subscription=endpoint, event__aggregate_id=str(account.pk))
-        WebhookDelivery.objects.filter(pk=delivery.pk).update(status=status, attempts=3)
+        set_deliveries(WebhookDelivery.objects.filter(pk=delivery.pk), status=status, attempts=3)
         deliveries.append(delivery)
     return deliveries
 

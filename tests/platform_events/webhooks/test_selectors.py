@@ -15,6 +15,7 @@ from platform_events.webhooks.selectors import (
     longest_due_wait,
     waiting_deliveries_count,
 )
+from tests.support import set_deliveries
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,7 @@ def sign_ups(sql):
 
 def delivery_due_for(delivery: WebhookDelivery, wait: timedelta) -> None:
     """Make ``delivery`` due since ``wait`` ago (a negative wait: due only after that long)."""
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_retry_at=Now() - wait)
+    set_deliveries(WebhookDelivery.objects.filter(pk=delivery.pk), next_retry_at=Now() - wait)
 
 
 class TestLongestDueWait:
@@ -70,7 +71,7 @@ class TestCounts:
         make_endpoint()
         sign_ups(4)
         retrying = WebhookDelivery.objects.order_by("event_seq").first()
-        WebhookDelivery.objects.filter(pk=retrying.pk).update(status=DeliveryStatus.FAILED, attempts=1)
+        set_deliveries(WebhookDelivery.objects.filter(pk=retrying.pk), status=DeliveryStatus.FAILED, attempts=1)
         assert waiting_deliveries_count(DeliveryStatus.PENDING, up_to=100) == 3
         assert waiting_deliveries_count(DeliveryStatus.PENDING, up_to=2) == 2
         assert waiting_deliveries_count(DeliveryStatus.FAILED, up_to=100) == 1
