@@ -102,13 +102,43 @@ def test_an_assignment_is_fixed_but_for_its_numbers_and_replacement(psql, accoun
         )
 
 
-def test_the_load_is_the_rows_on_the_node(psql, account):
-    """A row inserted by hand takes a slot and one released one; its deletion gives both back."""
+def test_the_load_is_the_live_rows_on_the_node(psql, account):
+    """A live row inserted by hand takes a slot and one released one; its deletion gives both back."""
     before = load(psql)
     uid = insert(psql, account())
     assert load(psql) == (before[0] + 1, before[1] - 1)
     psql.execute("DELETE FROM node_assignments WHERE uid = %s", [uid])
     assert load(psql) == before
+
+
+def test_a_replaced_row_holds_no_slot(psql, account):
+    """Replacing a live row gives its slots back; purging the replaced row later changes no load; a row
+    inserted already replaced takes none."""
+    a, b = account(), account()
+    before = load(psql)
+    uid = insert(psql, a)
+    psql.execute("UPDATE node_assignments SET replaced_at = clock_timestamp() WHERE uid = %s", [uid])
+    assert load(psql) == before
+    psql.execute("DELETE FROM node_assignments WHERE uid = %s", [uid])
+    assert load(psql) == before
+    insert(psql, b, replaced_at="2026-01-01T00:00:00Z", created_at="2025-12-31T00:00:00Z")
+    assert load(psql) == before
+
+
+def test_key_changes_on_a_full_node_keep_its_load(psql, account):
+    """A key change (the live row replaced, a new one on the same node) leaves the load and the
+    released slots as they were, however often: one account cannot fill its node."""
+    psql.execute("UPDATE nodes SET capacity = 2, available = 1, current_load = 0 WHERE node = %s", [NODE_URL])
+    a = account()
+    insert(psql, a, client_state="00" * 16)
+    before = load(psql)
+    for number in range(1, 18):
+        psql.execute(
+            "UPDATE node_assignments SET replaced_at = clock_timestamp() WHERE account = %s AND replaced_at IS NULL",
+            [a],
+        )
+        insert(psql, a, generation=number, client_state=f"{number:02x}" * 16)
+    assert load(psql) == before == (1, 0)
 
 
 def test_deleting_an_account_leaves_its_assignments_live(psql, account):
