@@ -77,6 +77,25 @@ def current_record(*, service: str, account_id: int) -> Record | None:
     return Record(*row) if row else None
 
 
+def key_changes_since(*, service: str, account_id: int, since: datetime) -> list[datetime]:
+    """When the account's client states for the service first appeared, oldest first, for those that
+    appeared after ``since``: its key changes (a client state is never reused; the fresh node a
+    replaced row gets copies the current one). The account's first state is no change."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT first_seen FROM (
+                SELECT client_state, min(created_at) AS first_seen, min(min(created_at)) OVER () AS account_first
+                FROM node_assignments WHERE service = %s AND account = %s GROUP BY client_state
+            ) states
+            WHERE first_seen > %s AND first_seen > account_first
+            ORDER BY first_seen
+            """,
+            [service_id(service), account_id, since],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
 def old_assignment_records(
     *, service: str, grace_period: timedelta = DEFAULT_GRACE, limit: int = 100, after_uid: int = 0
 ) -> list[Record]:
