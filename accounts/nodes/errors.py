@@ -114,6 +114,13 @@ class InvalidValue(NodeError):
     code = "invalid-value"
 
 
+class NoAssignment(NodeError):
+    """The account never had an assignment for the service: nothing to reset."""
+
+    code = "no-assignment"
+    status = 404
+
+
 class Retired(NodeError):
     """The account's assignments carry the tombstone generation (tokenserver's retire_user): no client
     of the account is served a node again."""

@@ -19,7 +19,14 @@ from math import ceil
 from django.conf import settings
 from django.db import connection, transaction
 
-from accounts.nodes.errors import AlreadyAssigned, InvalidClientState, InvalidValue
+from accounts.nodes.errors import (
+    AlreadyAssigned,
+    InvalidClientState,
+    InvalidValue,
+    NoAssignment,
+    NoCapacity,
+    Retired,
+)
 from accounts.nodes.models import (
     INT_MAX,
     MAX_GENERATION,
@@ -32,7 +39,7 @@ from accounts.nodes.models import (
     NodeAssignment,
     Service,
 )
-from accounts.nodes.selectors import node_id, node_live_assignments_count, service_id
+from accounts.nodes.selectors import current_record, node_id, node_live_assignments_count, service_id
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 from platform_events.db.text import is_utf8
@@ -338,6 +345,65 @@ def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
                 " WHERE uid = %s",
                 [at, uid],
             )
+
+
+@dataclass(frozen=True)
+class Reset:
+    """What assignment_reset did (or, in a dry run, would do): the live row it replaced (None when the
+    account had none) and the fresh assignment (None in a dry run, or when no node had room: the
+    account's next sync gets one)."""
+
+    replaced_uid: int | None
+    replaced_node: str | None
+    fresh: Assignment | None
+
+
+def assignment_reset(*, service: str, account_id: int, actor, reason: str, dry_run: bool = False) -> Reset:
+    """An operator's reset of the account's assignment for ``service``: its live row replaced and a
+    fresh one (a new uid, on the least-loaded node) made with the same keys and numbers, so that its
+    client starts on fresh storage at its next sync; the old row's data is purged after the grace
+    period. Audited with ``actor`` and ``reason`` (node.unassigned for the old row's node,
+    node_assignment.created naming the account). With no node free, the row is replaced all the
+    same and the next sync gets the fresh one.
+
+    Refused: UnknownName (the service), NoAssignment (the account never had one), Retired (its
+    assignments carry the tombstone), InvalidValue (a reason that is not text). ``dry_run``: the same
+    refusals, then what would be replaced; nothing changes."""
+    _check(reason_problem(reason))
+    sid = service_id(service)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason), _routine(False):
+        with connection.cursor() as cursor:
+            # The account's rows, locked: a client's report made meanwhile is read, or waits for the reset.
+            cursor.execute(
+                "SELECT uid FROM node_assignments WHERE service = %s AND account = %s ORDER BY uid FOR UPDATE",
+                [sid, account_id],
+            )
+        record = current_record(service=service, account_id=account_id)
+        if record is None:
+            raise NoAssignment(
+                f"nodes: account {account_id} has no assignment for {service}; there is nothing to reset"
+            )
+        if record.generation >= MAX_GENERATION:
+            raise Retired(
+                f"nodes: account {account_id}'s assignments for {service} were retired", account_id=account_id
+            )
+        live = record if record.replaced_at is None else None
+        done = Reset(live.uid if live else None, live.node if live else None, None)
+        if dry_run:
+            return done
+        _replace_rows("a.service = %s AND a.account = %s", [sid, account_id])
+        try:
+            fresh = _allocate(
+                sid,
+                service,
+                account_id,
+                generation=record.generation,
+                client_state=record.client_state,
+                keys_changed_at=record.keys_changed_at,
+            )
+        except NoCapacity:
+            return done
+    return Reset(done.replaced_uid, done.replaced_node, fresh)
 
 
 def assignments_retire(*, account_id: int) -> int:
