@@ -1,5 +1,7 @@
--- The load as 0014_nodes.sql counted it: every row on the node, live or replaced.
+-- No clock bound on the numbers; the load as 0014_nodes.sql counted it: every row on the node.
 
+DROP TRIGGER IF EXISTS before_node_assignment_clock ON node_assignments;
+DROP FUNCTION IF EXISTS trg_before_node_assignment_clock();
 DROP TRIGGER IF EXISTS after_node_assignment_replace_load ON node_assignments;
 DROP FUNCTION IF EXISTS trg_after_node_assignment_replace_load();
 

@@ -1,4 +1,6 @@
--- A node's load is the number of its live assignments (the accounts it serves), not of its rows.
+-- Two bounds on what one client's reports can do to a node and to its own account.
+--
+-- 1. A node's load is the number of its live assignments (the accounts it serves), not of its rows.
 --
 -- Counting rows let one account fill a node: each key change leaves a replaced row on the node until
 -- purge_old_records deletes it a grace period later, so one client changing its keys 17 times put a
@@ -59,6 +61,43 @@ CREATE TRIGGER after_node_assignment_replace_load
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
     FOR EACH STATEMENT
     EXECUTE FUNCTION trg_after_node_assignment_replace_load();
+
+-- 2. No number from the future. generation and keys_changed_at are milliseconds (FxA's clock) that
+-- never go back, so one far ahead of the clock (2^63-2) refused the account's real client for good,
+-- and nothing could lower it. The client API refuses a number past NODE_CLOCK_MARGIN_SECONDS
+-- (accounts/nodes/sync.py); the database refuses one more than a day ahead (that setting's largest
+-- value) whoever writes. Not a new claim, so not refused: the tombstone generation (2^63-1, a
+-- retired account) and a number the account's rows for the service already reached.
+CREATE FUNCTION trg_before_node_assignment_clock() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+DECLARE
+    latest bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 86400000;
+    reached record;
+BEGIN
+    IF (NEW.generation <= latest OR NEW.generation = 9223372036854775807)
+       AND coalesce(NEW.keys_changed_at, 0) <= latest THEN
+        RETURN NEW;
+    END IF;
+    SELECT max(generation) AS generation, max(keys_changed_at) AS keys_changed_at INTO reached
+    FROM node_assignments WHERE service = NEW.service AND account = NEW.account;
+    IF NEW.generation > latest AND NEW.generation <> 9223372036854775807
+       AND NEW.generation > coalesce(reached.generation, -1) THEN
+        RAISE EXCEPTION 'nodes: generation % is more than a day ahead of the clock', NEW.generation
+            USING ERRCODE = 'LN004', HINT = 'invalid-generation';
+    END IF;
+    IF NEW.keys_changed_at > latest AND NEW.keys_changed_at > coalesce(reached.keys_changed_at, -1) THEN
+        RAISE EXCEPTION 'nodes: keys_changed_at % is more than a day ahead of the clock', NEW.keys_changed_at
+            USING ERRCODE = 'LN004', HINT = 'invalid-keysChangedAt';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER before_node_assignment_clock
+    BEFORE INSERT OR UPDATE OF generation, keys_changed_at ON node_assignments
+    FOR EACH ROW
+    EXECUTE FUNCTION trg_before_node_assignment_clock();
 
 -- The nodes' load counted anew (an audited change, node.changed, where it moves).
 UPDATE nodes n

@@ -8,7 +8,7 @@ import pytest
 from accounts.nodes.services import service_id
 from platform_events.audit.models import AuditEvent
 from tests.accounts.nodes.conftest import NODE_URL, SERVICE
-from tests.support import connect
+from tests.support import connect, connect_as_owner
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -139,6 +139,43 @@ def test_key_changes_on_a_full_node_keep_its_load(psql, account):
         )
         insert(psql, a, generation=number, client_state=f"{number:02x}" * 16)
     assert load(psql) == before == (1, 0)
+
+
+def now_ms(conn) -> int:
+    return conn.execute("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint").fetchone()[0]
+
+
+@pytest.mark.parametrize(
+    ("column", "code"), [("generation", "invalid-generation"), ("keys_changed_at", "invalid-keysChangedAt")]
+)
+def test_a_number_more_than_a_day_ahead_of_the_clock_is_refused(psql, account, column, code):
+    """Whoever writes, a generation or keys_changed_at more than a day ahead of the clock (2^63-2 among
+    them) is refused, inserted or updated, with tokenserver's code in the HINT; within the day it is taken."""
+    a = account()
+    for value in (2**63 - 2, now_ms(psql) + 86_500_000):
+        with pytest.raises(psycopg.DatabaseError, match=f"nodes: {column} {value} is more than a day ahead") as refused:
+            insert(psql, a, **{column: value})
+        assert refused.value.diag.message_hint == code
+    uid = insert(psql, a)
+    with pytest.raises(psycopg.DatabaseError, match="more than a day ahead"):
+        psql.execute(f"UPDATE node_assignments SET {column} = %s WHERE uid = %s", [2**63 - 2, uid])
+    psql.execute(f"UPDATE node_assignments SET {column} = %s WHERE uid = %s", [now_ms(psql) + 3_600_000, uid])
+
+
+def test_the_tombstone_and_numbers_the_account_reached_are_no_new_claim(psql, account):
+    """Retiring (generation 2^63-1) is taken; so is a fresh row that copies numbers the account's rows
+    already reached, however far ahead, so an account wedged before the rule still gets a fresh node."""
+    a = account()
+    uid = insert(psql, a)
+    with connect_as_owner() as owner:  # wedged as a row could be before the rule: the trigger off a moment
+        owner.execute("ALTER TABLE node_assignments DISABLE TRIGGER before_node_assignment_clock")
+        owner.execute("UPDATE node_assignments SET generation = %s WHERE uid = %s", [2**63 - 2, uid])
+        owner.execute("ALTER TABLE node_assignments ENABLE TRIGGER before_node_assignment_clock")
+    psql.execute("UPDATE node_assignments SET replaced_at = clock_timestamp() WHERE uid = %s", [uid])
+    insert(psql, a, generation=2**63 - 2)
+    psql.execute(
+        "UPDATE node_assignments SET generation = %s WHERE account = %s AND replaced_at IS NULL", [2**63 - 1, a]
+    )
 
 
 def test_deleting_an_account_leaves_its_assignments_live(psql, account):
