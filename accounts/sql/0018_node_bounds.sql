@@ -67,12 +67,20 @@ CREATE TRIGGER after_node_assignment_replace_load
 -- and nothing could lower it. The client API refuses a number past NODE_CLOCK_MARGIN_SECONDS
 -- (accounts/nodes/sync.py); the database refuses one more than a day ahead (that setting's largest
 -- value) whoever writes. Not a new claim, so not refused: the tombstone generation (2^63-1, a
--- retired account) and a number the account's rows for the service already reached.
+-- retired account) and a number the account's rows for the service already reached. And such a
+-- number, never a real one, may be lowered to the present or below: "never backwards" protects the
+-- history of real credentials, not a number from the future (reset_node_assignment lowers them).
+
+-- The largest generation or keys_changed_at the database takes now: a day ahead of its clock.
+CREATE FUNCTION node_clock_limit() RETURNS bigint
+    LANGUAGE sql VOLATILE SET search_path = public, pg_temp
+AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 86400000 $$;
+
 CREATE FUNCTION trg_before_node_assignment_clock() RETURNS trigger
     LANGUAGE plpgsql SET search_path = public, pg_temp
 AS $$
 DECLARE
-    latest bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 86400000;
+    latest bigint := node_clock_limit();
     reached record;
 BEGIN
     IF (NEW.generation <= latest OR NEW.generation = 9223372036854775807)
@@ -98,6 +106,39 @@ CREATE TRIGGER before_node_assignment_clock
     BEFORE INSERT OR UPDATE OF generation, keys_changed_at ON node_assignments
     FOR EACH ROW
     EXECUTE FUNCTION trg_before_node_assignment_clock();
+
+-- 0014_nodes.sql's rule for an update, the numbers' "never backwards" sparing a number from the
+-- future lowered to the clock's limit or below.
+CREATE OR REPLACE FUNCTION trg_before_node_assignment_update() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+DECLARE
+    latest bigint := node_clock_limit();
+BEGIN
+    IF NEW.service <> OLD.service OR NEW.account <> OLD.account OR NEW.client_state <> OLD.client_state
+       OR NEW.created_at <> OLD.created_at OR NEW.uid <> OLD.uid THEN
+        RAISE EXCEPTION 'nodes: an assignment''s service, account, client_state and creation time cannot change (a new client_state is a new assignment)'
+            USING ERRCODE = 'LN004', HINT = 'invalid-client-state';
+    END IF;
+    IF NEW.node IS DISTINCT FROM OLD.node AND NEW.node IS NOT NULL THEN
+        RAISE EXCEPTION 'nodes: an assignment does not move between nodes; replace it instead' USING ERRCODE = 'LN004';
+    END IF;
+    IF NEW.generation < OLD.generation
+       AND NOT (OLD.generation > latest AND OLD.generation <> 9223372036854775807 AND NEW.generation <= latest) THEN
+        RAISE EXCEPTION 'nodes: generation never goes backwards (% to %)', OLD.generation, NEW.generation
+            USING ERRCODE = 'LN004', HINT = 'invalid-generation';
+    END IF;
+    IF coalesce(NEW.keys_changed_at, -1) < coalesce(OLD.keys_changed_at, -1)
+       AND NOT (OLD.keys_changed_at > latest AND NEW.keys_changed_at <= latest) THEN
+        RAISE EXCEPTION 'nodes: keys_changed_at never goes backwards (% to %)', OLD.keys_changed_at, NEW.keys_changed_at
+            USING ERRCODE = 'LN004', HINT = 'invalid-keysChangedAt';
+    END IF;
+    IF OLD.replaced_at IS NOT NULL AND NEW.replaced_at IS NULL THEN
+        RAISE EXCEPTION 'nodes: a replaced assignment stays replaced' USING ERRCODE = 'LN004';
+    END IF;
+    RETURN NEW;
+END;
+$$;
 
 -- The nodes' load counted anew (an audited change, node.changed, where it moves).
 UPDATE nodes n

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.nodes.command_arguments import account_id_named
 from accounts.nodes.services import assignment_reset
+from platform_events.quantities import quantity
 from platform_events.refusals import Refused
 
 
@@ -9,7 +10,9 @@ class Command(BaseCommand):
     help = (
         "Reset an account's node assignment for a service: its live assignment is replaced and a fresh one"
         " made (a new uid, on the least-loaded node) with the same keys, so its client starts on fresh storage"
-        " at its next sync; the old data is purged after the grace period. Audited with the reason."
+        " at its next sync; the old data is purged after the grace period. A generation or keys_changed_at"
+        " more than a day ahead of the clock, which would refuse the real client for good, is lowered to the"
+        " account's highest real one first. Audited with the reason."
     )
 
     def add_arguments(self, parser):
@@ -27,6 +30,13 @@ class Command(BaseCommand):
         except Refused as refusal:
             raise CommandError(str(refusal)) from None
         old = f"uid {done.replaced_uid} on {done.replaced_node or 'no node'}" if done.replaced_uid else "no live row"
+        if done.lowered:
+            rows = quantity(done.lowered, "row")
+            lowered = "would be lowered" if dry_run else "lowered"
+            self.stdout.write(
+                f"Account {account_id} for {service}: numbers from the future {lowered} on {rows}, to its highest"
+                " real ones."
+            )
         if dry_run:
             self.stdout.write(f"Account {account_id} for {service}: {old} would be replaced; nothing changed.")
         elif done.fresh is None:

@@ -178,6 +178,25 @@ def test_the_tombstone_and_numbers_the_account_reached_are_no_new_claim(psql, ac
     )
 
 
+def test_a_number_from_the_future_may_be_lowered_to_the_present_and_a_real_one_never(psql, account):
+    """ "Never backwards" spares a number more than a day ahead of the clock (one no real credentials
+    carry, left from before the rule): it may go back to the clock's limit or below, not to another
+    number from the future; a real number still never goes back."""
+    uid = insert(psql, account(), generation=500, keys_changed_at=400)
+    with connect_as_owner() as owner:
+        owner.execute("ALTER TABLE node_assignments DISABLE TRIGGER before_node_assignment_clock")
+        owner.execute(
+            "UPDATE node_assignments SET generation = %s, keys_changed_at = %s WHERE uid = %s", [2**63 - 2, 2**62, uid]
+        )
+        owner.execute("ALTER TABLE node_assignments ENABLE TRIGGER before_node_assignment_clock")
+    with pytest.raises(psycopg.DatabaseError, match="generation never goes backwards"):
+        psql.execute("UPDATE node_assignments SET generation = %s WHERE uid = %s", [2**63 - 3, uid])
+    psql.execute("UPDATE node_assignments SET generation = 500, keys_changed_at = 400 WHERE uid = %s", [uid])
+    for change in ("generation = 499", "keys_changed_at = 399"):
+        with pytest.raises(psycopg.DatabaseError, match="never goes backwards"):
+            psql.execute(f"UPDATE node_assignments SET {change} WHERE uid = %s", [uid])
+
+
 def test_deleting_an_account_leaves_its_assignments_live(psql, account):
     """An account's deletion is not blocked by its assignments and does not remove them: the consumer
     retires them (test_process_account_events.py)."""

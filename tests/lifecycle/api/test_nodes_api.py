@@ -2,12 +2,14 @@
 Django's test client: what each answers (tokenserver's token request and its refusals) and what the
 database holds after it."""
 
+import io
 import json
 import threading
 import time
 
 import httpx
 import pytest
+from django.core.management import call_command
 
 from accounts.nodes import services
 from accounts.nodes.models import Node
@@ -368,6 +370,33 @@ def test_a_number_far_in_the_future_is_422_and_the_real_client_is_served_after_i
     real = now_ms()
     assert api.put(path(account_id), {"generation": real, "keys_changed_at": real}).status_code == 200
     assert rows(account_id)[-1][2:4] == (real, real)
+
+
+@pytest.mark.django_db(transaction=True)  # the owner's ALTER TABLE waits for every open transaction on the table
+def test_an_account_wedged_by_a_number_from_the_future_is_freed_by_reset_node_assignment(api, account_id):
+    """An account whose generation was set to 2^63-2 before the rules refused it (here by the owner,
+    the rule switched off) refuses its real client; reset_node_assignment lowers the number to its
+    highest real one and gives it fresh storage, after which the real client is served."""
+    real = now_ms() - 60_000
+    api.put(path(account_id), {"generation": real, "keys_changed_at": real, "client_state": STATE_A})
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute("ALTER TABLE node_assignments DISABLE TRIGGER before_node_assignment_clock")
+        try:
+            owner.execute("UPDATE node_assignments SET generation = %s WHERE account = %s", [2**63 - 2, account_id])
+        finally:
+            owner.execute("ALTER TABLE node_assignments ENABLE TRIGGER before_node_assignment_clock")
+    assert api.put(path(account_id), {"generation": now_ms(), "keys_changed_at": real}).status_code == 409
+
+    output = io.StringIO()
+    call_command("reset_node_assignment", SERVICE, str(account_id), "--reason", "wedged", stdout=output)
+
+    assert "numbers from the future lowered on 1 row" in output.getvalue()
+    later = now_ms()
+    served = api.put(path(account_id), {"generation": later, "keys_changed_at": real})
+    assert served.status_code == 200, served.content
+    assert (served.json()["generation"], served.json()["client_state"]) == (later, STATE_A)
+    # The old row kept no real generation (it was overwritten): lowered to 0; the fresh row has the report's.
+    assert [row[2] for row in rows(account_id)] == [0, later]
 
 
 def test_a_number_within_the_clock_margin_is_taken(api, account_id, settings):
