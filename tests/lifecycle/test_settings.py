@@ -57,6 +57,9 @@ PRODUCTION = {
         ("TRUSTED_PROXY_COUNT", "-1", "TRUSTED_PROXY_COUNT must be at least 0, not -1."),
         ("TRUSTED_PROXY_COUNT", "11", "TRUSTED_PROXY_COUNT must be at most 10, not 11."),
         ("TRUSTED_PROXY_COUNT", "one", "TRUSTED_PROXY_COUNT must be a whole number, not 'one'."),
+        # The database refuses a node's number more than a day ahead whatever the margin: a larger one would lie.
+        ("NODE_CLOCK_MARGIN_SECONDS", "86401", "NODE_CLOCK_MARGIN_SECONDS must be at most 86400, not 86401."),
+        ("NODE_KEY_CHANGES_PER_HOUR", "0", "NODE_KEY_CHANGES_PER_HOUR must be at least 1, not 0."),
         # The site's root and /admin/ are the staff login: an end user's attempts would lock staff out.
         (
             "SIGN_IN_URL",
