@@ -2,10 +2,10 @@
 --
 -- 1. A node's load is the number of its live assignments (the accounts it serves), not of its rows.
 --
--- Counting rows let one account fill a node: each key change leaves a replaced row on the node until
--- purge_old_records deletes it a grace period later, so one client changing its keys 17 times put a
--- node of capacity 5 at 18, and every new account of the service was refused for the week of the
--- grace period. The replaced rows' data is still on the node until the purge, but the allocator's
+-- Counting rows would let one account fill a node: each key change leaves a replaced row on the node
+-- until purge_old_records deletes it a grace period later, so one client changing its keys 17 times
+-- would put a node of capacity 5 at 18, and every new account of the service would be refused for
+-- the week of the grace period. The replaced rows' data is still on the node until the purge, but the allocator's
 -- question is how many accounts a node serves: so a row takes a slot while it is live and gives it
 -- back when it is replaced or deleted live; purging a replaced row changes no load. A key change
 -- (the live row replaced, a new one on the same node) leaves the load and the released slots as
@@ -63,8 +63,8 @@ CREATE TRIGGER after_node_assignment_replace_load
     EXECUTE FUNCTION trg_after_node_assignment_replace_load();
 
 -- 2. No number from the future. generation and keys_changed_at are milliseconds (FxA's clock) that
--- never go back, so one far ahead of the clock (2^63-2) refused the account's real client for good,
--- and nothing could lower it. The client API refuses a number past NODE_CLOCK_MARGIN_SECONDS
+-- never go back, so one far ahead of the clock (2^63-2) would refuse the account's real client for
+-- good, and nothing could lower it. The client API refuses a number past NODE_CLOCK_MARGIN_SECONDS
 -- (accounts/nodes/sync.py); the database refuses one more than a day ahead (that setting's largest
 -- value) whoever writes. Not a new claim, so not refused: the tombstone generation (2^63-1, a
 -- retired account) and a number the account's rows for the service already reached. And such a
