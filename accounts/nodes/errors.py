@@ -59,7 +59,7 @@ class InvalidKeysChangedAt(InvalidUpdate):
 
 
 # A number from the future is refused before it is kept: it never goes backwards, so one far ahead
-# (2^63-2) would refuse the account's real client for good. 422: the report itself is wrong, whatever
+# (2^63-2) would refuse the account's real client until an operator's reset. 422: the report itself is wrong, whatever
 # the account's history. Subclasses of tokenserver's kinds, so a ported client reads its code.
 
 

@@ -8,8 +8,9 @@ it would have been given. tokenserver answers its refusals 401; the API says 409
 key was good: it is the reported credentials that are stale).
 
 Two bounds tokenserver does not have keep one client from harming the others or its own account: a
-number more than NODE_CLOCK_MARGIN_SECONDS ahead of the clock is refused (it could never be undone:
-the numbers only go forwards), and so are new keys past NODE_KEY_CHANGES_PER_HOUR in an hour.
+number more than NODE_CLOCK_MARGIN_SECONDS ahead of the clock is refused (the numbers only go
+forwards: kept, it would refuse the real client until an operator's reset_node_assignment), and so
+are new keys past NODE_KEY_CHANGES_PER_HOUR in an hour.
 """
 
 import time
