@@ -335,6 +335,12 @@ NODE_ALLOWED_NETWORKS = read_networks("NODE_ALLOWED_NETWORKS")
 # How long a replaced assignment is kept before the daily cleanup purges it (its node told first): a
 # client holding a token for the old node may still sync to it meanwhile. One week, tokenserver's default.
 NODE_PURGE_GRACE_SECONDS = read_int("NODE_PURGE_GRACE_SECONDS", default=604_800, minimum=0, maximum=31_536_000)
+# How far ahead of this server's clock a client's generation or keys_changed_at (FxA's milliseconds)
+# may be: the numbers never go backwards, so one far ahead would refuse the account's real client for good.
+NODE_CLOCK_MARGIN_SECONDS = read_int("NODE_CLOCK_MARGIN_SECONDS", default=300, minimum=0, maximum=86_400)
+# New keys (client states) per account and service in an hour: each leaves a replaced row and its data
+# on the node until the purge, so one client changing keys in a loop would fill both.
+NODE_KEY_CHANGES_PER_HOUR = read_int("NODE_KEY_CHANGES_PER_HOUR", default=5, minimum=1, maximum=1000)
 
 # /metrics for Prometheus (lifecycle/ops/metrics/; docs/production.md).
 # The scraper's bearer token. Empty: /metrics answers 404, as if it did not exist.

@@ -58,6 +58,33 @@ class InvalidKeysChangedAt(InvalidUpdate):
     tokenserver_code = "invalid-keysChangedAt"
 
 
+# A number from the future is refused before it is kept: it never goes backwards, so one far ahead
+# (2^63-2) would refuse the account's real client until an operator's reset. 422: the report itself is wrong, whatever
+# the account's history. Subclasses of tokenserver's kinds, so a ported client reads its code.
+
+
+class GenerationInFuture(InvalidGeneration):
+    """A generation more than NODE_CLOCK_MARGIN_SECONDS ahead of the clock."""
+
+    code = "generation-in-future"
+    status = 422
+
+
+class KeysChangedAtInFuture(InvalidKeysChangedAt):
+    """A keys_changed_at more than NODE_CLOCK_MARGIN_SECONDS ahead of the clock."""
+
+    code = "keys-changed-at-in-future"
+    status = 422
+
+
+class TooManyKeyChanges(NodeError):
+    """More new client states for one account and service in the last hour than
+    NODE_KEY_CHANGES_PER_HOUR; ``retry_after`` says when the oldest of them leaves the hour."""
+
+    code = "too-many-key-changes"
+    status = 429
+
+
 class InvalidClientState(InvalidUpdate):
     """A client_state used before, emptied, or new without new keys."""
 
@@ -85,6 +112,13 @@ class InvalidValue(NodeError):
     before the database is asked, in a sentence an operator can act on."""
 
     code = "invalid-value"
+
+
+class NoAssignment(NodeError):
+    """The account never had an assignment for the service: nothing to reset."""
+
+    code = "no-assignment"
+    status = 404
 
 
 class Retired(NodeError):

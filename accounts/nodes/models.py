@@ -64,7 +64,8 @@ class Node(models.Model):
 
     @property
     def load_percent(self) -> int:
-        """The load as a share of the capacity, for the admin's bars (over 100 is possible: docs/nodes.md)."""
+        """The load as a share of the capacity, for the admin's bars (over 100 once an operator lowers the
+        capacity below the load, or sets the load higher)."""
         return round(100 * self.current_load / self.capacity) if self.capacity else 0
 
 

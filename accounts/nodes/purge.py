@@ -32,7 +32,11 @@ NODE_SECRET the nodes cannot be told: rows on up nodes are kept (counted as ``sk
 
 The run pages through the rows by uid (a keyset, not tokenserver's OFFSET, which re-read rows and
 needed a loop detector), and holds the advisory lock ``purge_old_records``: the command, the daily
-cleanup's rule (accounts/retention.py) and an operator never purge at once. Each row's deletion is a
+cleanup's rule (accounts/retention.py) and an operator never purge at once. A run given a range of
+uids (tokenserver's ``--range-start``/``--range-end``) purges only those, so several purgers can
+split a backlog: each holds that lock shared (they run side by side, never beside a whole run) and
+one named after its range (the same range never twice at once). Ranges are meant not to overlap; if
+they do, a row in both may be told twice (the second DELETE gets a 404, which counts as done). Each row's deletion is a
 transaction of its own, after its DELETE was answered: a run that stops on an error leaves every
 row either purged or as it was (its node may have dropped the data already; the next run's DELETE
 then gets a 404, which counts as done).
@@ -88,6 +92,24 @@ class DeleteFailed(Exception):
     def __init__(self, reason: str, detail: str):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class UidRange:
+    """The uids a purger takes: from ``start`` up to, not including, ``end`` (None: no end)."""
+
+    start: int = 0
+    end: int | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.start == 0 and self.end is None
+
+    def describe(self) -> str:
+        return f"uids from {self.start}" + (f" below {self.end}" if self.end is not None else "")
+
+
+EVERY_UID = UidRange()
 
 
 @dataclass
@@ -217,11 +239,13 @@ def _service_batches(
     dry_run: bool,
     force: bool,
     override_node: str | None,
+    uids: UidRange,
 ) -> Iterator[PurgeCounts]:
-    """One service's old rows, a batch at a time; stops after ``max_records`` rows with data (0: all)."""
-    after_uid = purged = 0
+    """One service's old rows in ``uids``, a batch at a time; stops after ``max_records`` rows with
+    data (0: all)."""
+    after_uid, purged = uids.start - 1, 0
     while rows := old_assignment_records(
-        service=service, grace_period=grace_period, limit=max_per_loop, after_uid=after_uid
+        service=service, grace_period=grace_period, limit=max_per_loop, after_uid=after_uid, before_uid=uids.end
     ):
         batch = PurgeCounts(dry_run=dry_run, batches=1, fetched=len(rows))
         for row in rows:
@@ -276,10 +300,13 @@ def purge_batches(
     dry_run: bool = False,
     force: bool = False,
     override_node: str | None = None,
+    uids: UidRange = EVERY_UID,
 ) -> Iterator[PurgeCounts]:
-    """The purge, one batch's counts at a time, for ``service`` or every service in turn.
+    """The purge, one batch's counts at a time, for ``service`` or every service in turn, of the rows
+    in ``uids``.
 
-    Holds the lock while it runs (PurgeRunning if another run holds it; a dry run takes none).
+    Holds the lock while it runs (PurgeRunning if another run holds it; a dry run takes none): the
+    whole lock for every uid, or the whole lock shared and the range's own for a range.
     """
     names = [service] if service else list(Service.objects.order_by("service").values_list("service", flat=True))
     # Refusals (an unknown service, a pattern no URL can be made from) before anything is done.
@@ -290,8 +317,8 @@ def purge_batches(
     if override_node is not None and (problem := node_url_problem(override_node, what="override node")):
         raise InvalidValue(problem)
     with ExitStack() as stack:
-        if not dry_run and not stack.enter_context(advisory_lock(LOCK)):
-            raise PurgeRunning("nodes: another purge_old_records is running; this one did nothing")
+        if not dry_run and not _lock(stack, uids):
+            raise PurgeRunning("nodes: another purge_old_records is running on these uids; this one did nothing")
         client = stack.enter_context(
             httpx.Client(
                 transport=GuardedTransport(policy=addresses.policy()),
@@ -314,12 +341,22 @@ def purge_batches(
                 dry_run=dry_run,
                 force=force,
                 override_node=override_node,
+                uids=uids,
             ):
                 yield batch
                 if max_records:
                     remaining -= batch.purged_with_data
                 if batch.reached_max_records:
                     return
+
+
+def _lock(stack: ExitStack, uids: UidRange) -> bool:
+    """Take the locks a run of ``uids`` holds (see the module's docstring); whether it got them."""
+    if uids.whole:
+        return stack.enter_context(advisory_lock(LOCK))
+    return stack.enter_context(advisory_lock(LOCK, shared=True)) and stack.enter_context(
+        advisory_lock(f"{LOCK}:{uids.start}:{uids.end}")
+    )
 
 
 def purge_old_records(
@@ -333,6 +370,7 @@ def purge_old_records(
     dry_run: bool = False,
     force: bool = False,
     override_node: str | None = None,
+    uids: UidRange = EVERY_UID,
     progress: Callable[[str], object] | None = None,
 ) -> PurgeCounts:
     """tokenserver's purge_old_records: purge the replaced rows past ``grace_period`` (see the module's
@@ -346,8 +384,12 @@ def purge_old_records(
     started = time.monotonic()
     total = PurgeCounts(dry_run=dry_run)
     names = [service] if service else list(Service.objects.values_list("service", flat=True))
-    total.backlog = sum(old_assignments_count(service=name, grace_period=grace_period) for name in names)
-    say(f"{quantity(total.backlog, 'old assignment')} past the grace period ({grace_text(grace_period)}).")
+    total.backlog = sum(
+        old_assignments_count(service=name, grace_period=grace_period, from_uid=uids.start, before_uid=uids.end)
+        for name in names
+    )
+    among = "" if uids.whole else f" among {uids.describe()}"
+    say(f"{quantity(total.backlog, 'old assignment')} past the grace period ({grace_text(grace_period)}){among}.")
     batches = purge_batches(
         service=service,
         node_secret=node_secret,
@@ -358,6 +400,7 @@ def purge_old_records(
         dry_run=dry_run,
         force=force,
         override_node=override_node,
+        uids=uids,
     )
     try:
         for batch in batches:

@@ -77,25 +77,56 @@ def current_record(*, service: str, account_id: int) -> Record | None:
     return Record(*row) if row else None
 
 
+def key_changes_since(*, service: str, account_id: int, since: datetime) -> list[datetime]:
+    """When the account's client states for the service first appeared, oldest first, for those that
+    appeared after ``since``: its key changes (a client state is never reused; the fresh node a
+    replaced row gets copies the current one). The account's first state is no change."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT first_seen FROM (
+                SELECT client_state, min(created_at) AS first_seen, min(min(created_at)) OVER () AS account_first
+                FROM node_assignments WHERE service = %s AND account = %s GROUP BY client_state
+            ) states
+            WHERE first_seen > %s AND first_seen > account_first
+            ORDER BY first_seen
+            """,
+            [service_id(service), account_id, since],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
 def old_assignment_records(
-    *, service: str, grace_period: timedelta = DEFAULT_GRACE, limit: int = 100, after_uid: int = 0
+    *,
+    service: str,
+    grace_period: timedelta = DEFAULT_GRACE,
+    limit: int = 100,
+    after_uid: int = 0,
+    before_uid: int | None = None,
 ) -> list[Record]:
     """Rows replaced longer than ``grace_period`` ago, by uid from ``after_uid`` (a keyset: the purge
-    pages through them without tokenserver's OFFSET, which re-reads and can loop)."""
+    pages through them without tokenserver's OFFSET, which re-reads and can loop), below
+    ``before_uid`` if given (a purger's share of the uids)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {COLUMNS} FROM node_assignments a LEFT JOIN nodes n ON n.id = a.node"
-            " WHERE a.service = %s AND a.replaced_at < %s AND a.uid > %s ORDER BY a.uid LIMIT %s",
-            [service_id(service), timezone.now() - grace_period, after_uid, limit],
+            " WHERE a.service = %s AND a.replaced_at < %s AND a.uid > %s AND (%s::bigint IS NULL OR a.uid < %s::bigint)"
+            " ORDER BY a.uid LIMIT %s",
+            [service_id(service), timezone.now() - grace_period, after_uid, before_uid, before_uid, limit],
         )
         return [Record(*row) for row in cursor.fetchall()]
 
 
-def old_assignments_count(*, service: str, grace_period: timedelta = DEFAULT_GRACE) -> int:
+def old_assignments_count(
+    *, service: str, grace_period: timedelta = DEFAULT_GRACE, from_uid: int = 0, before_uid: int | None = None
+) -> int:
+    """How many rows old_assignment_records() would page through, uids from ``from_uid`` and below
+    ``before_uid``."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM node_assignments WHERE service = %s AND replaced_at < %s",
-            [service_id(service), timezone.now() - grace_period],
+            "SELECT count(*) FROM node_assignments WHERE service = %s AND replaced_at < %s"
+            " AND uid >= %s AND (%s::bigint IS NULL OR uid < %s::bigint)",
+            [service_id(service), timezone.now() - grace_period, from_uid, before_uid, before_uid],
         )
         return cursor.fetchone()[0]
 

@@ -21,7 +21,14 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.nodes.addresses import node_host_problem
-from accounts.nodes.errors import AlreadyAssigned, InvalidClientState, InvalidValue
+from accounts.nodes.errors import (
+    AlreadyAssigned,
+    InvalidClientState,
+    InvalidValue,
+    NoAssignment,
+    NoCapacity,
+    Retired,
+)
 from accounts.nodes.models import (
     INT_MAX,
     MAX_GENERATION,
@@ -34,7 +41,7 @@ from accounts.nodes.models import (
     NodeAssignment,
     Service,
 )
-from accounts.nodes.selectors import node_id, node_live_assignments_count, service_id
+from accounts.nodes.selectors import current_record, node_id, node_live_assignments_count, service_id
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 from platform_events.db.text import is_utf8
@@ -368,6 +375,103 @@ def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
     """tokenserver's replace_user_record (purge_old_records bumps a failed row's time with it)."""
     with transaction.atomic():
         _call("node_routine_replace_row", [uid, at, False])
+
+
+@dataclass(frozen=True)
+class Reset:
+    """What assignment_reset did (or, in a dry run, would do): the live row it replaced (None when the
+    account had none), the rows whose numbers from the future it lowered, and the fresh assignment
+    (None in a dry run, or when no node had room: the account's next sync gets one)."""
+
+    replaced_uid: int | None
+    replaced_node: str | None
+    lowered: int
+    fresh: Assignment | None
+
+
+# The account's rows holding a number more than a day ahead of the clock (node_clock_limit(),
+# accounts/sql/0018_node_bounds.sql), the tombstone aside: numbers no real credentials carry.
+FROM_THE_FUTURE = """
+    a.service = %(service)s AND a.account = %(account)s
+    AND ((a.generation > node_clock_limit() AND a.generation <> %(tombstone)s) OR a.keys_changed_at > node_clock_limit())
+"""
+# Such numbers lowered to the highest real ones the account's rows hold (0 if none): the database lets
+# a number from the future go back to the present, and no further than its history.
+LOWER_FROM_THE_FUTURE = f"""
+WITH reached AS (
+    SELECT coalesce(max(generation) FILTER (WHERE generation <= node_clock_limit()), 0) AS generation,
+           coalesce(max(keys_changed_at) FILTER (WHERE keys_changed_at <= node_clock_limit()), 0) AS keys_changed_at
+    FROM node_assignments WHERE service = %(service)s AND account = %(account)s
+)
+UPDATE node_assignments a
+SET generation = CASE WHEN a.generation > node_clock_limit() AND a.generation <> %(tombstone)s
+                      THEN r.generation ELSE a.generation END,
+    keys_changed_at = CASE WHEN a.keys_changed_at > node_clock_limit() THEN r.keys_changed_at ELSE a.keys_changed_at END
+FROM reached r
+WHERE {FROM_THE_FUTURE}
+"""
+
+
+def assignment_reset(*, service: str, account_id: int, actor, reason: str, dry_run: bool = False) -> Reset:
+    """An operator's reset of the account's assignment for ``service``: its live row replaced and a
+    fresh one (a new uid, on the least-loaded node) made with the same keys and numbers, so that its
+    client starts on fresh storage at its next sync; the old row's data is purged after the grace
+    period. A generation or keys_changed_at more than a day ahead of the clock, which no real
+    credentials carry and which would refuse the real client for good, is lowered first to the
+    highest real one of the account's history. Audited with ``actor`` and ``reason``
+    (node_assignment.changed for numbers lowered, node.unassigned for the old row's node,
+    node_assignment.created naming the account). With no node free, the row is replaced all the
+    same and the next sync gets the fresh one.
+
+    Refused: UnknownName (the service), NoAssignment (the account never had one), Retired (its
+    assignments carry the tombstone), InvalidValue (a reason that is not text). ``dry_run``: the same
+    refusals, then what would be replaced; nothing changes."""
+    _check(reason_problem(reason))
+    sid = service_id(service)
+    # Direct writes, not the node_routine_* functions: every row of the reset is audited in full.
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor, reason=reason):
+        with connection.cursor() as cursor:
+            # The account's rows, locked: a client's report made meanwhile is read, or waits for the reset.
+            cursor.execute(
+                "SELECT uid FROM node_assignments WHERE service = %s AND account = %s ORDER BY uid FOR UPDATE",
+                [sid, account_id],
+            )
+        record = current_record(service=service, account_id=account_id)
+        if record is None:
+            raise NoAssignment(
+                f"nodes: account {account_id} has no assignment for {service}; there is nothing to reset"
+            )
+        if record.generation >= MAX_GENERATION:
+            raise Retired(
+                f"nodes: account {account_id}'s assignments for {service} were retired", account_id=account_id
+            )
+        live = record if record.replaced_at is None else None
+        where = {"service": sid, "account": account_id, "tombstone": MAX_GENERATION}
+        with connection.cursor() as cursor:
+            if dry_run:
+                cursor.execute(f"SELECT count(*) FROM node_assignments a WHERE {FROM_THE_FUTURE}", where)
+                (lowered,) = cursor.fetchone()
+            else:
+                cursor.execute(LOWER_FROM_THE_FUTURE, where)
+                lowered = cursor.rowcount
+        done = Reset(live.uid if live else None, live.node if live else None, lowered, None)
+        if dry_run:
+            return done
+        record = current_record(service=service, account_id=account_id)
+        _replace_rows("a.service = %s AND a.account = %s", [sid, account_id])
+        try:
+            fresh = _allocate(
+                sid,
+                service,
+                account_id,
+                generation=record.generation,
+                client_state=record.client_state,
+                keys_changed_at=record.keys_changed_at,
+                routine=False,
+            )
+        except NoCapacity:
+            return done
+    return Reset(done.replaced_uid, done.replaced_node, lowered, fresh)
 
 
 def assignments_retire(*, account_id: int) -> int:

@@ -6,18 +6,32 @@ gets a node if it has none, the report is checked against the account's history 
 rules, and the history moves forwards. A report the rules refuse changes nothing, not even the node
 it would have been given. tokenserver answers its refusals 401; the API says 409 (the caller's own
 key was good: it is the reported credentials that are stale).
+
+Two bounds tokenserver does not have keep one client from harming the others or its own account: a
+number more than NODE_CLOCK_MARGIN_SECONDS ahead of the clock is refused (the numbers only go
+forwards: kept, it would refuse the real client until an operator's reset_node_assignment), and so
+are new keys past NODE_KEY_CHANGES_PER_HOUR in an hour.
 """
 
+import time
+from datetime import timedelta
+from math import ceil
+
+from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from accounts.nodes.errors import (
     AlreadyAssigned,
+    GenerationInFuture,
     InvalidClientState,
     InvalidGeneration,
     InvalidKeysChangedAt,
+    KeysChangedAtInFuture,
     Retired,
+    TooManyKeyChanges,
 )
-from accounts.nodes.selectors import AssignmentState, assignment_state, service_id
+from accounts.nodes.selectors import AssignmentState, assignment_state, key_changes_since, service_id
 from accounts.nodes.services import Assignment, assignment_allocate, assignment_current, assignment_update
 from platform_events.db.refusals import lifecycle_rules
 
@@ -39,11 +53,14 @@ def assignment_sync(
     (an InvalidUpdate of tokenserver's kind) and applied: a new client state makes a new row on the
     same node, numbers alone move the live row forwards. Reports for one account and service take
     turns, each checked against what the one before it left. Retired (the account's tombstone) when
-    the account was retired; UnknownName if it does not exist; NoCapacity if no node can take it.
+    the account was retired; UnknownName if it does not exist; NoCapacity if no node can take it;
+    GenerationInFuture or KeysChangedAtInFuture for a number too far ahead of the clock, before
+    anything else; TooManyKeyChanges for new keys past the hour's bound.
     """
     sid = service_id(service)
     generation = generation or None
     keys_changed_at = keys_changed_at or None
+    _check_clock(generation=generation, keys_changed_at=keys_changed_at)
     with lifecycle_rules(), transaction.atomic():
         _take_turns(sid, account_id)
         current = assignment_current(service=service, account_id=account_id)
@@ -59,8 +76,38 @@ def assignment_sync(
         if client_state is None:
             client_state = current.client_state
         _check(current, generation=generation, keys_changed_at=keys_changed_at, client_state=client_state)
+        if client_state != current.client_state:
+            _check_key_change_pace(service, account_id)
         _apply(current, generation=generation, keys_changed_at=keys_changed_at, client_state=client_state)
         return assignment_state(service=service, account_id=account_id), False
+
+
+def _check_clock(*, generation: int | None, keys_changed_at: int | None) -> None:
+    """Refuse a number (milliseconds) more than NODE_CLOCK_MARGIN_SECONDS ahead of this server's clock."""
+    margin = settings.NODE_CLOCK_MARGIN_SECONDS
+    latest = int(time.time() * 1000) + margin * 1000
+    ahead = f"in the future: more than {margin} seconds ahead of this server's clock (NODE_CLOCK_MARGIN_SECONDS)"
+    if generation is not None and generation > latest:
+        raise GenerationInFuture(f"nodes: generation {generation} is {ahead}", field="generation")
+    if keys_changed_at is not None and keys_changed_at > latest:
+        raise KeysChangedAtInFuture(f"nodes: keys_changed_at {keys_changed_at} is {ahead}", field="keys_changed_at")
+
+
+def _check_key_change_pace(service: str, account_id: int) -> None:
+    """Refuse new keys when the account had NODE_KEY_CHANGES_PER_HOUR of them for the service in the
+    last hour; Retry-After is when the oldest of those leaves the hour."""
+    bound = settings.NODE_KEY_CHANGES_PER_HOUR
+    now = timezone.now()
+    changes = key_changes_since(service=service, account_id=account_id, since=now - timedelta(hours=1))
+    if len(changes) < bound:
+        return
+    wait = ceil((changes[-bound] + timedelta(hours=1) - now).total_seconds())
+    raise TooManyKeyChanges(
+        f"nodes: account {account_id}'s keys changed {bound} times for {service} in the last hour, the most"
+        f" NODE_KEY_CHANGES_PER_HOUR allows; new keys are taken again in {wait} seconds",
+        account_id=account_id,
+        retry_after=max(wait, 1),
+    )
 
 
 def _take_turns(sid: int, account_id: int) -> None:

@@ -82,7 +82,11 @@ def report_node(request, service: ServiceName, account_id: AccountId, body: Node
     (invalid-generation); a keys_changed_at below the account's, above the generation reported with
     it, or left out once the account has one (invalid-keys-changed-at); a client_state used before,
     emptied, or new without a higher generation or keys_changed_at (invalid-client-state). A refused
-    report changes nothing. 503 with Retry-After when no node can take the account."""
+    report changes nothing. Refused before anything else with 422: a generation or keys_changed_at more
+    than NODE_CLOCK_MARGIN_SECONDS ahead of the clock (generation-in-future, keys-changed-at-in-future;
+    the numbers never go back, so one from the far future would lock the account's real client out).
+    429 too-many-key-changes with Retry-After: new keys past NODE_KEY_CHANGES_PER_HOUR for the account
+    and service. 503 with Retry-After when no node can take the account."""
     _known(service, account_id)
     with audit_context(actor=request.auth, request=request), as_node_problem():
         try:

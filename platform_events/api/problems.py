@@ -56,11 +56,16 @@ CATALOGUE = {
         ProblemType("assignment-retired", 410, "The account's node assignments were retired"),
         ProblemType("request-too-large", 413, "The request body is too large"),
         ProblemType("validation-failed", 422, "The request is not valid"),
+        ProblemType("generation-in-future", 422, "The generation is further ahead of the clock than allowed"),
+        ProblemType("keys-changed-at-in-future", 422, "The keys_changed_at is further ahead of the clock than allowed"),
         ProblemType("invalid-email", 422, "The e-mail address is not one this product can send to"),
         ProblemType("invalid-login", 422, "The login is not valid"),
         ProblemType("password-rejected", 422, "The password is too weak or too like the login or e-mail"),
         ProblemType("idempotency-key-reused", 422, "This Idempotency-Key was used with another request"),
         ProblemType("rate-limited", 429, "Too many requests; retry after the time given"),
+        ProblemType(
+            "too-many-key-changes", 429, "The account's keys changed too often this hour; retry after the time given"
+        ),
         ProblemType("server-error", 500, "The server failed; nothing was changed, the request may be retried"),
         ProblemType("no-capacity", 503, "No node of this service can take the account now; retry later"),
         ProblemType(

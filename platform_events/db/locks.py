@@ -12,20 +12,22 @@ def lock_key(name: str) -> int:
 
 
 @contextmanager
-def advisory_lock(name: str, *, wait: bool = False, using: str = "default") -> Iterator[bool]:
+def advisory_lock(name: str, *, wait: bool = False, shared: bool = False, using: str = "default") -> Iterator[bool]:
     """Hold a session-level advisory lock named ``name`` if it is free (or, with ``wait``, once it is);
-    yield whether we got it."""
+    yield whether we got it. ``shared``: held together with other shared holders, never with an
+    exclusive one (jobs that may run side by side, each excluding the whole-table run)."""
     key = lock_key(name)
+    kind = "_shared" if shared else ""
     connection = connections[using]
     with connection.cursor() as cursor:
         if wait:
-            cursor.execute("SELECT pg_advisory_lock(%s), true", [key])
+            cursor.execute(f"SELECT pg_advisory_lock{kind}(%s), true", [key])
         else:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+            cursor.execute(f"SELECT pg_try_advisory_lock{kind}(%s)", [key])
         acquired = cursor.fetchone()[-1]
     try:
         yield acquired
     finally:
         if acquired:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+                cursor.execute(f"SELECT pg_advisory_unlock{kind}(%s)", [key])

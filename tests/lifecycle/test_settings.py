@@ -71,6 +71,9 @@ PRODUCTION = {
         ),
         # The database refuses a lease longer than an hour (platform_events/sql/0019_outbox_trail.sql).
         ("WEBHOOKS_LEASE_SECONDS", "7200", "WEBHOOKS_LEASE_SECONDS must be at most 3600, not 7200."),
+        # The database refuses a node's number more than a day ahead whatever the margin: a larger one would lie.
+        ("NODE_CLOCK_MARGIN_SECONDS", "86401", "NODE_CLOCK_MARGIN_SECONDS must be at most 86400, not 86401."),
+        ("NODE_KEY_CHANGES_PER_HOUR", "0", "NODE_KEY_CHANGES_PER_HOUR must be at least 1, not 0."),
         # The site's root and /admin/ are the staff login: an end user's attempts would lock staff out.
         (
             "SIGN_IN_URL",

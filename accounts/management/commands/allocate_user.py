@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.nodes.command_arguments import account_id_named
 from accounts.nodes.models import MAX_GENERATION
 from accounts.nodes.selectors import current_record
 from accounts.nodes.services import assignment_allocate, assignment_current, assignment_update
-from accounts.selectors import accounts_by_reference
 from platform_events.refusals import Refused
 
 
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--reason", help="why, for the audit trail")
 
     def handle(self, *args, service, account, node, reason, **options):
-        account_id = self.account_id(account)
+        account_id = account_id_named(account)
         try:
             record = current_record(service=service, account_id=account_id)
             if record is not None and record.generation >= MAX_GENERATION:
@@ -57,12 +57,3 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"Account {account_id} moved from {record.node} to {moved.node} for {service}.")
         )
-
-    def account_id(self, reference: str) -> int:
-        found = list(accounts_by_reference(reference).order_by("pk").values_list("pk", flat=True)[:10])
-        if not found:
-            raise CommandError(f"No account is named {reference!r} (give an account id, a login or an e-mail).")
-        if len(found) > 1:
-            ids = ", ".join(map(str, found))
-            raise CommandError(f"{reference!r} names more than one account (ids {ids}); name one by its id or login.")
-        return found[0]

@@ -3,7 +3,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.nodes.purge import PurgeStopped, purge_old_records
+from accounts.nodes.purge import PurgeStopped, UidRange, purge_old_records
 from platform_events.quantities import quantity
 from platform_events.refusals import Refused
 
@@ -34,8 +34,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--override-node", help="with --force: send downed nodes' deletes to this node (where the data was copied)"
         )
+        # tokenserver's options: several purgers split a backlog, each its own range of uids.
+        parser.add_argument("--range-start", type=int, default=0, help="the first uid to purge (default 0)")
+        parser.add_argument("--range-end", type=int, help="purge uids below this one (default: no end)")
 
-    def handle(self, *args, grace_period, max_per_loop, max_records, request_timeout, override_node, **options):
+    def handle(
+        self,
+        *args,
+        grace_period,
+        max_per_loop,
+        max_records,
+        request_timeout,
+        override_node,
+        range_start,
+        range_end,
+        **options,
+    ):
         if grace_period < 0:
             raise CommandError("--grace-period must be 0 or more seconds.")
         if not 1 <= max_per_loop <= MAX_PER_LOOP:
@@ -44,6 +58,13 @@ class Command(BaseCommand):
             raise CommandError("--max-records must be 0 (no limit) or more.")
         if not 0 < request_timeout <= 3600:
             raise CommandError("--request-timeout must be more than 0 and at most 3600 seconds.")
+        if range_start < 0:
+            raise CommandError("--range-start must be 0 or more (a uid).")
+        if range_end is not None and range_end <= range_start:
+            raise CommandError(
+                f"--range-end must be above --range-start ({range_start}): the range is the uids from --range-start"
+                " up to, not including, --range-end."
+            )
         if override_node and not options["force"]:
             raise CommandError("--override-node applies to rows on downed nodes: give --force too.")
         if not settings.NODE_SECRET:
@@ -64,6 +85,7 @@ class Command(BaseCommand):
                 dry_run=options["dry_run"],
                 force=options["force"],
                 override_node=override_node,
+                uids=UidRange(range_start, range_end),
                 progress=self.stdout.write,
             )
         except PurgeStopped as stopped:

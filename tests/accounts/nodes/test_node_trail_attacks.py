@@ -46,14 +46,14 @@ def test_a_nodes_assignments_deleted_by_the_runtime_role_are_audited(psql, accou
 
 def test_assignments_inserted_and_changed_by_the_runtime_role_are_audited(psql, account):
     (uid,) = assigned(account)
-    psql.execute("UPDATE node_assignments SET generation = 9223372036854775806 WHERE uid = %s", [uid])
+    psql.execute("UPDATE node_assignments SET generation = 5 WHERE uid = %s", [uid])
     psql.execute(
         "INSERT INTO node_assignments (service, account, node) SELECT service, %s, id FROM nodes WHERE node = %s",
         [account(), NODE_URL],
     )
     psql.commit()
     (changed,) = events("node_assignment.changed")
-    assert changed.diff_after == {"uid": uid, "generation": 9223372036854775806, "keys_changed_at": None}
+    assert changed.diff_after == {"uid": uid, "generation": 5, "keys_changed_at": None}
     (created,) = events("node_assignment.created")
     assert (created.actor_id, created.db_user) == ("api-client:7", runtime_login())
 

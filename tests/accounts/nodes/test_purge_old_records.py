@@ -445,6 +445,9 @@ def test_a_grace_period_of_one_is_said_in_the_singular(purge_db, service_node):
         (["--override-node", "http://127.0.0.1:1"], "give --force too"),
         (["--force", "--override-node", "spanner"], "override node 'spanner' is not valid"),
         (["--service", "nosuch"], "unknown service 'nosuch'"),
+        (["--range-start", "-1"], "--range-start must be 0 or more"),
+        (["--range-start", "10", "--range-end", "10"], r"--range-end must be above --range-start \(10\)"),
+        (["--range-end", "first"], "invalid int value: 'first'"),
     ],
 )
 def test_bad_arguments_are_refused_and_nothing_is_purged(purge_db, service_node, args, message):
@@ -466,7 +469,7 @@ def test_a_second_purge_does_not_start_while_one_runs(purge_db, service_node, ps
     purge_db.assignments_replace(service=SERVICE, account_id=account.pk)
     psql.execute("SELECT pg_advisory_lock(%s)", [lock_key(LOCK)])
     try:
-        with pytest.raises(CommandError, match="another purge_old_records is running"):
+        with pytest.raises(CommandError, match="another purge_old_records is running on these uids"):
             run("--grace-period", "0")
     finally:
         psql.execute("SELECT pg_advisory_unlock_all()")
@@ -488,3 +491,62 @@ def test_a_pattern_no_delete_url_can_be_made_from_is_refused_before_anything_is_
         run("--grace-period", "0")
     assert len(records(account)) == 1
     assert service_node.requests == []
+
+
+# Several purgers, each its own range of uids (tokenserver's --range-start and --range-end)
+
+
+def replaced_rows(database, count: int) -> list[int]:
+    """``count`` accounts' replaced rows, their uids in order."""
+    uids = []
+    for _ in range(count):
+        account = AccountFactory()
+        uids.append(allocate(database, account, client_state="aa").uid)
+        database.assignments_replace(service=SERVICE, account_id=account.pk)
+    return uids
+
+
+def old_uids() -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT uid FROM node_assignments WHERE replaced_at IS NOT NULL ORDER BY uid")
+        return [uid for (uid,) in cursor.fetchall()]
+
+
+def test_a_range_purges_the_uids_from_its_start_up_to_its_end(purge_db, service_node):
+    """--range-start and --range-end purge the uids from the start up to, not including, the end; the
+    backlog line says the range; the other rows and their nodes are left alone."""
+    first, second, third, fourth = replaced_rows(purge_db, 4)
+
+    output = run("--grace-period", "0", "--range-start", str(second), "--range-end", str(fourth))
+
+    assert old_uids() == [first, fourth]
+    assert sorted(int(request.path.rsplit("/", 1)[1]) for request in service_node.requests) == [second, third]
+    assert output.splitlines()[0] == (
+        f"2 old assignments past the grace period (0 seconds) among uids from {second} below {fourth}."
+    )
+    run("--grace-period", "0", "--range-end", str(second))
+    run("--grace-period", "0", "--range-start", str(fourth))
+    assert old_uids() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_purgers_of_ranges_run_side_by_side_but_never_beside_a_whole_run_or_the_same_range(
+    purge_db, service_node, psql
+):
+    """A ranged run holds the whole purge's lock shared and its range's own: another range runs beside
+    it, the same range and a whole run (the command without a range, the daily cleanup) do not."""
+    first, second = replaced_rows(purge_db, 2)
+    # Another purger is working on uids from 0 below the second.
+    psql.execute(
+        "SELECT pg_advisory_lock_shared(%s), pg_advisory_lock(%s)", [lock_key(LOCK), lock_key(f"{LOCK}:0:{second}")]
+    )
+    try:
+        with pytest.raises(CommandError, match="another purge_old_records is running on these uids"):
+            run("--grace-period", "0")
+        with pytest.raises(CommandError, match="another purge_old_records is running on these uids"):
+            run("--grace-period", "0", "--range-end", str(second))
+        assert old_uids() == [first, second]
+        run("--grace-period", "0", "--range-start", str(second))
+        assert old_uids() == [first]
+    finally:
+        psql.execute("SELECT pg_advisory_unlock_all()")

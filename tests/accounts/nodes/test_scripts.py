@@ -270,6 +270,14 @@ def snapshot():
         (["remove_node", SERVICE, NODE_URL, "--dry-run", "--reason", "\udcff"], "the reason is not valid text"),
         (["remove_node", SERVICE, "https://nosuch", "--dry-run"], "unknown node 'https://nosuch'"),
         (["allocate_user", SERVICE, "{login}", "--reason", "bad\x00"], "the reason is not valid text"),
+        (["reset_node_assignment", SERVICE, "{login}"], "the following arguments are required: --reason"),
+        (["reset_node_assignment", SERVICE, "{login}", "--reason", "  "], "--reason must say why"),
+        (["reset_node_assignment", SERVICE, "nobody", "--reason", "x"], "No account is named 'nobody'"),
+        (["reset_node_assignment", "nosuch", "{login}", "--reason", "x"], "unknown service 'nosuch'"),
+        (["reset_node_assignment", SERVICE, "{login}", "--reason", "x"], "has no assignment for sync-1.5"),
+        (["reset_node_assignment", SERVICE, "{login}", "--reason", "x", "--dry-run"], "has no assignment"),
+        (["reset_node_assignment", SERVICE, "{retired}", "--reason", "x"], "for sync-1.5 were retired"),
+        (["reset_node_assignment", SERVICE, "{assigned}", "--reason", "bad\x00"], "the reason is not valid text"),
         (["count_users", "--timestamp", "yesterday"], "--timestamp 'yesterday' is not a time"),
         (["count_users", "--timestamp", "99999999999999999999"], "is not a time"),
         (["count_users", "--service", "nosuch"], "unknown service 'nosuch'"),
@@ -279,8 +287,12 @@ def snapshot():
 def test_bad_input_is_refused_with_a_sentence_and_changes_nothing(nodes, args, message):
     """Every command refuses a bad name, number or time with a CommandError saying what is wrong, and the
     services, nodes, assignments and audit trail stay as they were."""
-    account = AccountFactory()
-    args = [arg.replace("{login}", account.login) for arg in args]
+    account, assigned, retired = AccountFactory(), AccountFactory(), AccountFactory()
+    nodes.assignment_allocate(service=SERVICE, account_id=assigned.pk)
+    nodes.assignment_allocate(service=SERVICE, account_id=retired.pk)
+    nodes.assignments_retire(account_id=retired.pk)
+    names = {"{login}": account.login, "{assigned}": assigned.login, "{retired}": retired.login}
+    args = [names.get(arg, arg) for arg in args]
     before = snapshot()
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace("{", r"\{")):
         run(*args)
@@ -316,3 +328,53 @@ def test_allocate_user_on_a_full_node_is_refused(nodes):
     with pytest.raises(CommandError, match=f"node {NODE2} is full"):
         run("allocate_user", SERVICE, AccountFactory().login, NODE2)
     assert not NodeAssignment.objects.exists()
+
+
+def test_reset_node_assignment_gives_the_account_a_fresh_assignment_with_its_keys_audited(nodes):
+    """reset_node_assignment replaces the account's live row and makes a fresh one (a new uid) with the
+    same keys and numbers; the audit trail has both, with the reason, the new one naming the account."""
+    account = AccountFactory()
+    old = nodes.assignment_allocate(
+        service=SERVICE, account_id=account.pk, generation=7, keys_changed_at=5, client_state="aa"
+    )
+
+    output = run("reset_node_assignment", SERVICE, account.login, "--reason", "corrupt data, ticket 41")
+
+    fresh = current(nodes, account)
+    assert fresh.uid != old.uid
+    assert (fresh.node, fresh.generation, fresh.keys_changed_at, fresh.client_state) == (NODE_URL, 7, 5, "aa")
+    rows = NodeAssignment.objects.filter(account_id=account.pk).order_by("uid")
+    assert [(row.uid, row.replaced_at is None) for row in rows] == [(old.uid, False), (fresh.uid, True)]
+    assert f"uid {old.uid} on {NODE_URL} replaced by uid {fresh.uid} on {NODE_URL}" in output
+    assert audited(AuditAction.NODE_ASSIGNMENT_CREATED, resource_id=str(account.pk)) == ["corrupt data, ticket 41"]
+    (unassigned,) = AuditEvent.objects.filter(action=AuditAction.NODE_UNASSIGNED)
+    assert (unassigned.resource_id, unassigned.diff_after) == (str(node(NODE_URL).pk), {"assignments": 1})
+    assert unassigned.reason == "corrupt data, ticket 41"
+    assert node(NODE_URL).current_load == 1
+
+
+def test_reset_node_assignment_dry_run_says_what_and_changes_nothing(nodes):
+    """--dry-run names the row it would replace, and nothing changes."""
+    account = AccountFactory()
+    old = nodes.assignment_allocate(service=SERVICE, account_id=account.pk)
+    before = snapshot()
+
+    output = run("reset_node_assignment", SERVICE, str(account.pk), "--reason", "x", "--dry-run")
+
+    assert f"uid {old.uid} on {NODE_URL} would be replaced; nothing changed." in output
+    assert snapshot() == before
+
+
+def test_reset_node_assignment_with_no_room_leaves_the_fresh_node_to_the_next_sync(nodes):
+    """With no node free the row is replaced all the same; the account's next read gets a fresh one."""
+    account = AccountFactory()
+    old = nodes.assignment_allocate(service=SERVICE, account_id=account.pk, generation=3)
+    nodes.node_update(service=SERVICE, node=NODE_URL, downed=True, actor=None)
+
+    output = run("reset_node_assignment", SERVICE, account.login, "--reason", "x")
+
+    assert "no node has room now, so its next sync gets a fresh one" in output
+    assert not NodeAssignment.objects.filter(account_id=account.pk, replaced_at=None).exists()
+    nodes.node_update(service=SERVICE, node=NODE_URL, downed=False, actor=None)
+    fresh = current(nodes, account)
+    assert fresh.uid != old.uid and fresh.generation == 3

@@ -2,13 +2,17 @@
 Django's test client: what each answers (tokenserver's token request and its refusals) and what the
 database holds after it."""
 
+import io
 import json
 import threading
+import time
 
 import httpx
 import pytest
+from django.core.management import call_command
 
 from accounts.nodes import services
+from accounts.nodes.models import Node
 from accounts.nodes.selectors import assignment_records
 from accounts.nodes.services import MAX_GENERATION
 from lifecycle.demo.factories import AccountFactory
@@ -308,6 +312,120 @@ def test_new_keys_and_a_raised_generation_are_audited_as_the_client(api, account
     assert STATE_A not in str(keys.diff_before) and STATE_B not in str(keys.diff_after)
 
 
+# Bounds on what one client can do: the node's room, the numbers' clock, the key changes' pace
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def key_change(number: int) -> dict:
+    """The report of a client whose keys changed for the ``number``-th time: new numbers, a new state."""
+    return {"generation": 1000 + number, "keys_changed_at": 1000 + number, "client_state": f"{number:02x}" * 16}
+
+
+@pytest.fixture
+def small_node(db):
+    """A service whose one node takes 5 accounts."""
+    services.service_add(service="small", pattern="{node}/1.5/{uid}")
+    services.node_add(service="small", node="https://small1", capacity=5, available=5, actor=None)
+
+
+def test_one_accounts_key_changes_leave_its_node_room_for_other_accounts(api, small_node, settings):
+    """Each key change replaces the account's row on its node, and a replaced row holds no slot: after
+    17 key changes of one account, the node of capacity 5 serves 1 account and takes 4 more."""
+    settings.NODE_KEY_CHANGES_PER_HOUR = 100
+    changer = AccountFactory(active=True).pk
+    for number in range(18):
+        assert api.put(path(changer, "small"), key_change(number)).status_code in (200, 201)
+
+    node = Node.objects.get(node="https://small1")
+    assert (node.current_load, node.capacity) == (1, 5)
+    others = [api.put(path(AccountFactory(active=True).pk, "small"), {}) for _ in range(4)]
+    assert [response.status_code for response in others] == [201] * 4
+
+
+def test_key_changes_past_the_hourly_bound_are_429_with_retry_after_and_change_nothing(api, account_id, settings):
+    """NODE_KEY_CHANGES_PER_HOUR new client states an hour per account and service; the next is 429
+    too-many-key-changes, with Retry-After, and the account's rows stay as they were."""
+    settings.NODE_KEY_CHANGES_PER_HOUR = 3
+    assert api.put(path(account_id), key_change(0)).status_code == 201
+    for number in (1, 2, 3):
+        assert api.put(path(account_id), key_change(number)).status_code == 200
+    before = rows(account_id)
+
+    response = api.put(path(account_id), key_change(4))
+
+    assert response.status_code == 429, response.content
+    assert problem_type(response) == "too-many-key-changes"
+    assert 0 < int(response["Retry-After"]) <= 3600
+    assert rows(account_id) == before
+    # Numbers alone still move: the bound is on new keys, not on syncs.
+    assert api.put(path(account_id), {"generation": 2000, "keys_changed_at": 1003}).status_code == 200
+
+
+@pytest.mark.parametrize("name", ["generation", "keys_changed_at"])
+@pytest.mark.parametrize("ahead", [2**63 - 2, "margin"])
+def test_a_number_far_in_the_future_is_422_and_the_real_client_is_served_after_it(
+    api, account_id, settings, name, ahead
+):
+    """A generation or keys_changed_at more than NODE_CLOCK_MARGIN_SECONDS ahead of the clock (2^63-2,
+    or just past the margin) is refused: 422, and the account is not wedged: its real client's next
+    report is served."""
+    settings.NODE_CLOCK_MARGIN_SECONDS = 300
+    api.put(path(account_id), {"generation": now_ms() - 1000, "keys_changed_at": now_ms() - 1000})
+    before = rows(account_id)
+    value = ahead if ahead != "margin" else now_ms() + 301_000
+    report = {"keys_changed_at": now_ms() - 1000} | {name: value}
+
+    response = api.put(path(account_id), report)
+
+    assert response.status_code == 422, response.content
+    assert problem_type(response) == f"{name.replace('_', '-')}-in-future"
+    assert "in the future" in response.json()["detail"]
+    assert rows(account_id) == before
+    real = now_ms()
+    assert api.put(path(account_id), {"generation": real, "keys_changed_at": real}).status_code == 200
+    assert rows(account_id)[-1][2:4] == (real, real)
+
+
+@pytest.mark.django_db(transaction=True)  # the owner's ALTER TABLE waits for every open transaction on the table
+def test_an_account_wedged_by_a_number_from_the_future_is_freed_by_reset_node_assignment(api, account_id):
+    """An account whose generation was set to 2^63-2 before the rules refused it (here by the owner,
+    the rule switched off) refuses its real client; reset_node_assignment lowers the number to its
+    highest real one and gives it fresh storage, after which the real client is served."""
+    real = now_ms() - 60_000
+    api.put(path(account_id), {"generation": real, "keys_changed_at": real, "client_state": STATE_A})
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute("ALTER TABLE node_assignments DISABLE TRIGGER before_node_assignment_clock")
+        try:
+            owner.execute("UPDATE node_assignments SET generation = %s WHERE account = %s", [2**63 - 2, account_id])
+        finally:
+            owner.execute("ALTER TABLE node_assignments ENABLE TRIGGER before_node_assignment_clock")
+    assert api.put(path(account_id), {"generation": now_ms(), "keys_changed_at": real}).status_code == 409
+
+    output = io.StringIO()
+    call_command("reset_node_assignment", SERVICE, str(account_id), "--reason", "wedged", stdout=output)
+
+    assert "numbers from the future lowered on 1 row" in output.getvalue()
+    later = now_ms()
+    served = api.put(path(account_id), {"generation": later, "keys_changed_at": real})
+    assert served.status_code == 200, served.content
+    assert (served.json()["generation"], served.json()["client_state"]) == (later, STATE_A)
+    # The old row kept no real generation (it was overwritten): lowered to 0; the fresh row has the report's.
+    assert [row[2] for row in rows(account_id)] == [0, later]
+
+
+def test_a_number_within_the_clock_margin_is_taken(api, account_id, settings):
+    """A client whose numbers are a little ahead of this server's clock (within the margin) is served."""
+    settings.NODE_CLOCK_MARGIN_SECONDS = 300
+    ahead = now_ms() + 200_000
+
+    response = api.put(path(account_id), {"generation": ahead, "keys_changed_at": ahead})
+
+    assert response.status_code == 201 and response.json()["generation"] == ahead
+
+
 # Capacity, unknown names, retirement
 
 
@@ -492,6 +610,9 @@ def test_the_schema_has_both_operations_and_their_problems(client):
         ("invalid-keys-changed-at", 409),
         ("invalid-client-state", 409),
         ("assignment-retired", 410),
+        ("generation-in-future", 422),
+        ("keys-changed-at-in-future", 422),
+        ("too-many-key-changes", 429),
         ("no-capacity", 503),
     ],
 )

@@ -166,7 +166,7 @@ def test_a_refused_form_says_why_beside_the_field_and_writes_nothing(maker, chan
     errors = response.context["adminform"].form.errors
     assert list(errors) == [field] and message in errors[field][0]
     assert 'id="api-key"' not in response.content.decode()
-    assert not ApiClient.objects.exists() and not AuditEvent.objects.exists()
+    assert not ApiClient.objects.exists() and not AuditEvent.objects.filter(resource_type="api_client").exists()
 
 
 def test_a_name_taken_in_another_case_is_refused_beside_the_name(maker, integrator):
@@ -175,7 +175,7 @@ def test_a_name_taken_in_another_case_is_refused_beside_the_name(maker, integrat
     assert response.context["adminform"].form.errors == {
         "name": ["api: there is already an API client named 'BILLING'"]
     }
-    assert ApiClient.objects.count() == 1 and AuditEvent.objects.count() == 1
+    assert ApiClient.objects.count() == 1 and AuditEvent.objects.filter(resource_type="api_client").count() == 1
 
 
 # Changing the scopes

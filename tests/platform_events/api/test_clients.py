@@ -147,7 +147,7 @@ class TestWhoMayGiveAScope:
         with pytest.raises(ApiClientError, match=refusal) as refused:
             api_client_create(name="billing", scopes=[scope], actor=maker)
         assert (refused.value.code, refused.value.status, refused.value.field) == ("scope-not-yours", 403, "scopes")
-        assert not ApiClient.objects.exists() and not AuditEvent.objects.exists()
+        assert not ApiClient.objects.exists() and not AuditEvent.objects.filter(resource_type="api_client").exists()
 
     def test_support_may_give_the_read_scope_it_has_itself(self):
         maker = get_user_model().objects.create_user("support9", password="x", is_staff=True)
