@@ -1,7 +1,7 @@
 """The runtime role against the staff trail (platform_events/sql/0017_staff_trail.sql), as an attacker
 holding the app's database login would try it: privileges are held by id, so ids swapped between two
 permissions, groups, logins or content types would hand powers over without a change any audit
-trigger sees. platform_events/sql/0020_staff_ids.sql refuses every id change."""
+trigger sees. platform_events/sql/0020_kept_ids.sql refuses every id change."""
 
 import pytest
 from django.contrib.auth import get_user_model

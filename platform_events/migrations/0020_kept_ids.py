@@ -9,5 +9,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        run_sql_file(__file__, "0020_staff_ids"),
+        run_sql_file(__file__, "0020_kept_ids"),
     ]
