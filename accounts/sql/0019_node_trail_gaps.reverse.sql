@@ -1,4 +1,6 @@
 -- 0017_node_trail.sql's definitions back.
+DROP TRIGGER before_node_id_change ON nodes;
+DROP FUNCTION trg_before_node_id_change();
 DROP TRIGGER before_node_assignment_node_unset ON node_assignments;
 DROP FUNCTION trg_before_node_assignment_node_unset();
 

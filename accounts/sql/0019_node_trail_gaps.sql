@@ -11,6 +11,8 @@
 --   far as the caller asked ('infinity' too), where the purge's retry asks for now; and
 --   node_routine_allocate() dated a first allocation (silent) as the caller asked, so a row created in
 --   the future was replaced in the future too. Neither goes past the clock now.
+-- * A node's id changed in place (one no assignment names yet): the trail names nodes by id, and the
+--   audit trigger compares what it shows, not the id. Refused, as an assignment's uid is.
 
 CREATE FUNCTION trg_before_node_assignment_node_unset() RETURNS trigger
     LANGUAGE plpgsql SET search_path = public, pg_temp
@@ -116,3 +118,18 @@ BEGIN
     RETURN made;
 END;
 $$;
+
+CREATE FUNCTION trg_before_node_id_change() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'nodes: node % keeps its id (the trail names it by id); add a node instead', OLD.node
+        USING ERRCODE = 'LN004';
+END;
+$$;
+
+CREATE TRIGGER before_node_id_change
+    BEFORE UPDATE OF id ON nodes
+    FOR EACH ROW
+    WHEN (OLD.id IS DISTINCT FROM NEW.id)
+    EXECUTE FUNCTION trg_before_node_id_change();

@@ -157,3 +157,10 @@ def test_a_first_allocation_is_never_dated_in_the_future(psql, account):
     row's replacement there too, so the purge would never reach it."""
     psql.execute("SELECT node_routine_allocate(%s, %s, 0, '', NULL, 0.1, 'infinity')", [service_id(SERVICE), account()])
     assert psql.execute("SELECT created_at <= clock_timestamp() FROM node_assignments").fetchone() == (True,)
+
+
+def test_a_nodes_id_cannot_change(psql):
+    """A node no assignment names yet could change its id unaudited (the trigger compares what it shows):
+    later rows would name it by another id than its node.added's."""
+    with pytest.raises(psycopg.DatabaseError, match="keeps its id"):
+        psql.execute("UPDATE nodes SET id = id + 1000 WHERE node = %s", [NODE_URL])
