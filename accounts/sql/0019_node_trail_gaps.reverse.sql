@@ -75,3 +75,24 @@ BEGIN
     RETURN made;
 END;
 $$;
+
+CREATE OR REPLACE FUNCTION node_routine_replace(p_service integer, p_account bigint, p_at timestamptz DEFAULT NULL)
+    RETURNS timestamptz
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+AS $$
+DECLARE
+    r record;
+    latest timestamptz;
+BEGIN
+    FOR r IN
+        UPDATE node_assignments a SET replaced_at = greatest(coalesce(p_at, clock_timestamp()), a.created_at)
+        WHERE a.service = p_service AND a.account = p_account AND a.replaced_at IS NULL
+        RETURNING a.uid, a.node, a.replaced_at
+    LOOP
+        PERFORM audit_record('node_assignment.replaced', 'account', p_account::text,
+                             jsonb_build_object('uid', r.uid, 'node', r.node), NULL);
+        latest := greatest(latest, r.replaced_at);
+    END LOOP;
+    RETURN latest;
+END;
+$$;

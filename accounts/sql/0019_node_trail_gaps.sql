@@ -8,9 +8,12 @@
 --   good, never past the grace period; back, it is purged at once. Now audited as node_assignment.changed
 --   with the time before and after.
 -- * The routine functions' times: node_routine_replace_row() moved a replaced row's time, silently, as
---   far as the caller asked ('infinity' too), where the purge's retry asks for now; and
---   node_routine_allocate() dated a first allocation (silent) as the caller asked, so a row created in
---   the future was replaced in the future too. Neither goes past the clock now.
+--   far as the caller asked ('infinity' too), where the purge's retry asks for now; node_routine_replace()
+--   and node_routine_replace_row() replaced a live row at any time the caller gave (audited, but its row
+--   says nothing of the time); and node_routine_allocate() dated a first allocation (silent) as the
+--   caller asked, so a row created in the future was replaced in the future too. None goes past the
+--   clock now: a row replaced at 'infinity' never passes the grace period, so the purge never tells its
+--   node to delete the data.
 -- * A node's id changed in place (one no assignment names yet): the trail names nodes by id, and the
 --   audit trigger compares what it shows, not the id. Refused, as an assignment's uid is.
 
@@ -90,7 +93,7 @@ BEGIN
         RETURN;
     END IF;
     IF was.replaced_at IS NULL THEN
-        UPDATE node_assignments SET replaced_at = greatest(coalesce(p_at, clock_timestamp()), created_at)
+        UPDATE node_assignments SET replaced_at = greatest(least(coalesce(p_at, clock_timestamp()), clock_timestamp()), created_at)
         WHERE uid = p_uid;
         PERFORM audit_record('node_assignment.replaced', 'account', was.account::text,
                              jsonb_build_object('uid', was.uid, 'node', was.node), NULL);
@@ -99,6 +102,29 @@ BEGIN
         SET replaced_at = greatest(least(coalesce(p_at, clock_timestamp()), clock_timestamp()), created_at, replaced_at)
         WHERE uid = p_uid;
     END IF;
+END;
+$$;
+
+-- 0017_node_trail.sql's, a time at most now.
+CREATE OR REPLACE FUNCTION node_routine_replace(p_service integer, p_account bigint, p_at timestamptz DEFAULT NULL)
+    RETURNS timestamptz
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+AS $$
+DECLARE
+    r record;
+    latest timestamptz;
+BEGIN
+    FOR r IN
+        UPDATE node_assignments a
+        SET replaced_at = greatest(least(coalesce(p_at, clock_timestamp()), clock_timestamp()), a.created_at)
+        WHERE a.service = p_service AND a.account = p_account AND a.replaced_at IS NULL
+        RETURNING a.uid, a.node, a.replaced_at
+    LOOP
+        PERFORM audit_record('node_assignment.replaced', 'account', p_account::text,
+                             jsonb_build_object('uid', r.uid, 'node', r.node), NULL);
+        latest := greatest(latest, r.replaced_at);
+    END LOOP;
+    RETURN latest;
 END;
 $$;
 

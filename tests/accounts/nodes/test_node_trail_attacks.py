@@ -164,3 +164,16 @@ def test_a_nodes_id_cannot_change(psql):
     later rows would name it by another id than its node.added's."""
     with pytest.raises(psycopg.DatabaseError, match="keeps its id"):
         psql.execute("UPDATE nodes SET id = id + 1000 WHERE node = %s", [NODE_URL])
+
+
+def test_a_live_row_is_never_replaced_in_the_future(psql, account):
+    """node_routine_replace() and node_routine_replace_row() at 'infinity': the row never passes the grace
+    period, so the purge never tells its node to delete the data (audited as replaced, but the row says
+    nothing of the time)."""
+    first, second = assigned(account, 2)
+    sid = service_id(SERVICE)
+    (a,) = psql.execute("SELECT account FROM node_assignments WHERE uid = %s", [first]).fetchone()
+    psql.execute("SELECT node_routine_replace(%s, %s, 'infinity')", [sid, a])
+    psql.execute("SELECT node_routine_replace_row(%s, 'infinity')", [second])
+    query = "SELECT bool_and(replaced_at <= clock_timestamp()) FROM node_assignments WHERE uid IN (%s, %s)"
+    assert psql.execute(query, [first, second]).fetchone() == (True,)
