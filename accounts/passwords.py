@@ -10,14 +10,31 @@ from django.utils.translation import ngettext
 # Separators (spaces of every width), and control and format characters (zero-width spaces and joiners,
 # direction marks): none of them shows.
 INVISIBLE_CATEGORIES = {"Zs", "Zl", "Zp", "Cc", "Cf"}
+# ... and what shows nothing in other categories: Unicode's default-ignorable code points that are
+# letters or marks (the Hangul fillers, the combining grapheme joiner, the Khmer inherent vowels, the
+# Mongolian and other variation selectors; DerivedCoreProperties.txt), and the braille pattern blank.
+BLANK_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
+)
+
+
+def _shows(character: str) -> bool:
+    if character.isspace() or unicodedata.category(character) in INVISIBLE_CATEGORIES:
+        return False
+    point = ord(character)
+    return not any(low <= point <= high for low, high in BLANK_RANGES)
 
 
 def visible_characters(password: str) -> int:
-    return sum(
-        1
-        for character in password
-        if not character.isspace() and unicodedata.category(character) not in INVISIBLE_CATEGORIES
-    )
+    return sum(1 for character in password if _shows(character))
 
 
 class VisibleCharactersValidator:

@@ -34,18 +34,24 @@ def forbidden_node_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | s
 def node_host_problem(url: str, *, what: str = "node") -> str | None:
     """Why the purge may not send requests to ``url``'s host, in one sentence; None when it may."""
     try:
-        host = httpx.URL(url).host  # the host the purge's requests go to
+        parsed = httpx.URL(url)  # the host and port the purge's requests go to
     except (httpx.InvalidURL, UnicodeError, ValueError):
         return (
             f"nodes: {what} {url!r} cannot be requested: its host is not a valid name or address, or its port a number"
         )
-    if not host:
+    if not parsed.host:
         return f"nodes: {what} {url!r} names no host"
-    if problem := host_problem(host, forbidden_node_address):
+    if problem := host_problem(parsed.host, forbidden_node_address):
         return (
             f"nodes: {what} {url!r} names {problem}, and storage nodes may be on {allowed_networks()} only"
             f" ({SETTING}, set in the environment, lists the networks allowed besides public addresses)"
         )
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        return f"nodes: {what} {url!r} cannot be requested: its port must be a number from 1 to 65535"
+    if parsed.userinfo:
+        # Kept in the nodes table and shown on the node's pages and in the trail; the purge's requests
+        # carry a token of their own.
+        return f"nodes: {what} {url!r} is not valid: a node's URL holds no user name or password"
     return None
 
 

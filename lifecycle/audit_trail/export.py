@@ -56,8 +56,10 @@ COLUMNS = [
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # ... and, opening the file with another list separator (";" in much of Europe, a tab), a cell that starts
-# after one of those inside a value: "Mozilla/5.0;=3+4" is two cells there, the second a formula.
-FORMULA_AFTER_SEPARATOR = re.compile(r"(?<=.)([,;\t|])(?=[=+\-@\r])", re.DOTALL)  # the start: FORMULA_STARTS
+# after one of those inside a value: "Mozilla/5.0;=3+4" is two cells there, the second a formula. A line
+# break too: read with the wrong separator, the quotes no longer hold it inside its cell, and it starts
+# a row.
+FORMULA_AFTER_SEPARATOR = re.compile(r"(?<=.)([,;\t|\r\n])(?=[=+\-@\r])", re.DOTALL)  # the start: FORMULA_STARTS
 
 
 class ExportTooLarge(Refused):

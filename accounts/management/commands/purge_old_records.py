@@ -8,6 +8,8 @@ from platform_events.quantities import quantity
 from platform_events.refusals import Refused
 
 MAX_PER_LOOP = 10_000
+# Ten years: a longer grace period purges nothing in this system's life, and past Python's dates it was a traceback.
+MAX_GRACE_PERIOD = 10 * 365 * 86400
 
 
 class Command(BaseCommand):
@@ -50,8 +52,8 @@ class Command(BaseCommand):
         range_end,
         **options,
     ):
-        if grace_period < 0:
-            raise CommandError("--grace-period must be 0 or more seconds.")
+        if not 0 <= grace_period <= MAX_GRACE_PERIOD:
+            raise CommandError(f"--grace-period must be 0 or more seconds, at most {MAX_GRACE_PERIOD} (ten years).")
         if not 1 <= max_per_loop <= MAX_PER_LOOP:
             raise CommandError(f"--max-per-loop must be between 1 and {MAX_PER_LOOP}.")
         if max_records < 0:

@@ -4,9 +4,11 @@ it), then a node's URL changed, assignments deleted or raised, services changed,
 functions misused. Each change is audited with the actor the session claims beside the database
 role."""
 
+import psycopg
 import pytest
 
 from accounts.nodes import services
+from accounts.nodes.models import NodeAssignment
 from accounts.nodes.selectors import service_id
 from platform_events.audit.models import AuditEvent
 from tests.accounts.nodes.conftest import NODE_URL, SERVICE, assigned, events, runtime_login
@@ -115,3 +117,63 @@ def test_the_purges_retry_time_only_moves_on(psql, account):
     psql.execute("SELECT node_routine_replace_row(%s)", [uid])
     (later,) = psql.execute("SELECT replaced_at FROM node_assignments WHERE uid = %s", [uid]).fetchone()
     assert later > replaced
+
+
+def test_a_live_rows_node_cannot_be_taken_away_but_by_the_nodes_deletion(psql, account):
+    """node set to none on a live row: the account's data left behind on a node no purge would tell,
+    the node's slot never freed, and (the audit trigger compares numbers only) no row in the trail."""
+    (uid,) = assigned(account)
+    with pytest.raises(psycopg.DatabaseError, match="keeps its node until the node is deleted"):
+        psql.execute("UPDATE node_assignments SET node = NULL WHERE uid = %s", [uid])
+    psql.rollback()
+    services.node_remove(service=SERVICE, node=NODE_URL, actor=None)  # the one way: the node's own deletion
+    assert NodeAssignment.objects.get(uid=uid).node_id is None
+
+
+def test_a_replaced_rows_time_moved_by_the_runtime_role_is_audited(psql, account):
+    """replaced_at of a replaced row pushed to 'infinity' (its data kept on the node for good: never past
+    the grace period) or back (purged at once) is a change like any other."""
+    (uid,) = assigned(account)
+    services.assignment_replace(uid=uid)
+    psql.execute("UPDATE node_assignments SET replaced_at = 'infinity' WHERE uid = %s", [uid])
+    psql.commit()
+    (changed,) = events("node_assignment.changed")
+    assert (changed.diff_after["uid"], changed.diff_after["replaced_at"]) == (uid, "infinity")
+    assert (changed.actor_id, changed.db_user) == ("api-client:7", runtime_login())
+
+
+def test_the_purges_retry_time_goes_no_further_than_now(psql, account):
+    """node_routine_replace_row() moves a replaced row's time silently (the purge's retry, which asks for
+    now): a time in the future would keep the account's data on the node past any grace period."""
+    (uid,) = assigned(account)
+    services.assignment_replace(uid=uid)
+    psql.execute("SELECT node_routine_replace_row(%s, 'infinity')", [uid])
+    query = "SELECT replaced_at <= clock_timestamp() FROM node_assignments WHERE uid = %s"
+    assert psql.execute(query, [uid]).fetchone() == (True,)
+
+
+def test_a_first_allocation_is_never_dated_in_the_future(psql, account):
+    """node_routine_allocate()'s creation time (silent: a first allocation) in the future would date the
+    row's replacement there too, so the purge would never reach it."""
+    psql.execute("SELECT node_routine_allocate(%s, %s, 0, '', NULL, 0.1, 'infinity')", [service_id(SERVICE), account()])
+    assert psql.execute("SELECT created_at <= clock_timestamp() FROM node_assignments").fetchone() == (True,)
+
+
+def test_a_nodes_id_cannot_change(psql):
+    """A node no assignment names yet could change its id unaudited (the trigger compares what it shows):
+    later rows would name it by another id than its node.added's."""
+    with pytest.raises(psycopg.DatabaseError, match="keeps its id"):
+        psql.execute("UPDATE nodes SET id = id + 1000 WHERE node = %s", [NODE_URL])
+
+
+def test_a_live_row_is_never_replaced_in_the_future(psql, account):
+    """node_routine_replace() and node_routine_replace_row() at 'infinity': the row never passes the grace
+    period, so the purge never tells its node to delete the data (audited as replaced, but the row says
+    nothing of the time)."""
+    first, second = assigned(account, 2)
+    sid = service_id(SERVICE)
+    (a,) = psql.execute("SELECT account FROM node_assignments WHERE uid = %s", [first]).fetchone()
+    psql.execute("SELECT node_routine_replace(%s, %s, 'infinity')", [sid, a])
+    psql.execute("SELECT node_routine_replace_row(%s, 'infinity')", [second])
+    query = "SELECT bool_and(replaced_at <= clock_timestamp()) FROM node_assignments WHERE uid IN (%s, %s)"
+    assert psql.execute(query, [first, second]).fetchone() == (True,)

@@ -439,6 +439,7 @@ def test_a_grace_period_of_one_is_said_in_the_singular(purge_db, service_node):
     [
         (["--grace-period", "-1"], "--grace-period must be 0 or more"),
         (["--grace-period", "soon"], "invalid int value: 'soon'"),
+        (["--grace-period", "99999999999999999999"], r"--grace-period must be 0 or more seconds, at most 315360000"),
         (["--max-per-loop", "0"], "--max-per-loop must be between 1 and 10000"),
         (["--max-records", "-1"], "--max-records must be 0"),
         (["--request-timeout", "0"], "--request-timeout must be more than 0"),

@@ -115,3 +115,18 @@ def test_export_guards_a_formula_after_a_separator_inside_a_cell(auditor, separa
     pieces = [piece for cell in cells for piece in cell.split(separator)]
     assert [piece for piece in pieces if piece.startswith(("=", "+", "-", "@"))] == []
     assert text.startswith('"occurred_at"') or text.startswith('"')  # every cell quoted, the header's too
+
+
+@pytest.mark.parametrize("line_break", ["\n", "\r\n"])
+def test_export_guards_a_formula_after_a_line_break_inside_a_cell(auditor, line_break):
+    """A reason typed on two lines: a spreadsheet that reads the file with another list separator loses
+    track of the quotes, and a line break inside a cell then starts a row whose first cell is a formula."""
+    reason = f'chargeback{line_break}=HYPERLINK("http://x"){line_break}+1'
+    with audit_context(reason=reason):
+        account_suspend(account=AccountFactory(active=True), actor=None)
+    response = auditor.post(EXPORT)
+    text = b"".join(response.streaming_content).decode()
+    cells = [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+    pieces = [piece for cell in cells for piece in cell.splitlines()]
+    assert "chargeback" in text
+    assert [piece for piece in pieces if piece.startswith(("=", "+", "-", "@"))] == []

@@ -61,3 +61,14 @@ def test_held_the_runtime_role_cannot_restore_a_revoked_key_or_change_a_key_in_p
     refused("UPDATE api_clients SET revoked_at = NULL, revoked_reason = NULL WHERE id = %s", [made.pk], match="revoked")
     refused("UPDATE api_clients SET revoked_at = 'infinity' WHERE id = %s", [made.pk], match="revoked")
     assert api_client_by_key(key) is None
+
+
+@pytest.mark.django_db
+def test_the_runtime_role_cannot_give_a_client_a_new_id(sql):
+    """The trail names a client by id (api-client:7 acted). Its id is GENERATED ALWAYS, yet UPDATE ... SET
+    id = DEFAULT gave it the next one: the rows its key writes afterwards would name another id than its
+    creation's, and the audit trigger, which compares what it shows (not the id), saw no change.
+    platform_events/sql/0020_kept_ids.sql refuses it."""
+    leaky, _ = api_client_create(name="leaky", scopes=["accounts:read"], actor=None)
+    with pytest.raises(DatabaseError, match="api_clients .* keeps its id"), transaction.atomic():
+        sql("UPDATE api_clients SET id = DEFAULT WHERE id = %s", [leaky.pk])
