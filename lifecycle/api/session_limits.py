@@ -12,7 +12,14 @@ hashed, so that a refused check costs no hash (docs/api.md, "Password check").
   stranger failing from elsewhere does not keep the person waiting; but only
   ``API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME`` failures an hour come that way: past them (many
   addresses, or a client passing on addresses a guesser chose), the delays hold every address.
-- Per client, whatever the names: ``API_SESSION_FAILURES_PER_CLIENT`` an hour.
+- Per client, whatever the names: ``API_SESSION_FAILURES_PER_CLIENT`` an hour. With addresses, one
+  that has not failed this hour is let through it (as through a name's delays): a stranger's failures
+  on made-up names hold the addresses they came from, not the person signing in from their own; a
+  guesser spreading out gets one try per fresh address, then meets the limit like the rest.
+
+Checks of one name are taken one at a time (``one_at_a_time()``, an advisory lock held over the
+reading, the hash and the counting): checks sent at once each see the others' failures, instead of
+all passing the reading before any is counted.
 
 Not per account: were a login and its address one count, a refusal on one after failures on the
 other would tell that both exist and belong together, where a name nobody has answers 403. So a
@@ -23,6 +30,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import connection
 
 from platform_events.limits.counters import Limit, hits_counted, limits_hit, limits_reached
 from platform_events.limits.delays import Delay, delay_failed, delay_refusal, delay_remaining
@@ -50,9 +58,19 @@ class SessionCheck:
     # Let through the name's delays as an address that had not failed on it: its failure counts so.
     through_delay: bool = False
 
+    def one_at_a_time(self) -> None:
+        """Wait for any other check of this name to be counted (until the caller's transaction ends)."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('api-session:' || lower(%s), 0))", [self.identifier]
+            )
+
     def refuse_if_limited(self) -> None:
         """Raise ``LimitExceeded`` when this check is refused now; count nothing."""
-        limits_reached(self._limits())
+        limits = self._limits()
+        if self._address_clean():
+            limits = limits[:-1]  # not held by the client's limit: it is the strangers' addresses' to meet
+        limits_reached(limits)
         delay = per_name()
         held = delay_remaining(delay, self.identifier)
         if not held:
@@ -68,6 +86,13 @@ class SessionCheck:
         limit was spent meanwhile (a check that raced another)."""
         delay_failed(per_name(), self.identifier)
         limits_hit(self._limits() + ([self._new_addresses()] if self.through_delay else []))
+
+    def _address_clean(self) -> bool:
+        """An address given that no check failed from this hour."""
+        if self.address is None:
+            return False
+        limit, key = self._limits()[1]
+        return hits_counted(limit, key) == 0
 
     def _new_addresses_spent(self) -> bool:
         limit, key = self._new_addresses()

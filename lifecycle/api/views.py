@@ -11,6 +11,7 @@ from typing import Annotated
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from ninja import Path, Query, Router
 from ninja.responses import NinjaJSONEncoder
 
@@ -254,17 +255,22 @@ def check_password(request, body: SessionIn):
         )
     address = None if body.client_address is None else address_key(body.client_address)
     limits = SessionCheck(client_id=request.auth.pk, identifier=body.identifier, address=address)
-    try:
-        limits.refuse_if_limited()
-        account, right = account_password_verify(identifier=body.identifier, password=body.password)
-        if not right:
-            limits.count_failure()
-    except LimitExceeded as refusal:
+    refused = None
+    with transaction.atomic():
+        limits.one_at_a_time()
+        try:
+            limits.refuse_if_limited()
+            account, right = account_password_verify(identifier=body.identifier, password=body.password)
+            if not right:
+                limits.count_failure()
+        except LimitExceeded as refusal:
+            refused = refusal  # answered once the counts are committed
+    if refused is not None:
         raise Problem(
             "rate-limited",
             "too many failed password checks; retry later",
-            headers={"Retry-After": str(refusal.retry_after)},
-        ) from None
+            headers={"Retry-After": str(refused.retry_after)},
+        )
     if not right:
         raise Problem("invalid-credentials", "wrong login, e-mail or password")
     return {"account_id": account.pk, "status": account.status}
