@@ -43,6 +43,7 @@ from platform_events.webhooks.endpoints import (
     endpoint_resume,
     endpoint_rotate_secret,
     endpoint_send_test,
+    made_for_former_url,
     secret_checked,
 )
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
@@ -372,7 +373,14 @@ class EventFilter(admin.SimpleListFilter):
 
 
 def redeliver(delivery, *, actor, reason) -> int:
-    """Send one delivery again: 1, or 0 when it is already waiting to be sent."""
+    """Send one delivery again: 1, or 0 when it is already waiting to be sent; refused when it was made
+    for the endpoint's former URL."""
+    if made_for_former_url(delivery):
+        raise EndpointError(
+            "This delivery was made before its endpoint's URL changed; it is not sent to the new one.",
+            code="made-for-former-url",
+            reason="made for the endpoint's former URL",
+        )
     return deliveries_redeliver(WebhookDelivery.objects.filter(pk=delivery.pk), actor=actor)
 
 
@@ -390,6 +398,8 @@ DELIVERY_ACTIONS = {
         describe=lambda delivery: (
             f"{delivery.event.event_type} to {delivery.subscription.url} — {DeliveryStatus(delivery.status).label}"
         ),
+        applies_to=lambda delivery: not made_for_former_url(delivery),
+        refused=(EndpointError,),
         own_url=True,
     ),
 }

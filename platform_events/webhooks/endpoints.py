@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Now
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -202,16 +202,24 @@ def endpoint_send_test(endpoint: WebhookSubscription, *, actor) -> uuid.UUID:
     return event_id
 
 
+def made_for_former_url(delivery: WebhookDelivery) -> bool:
+    """Whether the delivery was made before its endpoint's URL last changed: its payload was meant for
+    another receiver, and the database refuses to send it again (platform_events/sql/0021_endpoint_url_since.sql)."""
+    return delivery.created_at < delivery.subscription.url_since
+
+
 def deliveries_redeliver(deliveries: QuerySet | Iterable, *, actor) -> int:
     """Send deliveries again (a queryset of them, or their ids): each one not already waiting goes back
     to PENDING, due now, in one statement; the trigger audits each (webhook.redelivered) and wakes the
     dispatcher. Returns how many were sent again. One under a live lease is being sent right now and is
-    left alone: clearing its lease would let a second dispatcher send it at the same time."""
+    left alone: clearing its lease would let a second dispatcher send it at the same time. One made
+    before its endpoint's URL last changed is left alone too: its history is not the new URL's."""
     ids = deliveries.values("pk") if isinstance(deliveries, QuerySet) else list(deliveries)
     with transaction.atomic(), audit_context(actor=actor):
         return (
             WebhookDelivery.objects.filter(pk__in=ids)
             .exclude(status=DeliveryStatus.PENDING)
+            .exclude(created_at__lt=F("subscription__url_since"))
             .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=Now()))
             .update(status=DeliveryStatus.PENDING, next_retry_at=Now(), lease_until=None, claim=None)
         )

@@ -35,6 +35,8 @@ class WebhookSubscription(models.Model):
     last_failure_at = models.DateTimeField(null=True)
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(db_default=Now())
+    # When the URL took its value (the database sets it): deliveries made before it are not sent again.
+    url_since = models.DateTimeField(db_default=Now(), editable=False)
 
     class Meta:
         managed = False

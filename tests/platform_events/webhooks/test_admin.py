@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
-from platform_events.webhooks.endpoints import endpoint_create, endpoint_secrets
+from platform_events.webhooks.endpoints import endpoint_change, endpoint_create, endpoint_secrets
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus, WebhookDelivery, WebhookSubscription
 from tests.support import pages_as_html, set_deliveries, staff_client
 
@@ -247,6 +247,34 @@ def test_a_delivery_page_shows_its_response_and_sends_it_again(integrator):
     assert again in html
     integrator.post(again, {"confirm": "yes"})
     assert WebhookDelivery.objects.get(pk=delivery.pk).status == DeliveryStatus.PENDING
+
+
+def test_a_delivery_made_before_the_endpoints_url_changed_is_not_sent_to_the_new_one(integrator):
+    """Its payload was meant for the former receiver: no button on its page, and the list's action
+    skips it, saying why."""
+    endpoint, _, _ = added(integrator)
+    delivery = delivery_in(endpoint, DeliveryStatus.PERMANENTLY_FAILED)
+    endpoint_change(
+        endpoint,
+        url="https://elsewhere.example.net/hook",
+        events=endpoint.events,
+        owner="billing",
+        description="",
+        actor=None,
+    )
+    again = reverse("admin:platform_events_webhookdelivery_redeliver", args=[delivery.pk])
+    assert (
+        again
+        not in integrator.get(
+            reverse("admin:platform_events_webhookdelivery_change", args=[delivery.pk])
+        ).content.decode()
+    )
+    data = {"action": "redeliver", "_selected_action": [delivery.pk], "confirm": "yes"}
+    report = integrator.post(DELIVERIES, data, follow=True)
+    messages = " ".join(str(m) for m in report.context["messages"])
+    assert "made for the endpoint's former URL" in messages, messages
+    assert WebhookDelivery.objects.get(pk=delivery.pk).status == DeliveryStatus.PERMANENTLY_FAILED
+    assert not AuditEvent.objects.filter(action="webhook.redelivered").exists()
 
 
 def test_an_integrator_reads_events_and_deliveries_without_the_persons_login_or_address(integrator, admin_client):
