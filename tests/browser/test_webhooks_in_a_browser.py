@@ -1,6 +1,7 @@
 """Webhook endpoints in a real browser (Playwright driving Debian's Chromium against a live server): an
 Integrator adds an endpoint, copies its secret from the page that shows it once, and never sees it
-again: not on the endpoint's page, not after going back. Then the deliveries of an event to it.
+again: not on the endpoint's page, not after going back. Then the deliveries of an event to it, each
+payload without the person's login and e-mail.
 
 With SCREENSHOTS set, each page is also saved there at 1366×768."""
 
@@ -52,3 +53,9 @@ def test_an_integrator_adds_an_endpoint_and_sees_its_secret_once(browser, live_s
     page.goto(f"{live_server.url}/admin/platform_events/webhookdelivery/")
     assert page.locator("#result_list tbody tr").count() == 3
     shoot(page, "webhooks-deliveries")
+
+    # A delivery's page: the person's login and e-mail hidden from this role, the rest shown.
+    navigating(page, lambda: page.click("#result_list tbody tr:first-child th a"))
+    payload = page.locator(".field-payload").inner_text()
+    assert '"email": "(hidden: your role does not read accounts)"' in payload and "@" not in payload
+    shoot(page, "webhooks-delivery-page")
