@@ -36,6 +36,8 @@ PRODUCTION = {
         ("LOG_LEVEL", "LOUD", "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'."),
         ("LOG_FORMAT", "xml", "LOG_FORMAT must be one of PLAIN, JSON, not 'XML'."),
         ("READY_CACHE_SECONDS", "0", "READY_CACHE_SECONDS must be at least 1, not 0."),
+        ("TOKEN_DIGEST_KEYS", "d1:" + "A" * 12, "TOKEN_DIGEST_KEYS: key 'd1' must be 32 bytes, not 9;"),
+        ("TOKEN_DIGEST_KEYS", "d1", "TOKEN_DIGEST_KEYS: entry 1 must be KEY_ID:BASE64_KEY"),
         # Each of these would otherwise be a traceback, or a setting that silently breaks something.
         (
             "TIME_ZONE",
