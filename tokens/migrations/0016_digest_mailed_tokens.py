@@ -9,36 +9,40 @@ from django.db import migrations
 BATCH = 1000
 
 
+# What is left to do: a row without its secret's digest, or mailed with its plain values still in it.
+LEFT = "(secret_digest IS NULL OR (mail_state = 'sent' AND code IS NOT NULL))"
+
+
 def digest_stored_tokens(apps, schema_editor):
     from tokens.digests import code_digest, current_key_id
 
-    connection = schema_editor.connection
     key_id = current_key_id()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM tokens WHERE secret_digest IS NULL OR (mail_state = 'sent' AND code IS NOT NULL)")
-        total = cursor.fetchone()[0]
-        done, after = 0, 0
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM tokens WHERE {LEFT}")
+        total, done, after = cursor.fetchone()[0], 0, 0
         while True:
-            with connection.cursor() as batch_cursor:
-                batch_cursor.execute(
-                    "SELECT id, code, mail_state = 'sent' FROM tokens WHERE id > %s"
-                    " AND (secret_digest IS NULL OR (mail_state = 'sent' AND code IS NOT NULL)) ORDER BY id LIMIT %s",
-                    [after, BATCH],
+            cursor.execute(
+                f"SELECT id, code, mail_state = 'sent' FROM tokens WHERE id > %s AND {LEFT} ORDER BY id LIMIT %s",
+                [after, BATCH],
+            )
+            rows = cursor.fetchall()
+            if not rows:
+                break
+            after = rows[-1][0]
+            cursor.execute(
+                "UPDATE tokens SET secret_digest = sha256(secret) WHERE id = ANY(%s) AND secret IS NOT NULL",
+                [[row[0] for row in rows]],
+            )
+            mailed = [(token_id, code) for token_id, code, sent in rows if sent and code is not None]
+            if mailed:
+                cursor.execute(
+                    "SELECT tokens_digest_mailed(%s, %s, %s)",
+                    [
+                        [token_id for token_id, _ in mailed],
+                        [code_digest(token_id, code, key_id=key_id) for token_id, code in mailed],
+                        key_id,
+                    ],
                 )
-                rows = batch_cursor.fetchall()
-                if not rows:
-                    break
-                after = rows[-1][0]
-                ids = [row[0] for row in rows]
-                batch_cursor.execute(
-                    "UPDATE tokens SET secret_digest = sha256(secret) WHERE id = ANY(%s) AND secret IS NOT NULL", [ids]
-                )
-                mailed = [(row[0], row[1]) for row in rows if row[2] and row[1] is not None]
-                if mailed:
-                    batch_cursor.execute(
-                        "SELECT tokens_digest_mailed(%s, %s, %s)",
-                        [[i for i, _ in mailed], [code_digest(i, code, key_id=key_id) for i, code in mailed], key_id],
-                    )
             done += len(rows)
             sys.stdout.write(f"\n  tokens: digested {done} of {total} stored tokens")
             sys.stdout.flush()
