@@ -7,6 +7,9 @@ Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in o
   messages over one connection (the ratio; the median of ``--repeat`` pairs measured back to back);
 - claim-and-mark throughput (tokens/s) with sending stubbed out (Django's dummy backend), with and
   without rendering the e-mails;
+- what digesting the credentials costs a mail run: the same run (claim, render, mark, no sending)
+  with the sent-mark that empties the secret and the code and keeps their digests, and with a plain
+  mark that keeps them (the ratio; the median of ``--repeat`` pairs);
 - latency from the commit of a new account to the SMTP server accepting its e-mail (p50, p99),
   with listen_mailroom running, and with the django-q2 schedule alone (a 1-minute schedule).
 """
@@ -15,6 +18,7 @@ import argparse
 import smtplib
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -33,6 +37,7 @@ from bench.scratch import scratch_database
 from tests.smtp import SMTPServerProcess
 from tests.support import database_url_for_tests, start_manage, wait_for
 from tokens.mailroom import send
+from tokens.mailroom.claim import SentMarks
 from tokens.mailroom.drain import drain
 from tokens.mailroom.render import render_mail
 from tokens.models import Token
@@ -73,6 +78,25 @@ def smtplib_rate(server: SMTPServerProcess, count: int) -> float:
         for n, message in enumerate(messages):
             smtp.sendmail(settings.DEFAULT_FROM_EMAIL, [f"user{n}@example.com"], message)
     return count / (time.perf_counter() - started)
+
+
+@contextmanager
+def plain_marks(plain: bool):
+    """With ``plain``, the sent-mark as it was before credentials were digested: it keeps the secret and
+    the code (the runtime role may still write that mark; only the bench does)."""
+    if not plain:
+        yield
+        return
+    statement, parameters = SentMarks.STATEMENT, SentMarks.parameters
+    SentMarks.STATEMENT = (
+        "UPDATE tokens SET mail_state = 'sent', mailed_at = now(),"
+        " mail_lease_until = NULL, mail_claim = NULL, mail_error = NULL WHERE id = $1 AND mail_claim = $2"
+    )
+    SentMarks.parameters = lambda self, token: [str(token.pk), str(self.claim.id)]
+    try:
+        yield
+    finally:
+        SentMarks.STATEMENT, SentMarks.parameters = statement, parameters
 
 
 def latencies(server: SMTPServerProcess, samples: int, *, wait: float, prefix: str) -> list[float]:
@@ -140,6 +164,22 @@ def main() -> None:
                     send.render_mail = render_mail
             print(f"claim + render + mark, no sending  {rendered:9,.0f} tokens/s")
             print(f"claim + mark only                  {bare:9,.0f} tokens/s")
+
+            with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
+                pairs = []
+                for round_ in range(args.repeat):
+                    runs = {}
+                    for digesting in (True, False) if round_ % 2 == 0 else (False, True):
+                        sign_up(args.tokens)
+                        with plain_marks(not digesting):
+                            runs[digesting] = drain_rate(args.tokens)
+                    pairs.append((runs[True] / runs[False], runs[True], runs[False]))
+                ratio, digested, plain = sorted(pairs)[len(pairs) // 2]
+            print(f"mail run, credentials digested     {digested:9,.0f} tokens/s")
+            print(
+                f"mail run, credentials kept plain   {plain:9,.0f} tokens/s   digested / plain = {ratio:.2f}x"
+                f" (median of {len(pairs)} pairs)"
+            )
 
             env = {"DATABASE_URL": database_url_for_tests(), "EMAIL_URL": server.url}
             sign_up(0)

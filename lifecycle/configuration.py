@@ -131,7 +131,8 @@ def read_time_zone(name: str, default: str) -> str:
 
 
 def read_key_ring(name: str) -> dict[str, bytes]:
-    """``kid:base64-of-32-bytes,kid:...`` (the first encrypts, all decrypt), as an ordered dict; empty when unset.
+    """``kid:base64-of-32-bytes,kid:...`` (the first key is the current one, all are accepted), as an ordered dict;
+    empty when unset.
     Never says a key's value in an error."""
     raw = env.str(name, default=None)
     if raw is None or raw.strip() == "":
@@ -151,7 +152,7 @@ def read_key_ring(name: str) -> dict[str, bytes]:
             raise ImproperlyConfigured(f"{name}: key {key_id!r} is not valid base64.") from None
         if len(key) != 32:
             raise ImproperlyConfigured(
-                f"{name}: key {key_id!r} must be 32 bytes (AES-256), not {len(key)};"
+                f"{name}: key {key_id!r} must be 32 bytes, not {len(key)};"
                 ' make one with: python -c "import os, base64; print(base64.b64encode(os.urandom(32)).decode())"'
             )
         ring[key_id] = key

@@ -234,6 +234,11 @@ RETENTION_ACCESS_LOG_DAYS = read_int("RETENTION_ACCESS_LOG_DAYS", default=90, mi
 RETENTION_TASK_DAYS = read_int("RETENTION_TASK_DAYS", default=30, minimum=1, maximum=36_500)
 RETENTION_EVENT_DAYS = read_int("RETENTION_EVENT_DAYS", default=30, minimum=1, maximum=36_500)
 
+# Keys of the HMAC that digests a mailed token's code (tokens/digests.py; docs/security.md, "Credentials
+# at rest"): "kid:base64,kid:base64", the first digests, all check. Unset: one derived from SECRET_KEY,
+# which check --deploy refuses.
+TOKEN_DIGEST_KEYS = read_key_ring("TOKEN_DIGEST_KEYS")
+
 # Webhooks (platform_events/webhooks/; docs/events.md).
 # Keys that encrypt the endpoints' signing secrets (AES-256-GCM): "kid:base64,kid:base64", the first
 # encrypts, all decrypt (rotate by putting a new key first, then manage.py reencrypt_webhook_secrets).

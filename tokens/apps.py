@@ -6,6 +6,7 @@ class TokensConfig(AppConfig):
 
     def ready(self):
         from tokens import (
+            digests,  # noqa: F401  registers its deploy check (TOKEN_DIGEST_KEYS)
             errors,  # noqa: F401  registers the database's refusals (LT...)
             pages,  # noqa: F401  registers its deploy check (SIGN_IN_URL, SUPPORT_CONTACT)
         )

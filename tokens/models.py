@@ -1,7 +1,9 @@
 """Tokens and mail runs, mapped onto the tables of tokens/sql/0001_tokens.sql (``managed = False``).
 
 A token's secret and code are credentials: they are never shown in the admin, logged or put in
-an audit row. Links carry the secret as URL-safe text (tokens/links.py).
+an audit row. Links carry the secret as URL-safe text (tokens/links.py). Once the token is mailed
+both are gone (None): the row keeps only their digests (tokens/sql/0015_digests.sql,
+tokens/digests.py), never shown either.
 """
 
 from django.db import models
@@ -45,8 +47,17 @@ class TokenState(models.TextChoices):
 class Token(models.Model):
     id = models.BigAutoField(primary_key=True)
     action = models.CharField(max_length=17, choices=TokenAction)
-    secret = models.BinaryField(editable=False)
-    code = models.CharField(max_length=5, editable=False, db_default=models.Func(function="lifecycle_random_code"))
+    # None once mailed (only digests stay).
+    secret = models.BinaryField(editable=False, null=True)
+    code = models.CharField(
+        max_length=5, editable=False, null=True, db_default=models.Func(function="lifecycle_random_code")
+    )
+    # What stays of them once mailed (tokens/sql/0015_digests.sql): sha256 of the secret, written by the
+    # database; HMAC-SHA256 of the code under TOKEN_DIGEST_KEYS[code_digest_key], written by the
+    # mailroom's sent-mark. Never shown, like the credentials themselves (tokens/admin.py SHOWN_FIELDS).
+    secret_digest = models.BinaryField(editable=False)
+    code_digest = models.BinaryField(editable=False, null=True)
+    code_digest_key = models.CharField(max_length=64, editable=False, null=True)
     account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, db_column="account", related_name="tokens")
     expires_at = models.DateTimeField()
     consumed_at = models.DateTimeField(null=True, blank=True)

@@ -9,7 +9,6 @@ the same transaction (activation, recovery). Like the account services, each tak
 person the token was sent to (audited as its account).
 """
 
-import hmac
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,6 +24,7 @@ from accounts.services import account_password_check, account_password_hash, acc
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 from platform_events.limits.counters import Limit, LimitExceeded, limits_hit
+from tokens.digests import code_digest, secret_digest
 from tokens.errors import PasswordNeeded, TokenNotFound, WrongAccountState, WrongCode
 from tokens.links import secret_from_text
 from tokens.models import MailState, MaxCodeAttempts, Token, TokenAction
@@ -101,11 +101,12 @@ def _issue(account_id: int, action: TokenAction, *, needs: AccountStatus, actor)
 
 def token_by_secret(secret: str | bytes, *, action: TokenAction | None = None) -> Token | None:
     """The token a link's secret (URL-safe text, or the raw 32 bytes) names, with its account; None when
-    there is none (of ``action``, when given: an activation page never finds a recovery token)."""
+    there is none (of ``action``, when given: an activation page never finds a recovery token). Found by
+    the secret's digest alone, the one thing a mailed token keeps of it (tokens/sql/0015_digests.sql)."""
     raw = secret_from_text(secret) if isinstance(secret, str) else bytes(secret)
     if raw is None:
         return None
-    tokens = Token.objects.select_related("account").filter(secret=raw)
+    tokens = Token.objects.select_related("account").filter(secret_digest=secret_digest(raw))
     if action is not None:
         tokens = tokens.filter(action=action)
     return tokens.first()
@@ -183,8 +184,7 @@ def token_consume_code(
             .first()
         )
         usable = target is not None and target.consumed_at is None and target.attempts_left > 0 and not target.expired
-        # Bytes, not text: compare_digest raises TypeError on non-ASCII text (full-width digits, say).
-        right = hmac.compare_digest((target.code if target else "-----").encode(), code.strip().encode())
+        right = _code_matches(target, code.strip())
         acting = _acting(actor, target.account if target is not None else None)
         with audit_context(actor=acting):
             # The same UPDATE whether or not there is a token to count against (id 0 matches nothing).
@@ -208,14 +208,31 @@ def token_consume_code(
     return _consume(target, how="code", actor=actor, new_password=new_password)
 
 
+def _code_matches(target: Token | None, code: str) -> bool:
+    """Whether ``code`` is the target's, compared in the database: with the HMAC its e-mail's code was
+    kept as once mailed (the only thing the row still has), with the plain code before. One statement
+    whether or not there is a target (id 0 matches nothing). The digests are compared with ``=``: an
+    HMAC under a key the guesser does not hold leaks nothing through the time a comparison takes."""
+    token_id = target.pk if target is not None else 0
+    digest = code_digest(token_id, code, key_id=target.code_digest_key if target is not None else None)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(code_digest = %s, code = %s) FROM tokens WHERE id = %s", [digest, code, token_id]
+        )
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
 def token_request_mail(
     *, identifier: str, action: TokenAction, actor, per_account: Limit | None = None
 ) -> Token | None:
     """Send an e-mail of ``action`` to the account this login or e-mail names, if it is in the state the
-    action needs (the newest such sign-up, for an address several share): its live token again while
-    that has not expired (re-sent, not replaced, so that nobody can cancel someone else's link), else a
-    new token, which replaces the old one. A token whose code is blocked by wrong codes is not live
-    here: mailing its dead code again would leave the person only the link, so they get a new token.
+    action needs (the newest such sign-up, for an address several share): its live token while that has
+    not expired and has not been mailed yet (queued again, not replaced), else a new token, which
+    replaces the old one. A mailed token cannot be mailed again: the database kept only digests of its
+    link and code (tokens/sql/0015_digests.sql), so asking again after an e-mail went out gives a new
+    link and code, sent to the same mailbox. A token whose code is blocked by wrong codes is not live
+    here either: mailing its dead code again would leave the person only the link.
     The token to be mailed, or None when there is no such account.
 
     The public pages run it after they have answered (tokens/tasks.py), the same answer for any input.
@@ -243,6 +260,7 @@ def token_request_mail(
             superseded_at__isnull=True,
             expires_at__gt=Now(),
             failed_attempts__lt=MaxCodeAttempts(),
+            secret__isnull=False,
         ).first()
         if live is None:
             return _issue(account.pk, action, needs=needs, actor=acting)

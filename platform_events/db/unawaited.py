@@ -36,8 +36,8 @@ class UnawaitedStatement:
                 _wait(pgconn.socket, select.POLLOUT)
 
     def collect(self) -> int | None:
-        """Read the answer to the statement sent last: the rows it changed, or None when no answer was
-        due. Raises what the statement raised."""
+        """Read the answer to the statement sent last: the rows it changed (or returned, for a SELECT), or
+        None when no answer was due. Raises what the statement raised."""
         if not self._answer_due:
             return None
         with connection.wrap_database_errors:
@@ -52,7 +52,7 @@ class UnawaitedStatement:
             finally:
                 self._answer_due = pgconn.status == pq.ConnStatus.OK and pgconn.is_busy()
             for answer in answers:
-                if answer.status != pq.ExecStatus.COMMAND_OK:
+                if answer.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
                     raise errors.error_from_result(answer, encoding=connection.connection.info.encoding)
         return answers[0].command_tuples
 

@@ -18,6 +18,7 @@ PRODUCTION = {
     "ALLOWED_HOSTS": "lifecycle.example.com",
     "PUBLIC_BASE_URL": "https://lifecycle.example.com",
     "WEBHOOK_SECRET_KEYS": "k1:" + "A" * 43 + "=",
+    "TOKEN_DIGEST_KEYS": "d1:" + "B" * 43 + "=",
     "SIGN_IN_URL": "https://app.example.com/sign-in",
     "SUPPORT_CONTACT": "support@example.com",
 }
@@ -35,6 +36,8 @@ PRODUCTION = {
         ("LOG_LEVEL", "LOUD", "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, not 'LOUD'."),
         ("LOG_FORMAT", "xml", "LOG_FORMAT must be one of PLAIN, JSON, not 'XML'."),
         ("READY_CACHE_SECONDS", "0", "READY_CACHE_SECONDS must be at least 1, not 0."),
+        ("TOKEN_DIGEST_KEYS", "d1:" + "A" * 12, "TOKEN_DIGEST_KEYS: key 'd1' must be 32 bytes, not 9;"),
+        ("TOKEN_DIGEST_KEYS", "d1", "TOKEN_DIGEST_KEYS: entry 1 must be KEY_ID:BASE64_KEY"),
         # Each of these would otherwise be a traceback, or a setting that silently breaks something.
         (
             "TIME_ZONE",
@@ -331,6 +334,11 @@ def test_a_query_that_fails_once_connected_keeps_its_traceback():
 def test_check_deploy_warns_when_webhook_secrets_hang_on_secret_key():
     result = manage("check", "--deploy", "--fail-level", "WARNING", **{**PRODUCTION, "WEBHOOK_SECRET_KEYS": ""})
     assert result.returncode != 0 and "platform_events.W001" in result.stderr + result.stdout
+
+
+def test_check_deploy_refuses_token_codes_digested_under_secret_key():
+    result = manage("check", "--deploy", "--fail-level", "ERROR", **{**PRODUCTION, "TOKEN_DIGEST_KEYS": ""})
+    assert result.returncode != 0 and "tokens.E001" in result.stderr + result.stdout
 
 
 @pytest.mark.parametrize(

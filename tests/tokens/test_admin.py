@@ -1,6 +1,7 @@
 """Tokens and mail runs in the admin: mail state, Retry mailing now, search, state, date ranges, and
 never a token's secret or code."""
 
+import base64
 import datetime
 import re
 from datetime import timedelta
@@ -49,6 +50,25 @@ def test_admin_pages_show_no_secret_or_code(admin_client, token, url):
     assert token.code not in page
     assert secret_to_text(token.secret) not in page
     assert bytes(token.secret).hex() not in page
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        lambda t: reverse("admin:tokens_token_changelist"),
+        lambda t: reverse("admin:tokens_token_change", args=[t.pk]),
+        lambda t: reverse("admin:accounts_account_change", args=[t.account_id]),
+        lambda t: reverse("admin:platform_events_auditevent_changelist"),
+    ],
+    ids=["tokens", "token", "account", "trail"],
+)
+def test_admin_pages_show_no_digest_of_a_mailed_token(admin_client, token, url):
+    drain()
+    token.refresh_from_db()
+    assert token.code_digest is not None
+    page = admin_client.get(url(token)).content.decode()
+    for digest in (bytes(token.code_digest), bytes(token.secret_digest)):
+        assert digest.hex() not in page and base64.b64encode(digest).decode() not in page
 
 
 class TestMailStateInTheAdmin:

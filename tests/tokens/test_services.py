@@ -18,6 +18,7 @@ from tokens.errors import (
     WrongCode,
 )
 from tokens.links import secret_from_text, secret_to_text
+from tokens.mailroom.drain import drain
 from tokens.models import Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import (
@@ -301,6 +302,26 @@ class TestRaces:
         (error,) = [value for ok, value in results if not ok]
         assert isinstance(error, TokenAlreadyUsed)
         assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE
+
+    def test_two_concurrent_consumptions_of_one_mailed_link_by_its_digest_activate_once(self, psql):
+        """The row keeps only the secret's digest once mailed: both consumers find it by that digest."""
+        account = AccountFactory()
+        secret = bytes(live_token(account=account).secret)
+        assert drain().sent == 1
+        assert live_token(account=account).secret is None
+        with psql.transaction():
+            psql.execute("SELECT 1 FROM tokens WHERE account = %s FOR UPDATE", [account.pk])
+            threads, results = in_threads(
+                lambda: token_consume(secret=secret, actor=None), lambda: token_consume(secret=secret, actor=None)
+            )
+            wait_until_blocked(psql, 2)
+        for thread in threads:
+            thread.join()
+        assert sorted(ok for ok, _ in results) == [False, True]
+        (error,) = [value for ok, value in results if not ok]
+        assert isinstance(error, TokenAlreadyUsed)
+        assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE
+        assert Token.objects.filter(account=account, consumed_at__isnull=False).count() == 1
 
     def test_activations_of_one_address_racing_past_the_trigger_check_leave_one_owner(self, psql):
         """Both pass the trigger's check (neither sees the other); the unique index decides."""

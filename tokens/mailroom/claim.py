@@ -18,6 +18,7 @@ from django.db.models.functions import Now
 
 from platform_events.db.unawaited import UnawaitedStatement
 from platform_events.quantities import quantity
+from tokens.digests import code_digest, current_key_id
 from tokens.models import MailState, Token
 from tokens.selectors import due_mail
 
@@ -78,10 +79,9 @@ class SentMarks:
     connection calls it first."""
 
     # mail_attempts counts failures only: a token sent again on request keeps its whole retry budget.
-    STATEMENT = (
-        "UPDATE tokens SET mail_state = 'sent', mailed_at = now(),"
-        " mail_lease_until = NULL, mail_claim = NULL, mail_error = NULL WHERE id = $1 AND mail_claim = $2"
-    )
+    # The same statement empties the token's secret and code and keeps the code's digest
+    # (tokens/sql/0015_digests.sql): a row that is a mailed token holds no working credential.
+    STATEMENT = "SELECT * FROM tokens_mark_sent($1, $2, $3, $4)"
 
     def __init__(self, claim: Claim):
         self.claim = claim
@@ -92,7 +92,12 @@ class SentMarks:
 
     def mark(self, token: Token) -> None:
         self.collect()
-        self._statement.send(self.STATEMENT, [str(token.pk), str(self.claim.id)])
+        self._statement.send(self.STATEMENT, self.parameters(token))
+
+    def parameters(self, token: Token) -> list[str]:
+        key_id = current_key_id()
+        digest = code_digest(token.pk, token.code, key_id=key_id)
+        return [str(token.pk), str(self.claim.id), "\\x" + digest.hex(), key_id]
 
     def collect(self) -> None:
         """Read the answer to the last mark, if any is due; raises what the statement raised."""

@@ -16,4 +16,5 @@ def retry_now(tokens, *, actor) -> int:
             expires_at__gt=Now(),
             consumed_at__isnull=True,
             superseded_at__isnull=True,
+            code_digest__isnull=True,  # a mailed token is never mailed again (tokens/sql/0015_digests.sql)
         ).update(mail_state=MailState.RETRYING, mail_next_attempt_at=Now())

@@ -30,3 +30,12 @@ def test_retry_now_leaves_sent_and_expired_tokens_alone(smtp_server):
     Token.objects.filter(pk=expired.pk).update(mail_state=MailState.DEAD)
     expire(expired)
     assert retry_now(Token.objects.filter(pk__in=[sent.pk, expired.pk]), actor=None) == 0
+
+
+def test_retry_now_leaves_a_mailed_token_marked_dead_by_hand_alone(smtp_server):
+    """Its row keeps only digests: it cannot be mailed again, and the action says so by counting it out."""
+    token = live_token(account=AccountFactory())
+    drain()
+    Token.objects.filter(pk=token.pk).update(mail_state=MailState.DEAD)
+    assert retry_now(Token.objects.filter(pk=token.pk), actor=None) == 0
+    assert drain().claimed == 0

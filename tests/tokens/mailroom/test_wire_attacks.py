@@ -119,7 +119,7 @@ def test_an_interrupted_drain_waiting_for_a_marks_answer_still_records_its_run(p
             lambda: (
                 psql.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                    " AND datname = current_database() AND query LIKE 'UPDATE tokens SET mail_state = ''sent''%'"
+                    " AND datname = current_database() AND query LIKE 'SELECT * FROM tokens_mark_sent(%'"
                 ).fetchone()[0]
                 == 1
             ),
