@@ -12,21 +12,14 @@ digests, every listed key checks. Unset, the ring is one key derived from SECRET
 import hashlib
 import hmac
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core import checks
 
-DERIVED_KEY_ID = "derived"
+from platform_events.key_rings import key_ring
 
 
 def _ring() -> dict[str, bytes]:
-    if settings.TOKEN_DIGEST_KEYS:
-        return settings.TOKEN_DIGEST_KEYS
-    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"lifecycle token code digests").derive(
-        settings.SECRET_KEY.encode()
-    )
-    return {DERIVED_KEY_ID: derived}
+    return key_ring(settings.TOKEN_DIGEST_KEYS, purpose=b"lifecycle token code digests")
 
 
 def current_key_id() -> str:

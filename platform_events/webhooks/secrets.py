@@ -13,13 +13,12 @@ import base64
 import os
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core import checks
 
-DERIVED_KEY_ID = "derived"
+from platform_events.key_rings import key_ring
+
 NONCE_BYTES = 12
 
 
@@ -28,12 +27,7 @@ class SecretKeyError(Exception):
 
 
 def _ring() -> dict[str, bytes]:
-    if settings.WEBHOOK_SECRET_KEYS:
-        return settings.WEBHOOK_SECRET_KEYS
-    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"lifecycle webhook secrets").derive(
-        settings.SECRET_KEY.encode()
-    )
-    return {DERIVED_KEY_ID: derived}
+    return key_ring(settings.WEBHOOK_SECRET_KEYS, purpose=b"lifecycle webhook secrets")
 
 
 def current_key_id() -> str:

@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from accounts.models import Account, AccountStatus
 from lifecycle.demo.factories import AccountFactory
+from platform_events.key_rings import DERIVED_KEY_ID
 from tests.support import NEW_PASSWORD, connect_as_owner, expire
-from tokens.digests import DERIVED_KEY_ID, code_digest, current_key_id, secret_digest
+from tokens.digests import code_digest, current_key_id, secret_digest
 from tokens.errors import WrongCode
 from tokens.links import secret_from_text
 from tokens.mailroom.drain import drain

@@ -2,8 +2,20 @@ import secrets
 
 import pytest
 
+from accounts.services import account_password_hash, account_set_password
+from lifecycle.demo.factories import AccountFactory
 from platform_events.api.clients import api_client_create
 from platform_events.api.models import ApiScope
+
+ADA_PASSWORD = "a long Passphrase 7"
+
+
+@pytest.fixture
+def ada(db):
+    """An active account, ada / ada@example.com, whose password is ADA_PASSWORD (the password checks' subject)."""
+    account = AccountFactory(active=True, login="ada", email="ada@example.com")
+    account_set_password(account=account, password_hash=account_password_hash(ADA_PASSWORD), actor=None)
+    return account
 
 
 def new_key() -> str:

@@ -9,20 +9,11 @@ from django.contrib.auth.hashers import Argon2PasswordHasher
 from django.db import connection
 from django.test import Client
 
-from accounts.services import account_password_hash, account_set_password
-from lifecycle.demo.factories import AccountFactory
-from tests.lifecycle.api.conftest import Api
+from tests.lifecycle.api.conftest import ADA_PASSWORD, Api
 
 pytestmark = [pytest.mark.attack, pytest.mark.django_db]
 
-PASSWORD = "a long Passphrase 7"
-
-
-@pytest.fixture
-def ada():
-    account = AccountFactory(active=True, login="ada", email="ada@example.com")
-    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
-    return account
+PASSWORD = ADA_PASSWORD
 
 
 def check(api, identifier, password, address=None):

@@ -13,17 +13,11 @@ from django.test.utils import CaptureQueriesContext
 from accounts.services import account_password_hash, account_set_password
 from lifecycle.demo.factories import AccountFactory
 from platform_events.api.models import IdempotencyKey
+from tests.lifecycle.api.conftest import ADA_PASSWORD
 
 pytestmark = pytest.mark.django_db
 
-PASSWORD = "a long Passphrase 7"
-
-
-@pytest.fixture
-def ada():
-    account = AccountFactory(active=True, login="ada", email="ada@example.com")
-    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
-    return account
+PASSWORD = ADA_PASSWORD
 
 
 def check(api, identifier, password):
