@@ -7,6 +7,7 @@ import json
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
+from django.db import connection
 
 from platform_events.kafka import relay
 from tests.platform_events.outbox.test_triggers import activate, provision
@@ -25,14 +26,18 @@ def kafka_settings(settings, kafka_broker):
     return settings
 
 
-def read_topic(bootstrap: str, expected: int, topic: str = TOPIC) -> list[dict]:
-    """Every message of the topic, oldest first per partition (partitions assigned: no group join)."""
-    partitions = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics[topic].partitions
+def read_topic(bootstrap: str, expected: int, topic: str = TOPIC, wait_rounds: int = 50) -> list[dict]:
+    """Every message of the topic, oldest first per partition (partitions assigned: no group join); none
+    when the topic is not there yet."""
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    if topic not in metadata:
+        return []
+    partitions = metadata[topic].partitions
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     read = []
     try:
-        for _ in range(50):
+        for _ in range(wait_rounds):
             for message in consumer.consume(num_messages=1000, timeout=0.2):
                 if message.error():
                     raise KafkaException(message.error())
@@ -130,3 +135,20 @@ def test_a_broker_outage_marks_nothing_and_everything_goes_out_in_order_after_it
     assert (after.published, after.outage) == (2, None)
     read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2)
     assert [m["value"]["type"] for m in read] == ["account.created", "account.activated"]
+
+
+def test_a_claim_skips_the_rows_another_relay_is_claiming_instead_of_waiting_for_them():
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        provision(conn, "jane")
+        john = provision(conn, "john")
+    with connect() as other:  # another relay's claim, its transaction still open
+        other.execute("SELECT event_id FROM event_publications ORDER BY event_seq LIMIT 1 FOR UPDATE")
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        try:
+            _, events = relay.claim_batch(10)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+    assert [event.aggregate_id for event in events] == [str(john)]
