@@ -73,6 +73,33 @@ def read_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+_HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$")
+_TOPIC_CHARACTERS = re.compile(r"^[A-Za-z0-9._-]*$")
+
+
+def read_kafka_servers(name: str) -> str:
+    """A Kafka bootstrap list, ``host:port[,host:port...]``; "" when unset (the relay is off)."""
+    raw = env.str(name, default="").strip()
+    servers = [item.strip() for item in raw.split(",")] if raw else []
+    for server in servers:
+        match = _HOST_PORT.match(server)
+        if not match or not 1 <= int(match.group(1)) <= 65535:
+            raise ImproperlyConfigured(
+                f"{name} must be host:port pairs separated by commas (broker1:9092,broker2:9092), not {server!r}."
+            )
+    return ",".join(servers)
+
+
+def read_topic_prefix(name: str, default: str) -> str:
+    """The start of a Kafka topic's name: letters, digits, '.', '_' and '-' (Kafka's own rule), up to 200."""
+    value = env.str(name, default=default).strip()
+    if not _TOPIC_CHARACTERS.match(value) or len(value) > 200:
+        raise ImproperlyConfigured(
+            f"{name} may hold only letters, digits, '.', '_' and '-', up to 200 characters, not {value!r}."
+        )
+    return value
+
+
 def read_database_url(name: str = "DATABASE_URL") -> dict | None:
     """The database settings from a postgres:// URL, or None when the variable is unset."""
     raw = env.str(name, default="").strip()

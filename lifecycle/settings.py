@@ -20,11 +20,13 @@ from lifecycle.configuration import (
     read_email_url,
     read_float,
     read_int,
+    read_kafka_servers,
     read_key_ring,
     read_list,
     read_networks,
     read_seconds_list,
     read_time_zone,
+    read_topic_prefix,
     read_url,
 )
 from lifecycle.ops import embedded_db
@@ -264,6 +266,27 @@ if WEBHOOKS_LEASE_SECONDS < 2 * (WEBHOOKS_CONNECT_TIMEOUT_SECONDS + WEBHOOKS_TIM
         "WEBHOOKS_LEASE_SECONDS must be at least twice WEBHOOKS_CONNECT_TIMEOUT_SECONDS + WEBHOOKS_TIMEOUT_SECONDS"
         f" ({2 * (WEBHOOKS_CONNECT_TIMEOUT_SECONDS + WEBHOOKS_TIMEOUT_SECONDS)} s): a run renews its lease before"
         " one more attempt could outlast it."
+    )
+
+# Events to Kafka or Redpanda (platform_events/kafka/; docs/kafka.md). Unset: the relay is off and
+# no publication state is kept.
+KAFKA_BOOTSTRAP_SERVERS = read_kafka_servers("KAFKA_BOOTSTRAP_SERVERS")
+# Topic = prefix + the event's aggregate type: lifecycle.account.
+KAFKA_TOPIC_PREFIX = read_topic_prefix("KAFKA_TOPIC_PREFIX", default="lifecycle.")
+KAFKA_CREATE_TOPICS = read_bool("KAFKA_CREATE_TOPICS", default=True)
+KAFKA_TOPIC_PARTITIONS = read_int("KAFKA_TOPIC_PARTITIONS", default=6, minimum=1, maximum=10_000)
+KAFKA_EVENT_SOURCE = env.str("KAFKA_EVENT_SOURCE", default="lifecycle").strip() or "lifecycle"
+KAFKA_BATCH_SIZE = read_int("KAFKA_BATCH_SIZE", default=500, minimum=1, maximum=10_000)
+# How long the producer keeps trying one message before it reports it undelivered.
+KAFKA_MESSAGE_TIMEOUT_SECONDS = read_int("KAFKA_MESSAGE_TIMEOUT_SECONDS", default=30, minimum=1, maximum=600)
+KAFKA_LEASE_SECONDS = read_int("KAFKA_LEASE_SECONDS", default=60, minimum=1, maximum=3600)
+KAFKA_POLL_SECONDS = read_int("KAFKA_POLL_SECONDS", default=1, minimum=1)
+if KAFKA_LEASE_SECONDS < 2 * KAFKA_MESSAGE_TIMEOUT_SECONDS:
+    # A lease that ends while the producer may still send would let a second relay send it too, after
+    # the account's next event.
+    raise ImproperlyConfigured(
+        f"KAFKA_LEASE_SECONDS must be at least twice KAFKA_MESSAGE_TIMEOUT_SECONDS ({2 * KAFKA_MESSAGE_TIMEOUT_SECONDS} s):"
+        " no message may still be on its way when its claim ends."
     )
 
 # Argon2id first: new passwords (staff's and accounts') are hashed with it; older hashes still check,

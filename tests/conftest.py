@@ -3,6 +3,7 @@ import os
 import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
+from tests.kafka_broker import KafkaBroker
 from tests.smtp import SMTPServer
 from tests.support import Server, connect, connect_as_owner, staff_client
 from tests.webhook_receiver import WebhookReceiver
@@ -197,3 +198,10 @@ def receiver():
     """A real HTTP receiver on loopback (tests/webhook_receiver.py)."""
     with WebhookReceiver() as receiver:
         yield receiver
+
+
+@pytest.fixture
+def kafka_broker():
+    """A real Kafka-protocol broker on a free loopback port (tests/kafka_broker.py), empty, stopped after the test."""
+    with KafkaBroker() as broker:
+        yield broker

@@ -58,6 +58,12 @@ class AuditAction(models.TextChoices):
     CONSUMER_REMOVED = "consumer.removed", "consumer.removed"
     EVENT_PROCESSED = "event.processed", "event.processed"
     EVENT_RETENTION_DELETED = "event.retention_deleted", "event.retention_deleted"
+    # The Kafka relay's stream (platform_events/sql/0022_event_publications.sql): switched on or off, a
+    # period published, a publication changed with the owner's key.
+    EVENT_STREAM_STARTED = "event.stream_started", "event.stream_started"
+    EVENT_STREAM_STOPPED = "event.stream_stopped", "event.stream_stopped"
+    EVENT_PUBLICATION_BACKFILLED = "event.publication_backfilled", "event.publication_backfilled"
+    EVENT_PUBLICATION_REWRITTEN = "event.publication_rewritten", "event.publication_rewritten"
     # API clients (platform_events/sql/0013_api.sql); never a key.
     API_CLIENT_CREATED = "api_client.created", "api_client.created"
     API_CLIENT_CHANGED = "api_client.changed", "api_client.changed"
@@ -107,6 +113,8 @@ class ResourceType(models.TextChoices):
     OUTBOX_CONSUMER = "outbox_consumer", "consumer group"
     OUTBOX_EVENT = "outbox_event", "event"
     OUTBOX = "outbox", "outbox"  # retention's batches of events; its id is "events"
+    EVENT_STREAM = "event_stream", "event stream"  # the Kafka relay's switch; its id is "kafka"
+    EVENT_PUBLICATION = "event_publication", "event publication"  # its id is the event's
     API_CLIENT = "api_client", "API client"
     NODE = "node", "storage node"
     STAFF_USER = "staff_user", "staff user"

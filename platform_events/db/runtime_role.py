@@ -48,6 +48,12 @@ BEGIN
         REVOKE DELETE ON webhook_deliveries FROM {role};
         REVOKE INSERT, UPDATE, DELETE ON outbox_consumers FROM {role};
     END IF;
+    -- Publication rows are made with their event, or for a period by event_publications_backfill(); the
+    -- stream is switched by event_stream_start() and event_stream_stop(), all audited.
+    IF to_regclass('event_publications') IS NOT NULL THEN
+        REVOKE INSERT, DELETE ON event_publications FROM {role};
+        REVOKE INSERT, UPDATE, DELETE ON event_stream FROM {role};
+    END IF;
 END
 $$;
 """

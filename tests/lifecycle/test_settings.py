@@ -74,6 +74,24 @@ PRODUCTION = {
         ),
         # The database refuses a lease longer than an hour (platform_events/sql/0019_outbox_trail.sql).
         ("WEBHOOKS_LEASE_SECONDS", "7200", "WEBHOOKS_LEASE_SECONDS must be at most 3600, not 7200."),
+        (
+            "KAFKA_BOOTSTRAP_SERVERS",
+            "broker1:9092,kafka://broker2",
+            "KAFKA_BOOTSTRAP_SERVERS must be host:port pairs separated by commas (broker1:9092,broker2:9092),"
+            " not 'kafka://broker2'.",
+        ),
+        (
+            "KAFKA_TOPIC_PREFIX",
+            "events/",
+            "KAFKA_TOPIC_PREFIX may hold only letters, digits, '.', '_' and '-', up to 200 characters, not 'events/'.",
+        ),
+        # A claim that ends while the producer may still send would let a second relay send it too.
+        (
+            "KAFKA_LEASE_SECONDS",
+            "59",
+            "KAFKA_LEASE_SECONDS must be at least twice KAFKA_MESSAGE_TIMEOUT_SECONDS (60 s): no message may still"
+            " be on its way when its claim ends.",
+        ),
         # The database refuses a node's number more than a day ahead whatever the margin: a larger one would lie.
         ("NODE_CLOCK_MARGIN_SECONDS", "86401", "NODE_CLOCK_MARGIN_SECONDS must be at most 86400, not 86401."),
         ("NODE_KEY_CHANGES_PER_HOUR", "0", "NODE_KEY_CHANGES_PER_HOUR must be at least 1, not 0."),

@@ -1,0 +1,307 @@
+"""The Kafka relay: claim due publications, produce each event, mark what the broker acknowledged
+(docs/kafka.md, "How the relay publishes").
+
+Any number of relays may run at once:
+
+* A claim leases due rows with FOR UPDATE SKIP LOCKED, so no two relays hold one event, and nothing
+  reads by a cursor, so an event whose transaction committed late is claimed when it is visible.
+* An account's events are published in order: a row is not due while an earlier event of the same
+  account is unpublished, whoever holds it. A batch therefore holds at most one event per account,
+  and one message failing cannot let the account's next one overtake it.
+* A row is marked PUBLISHED only with the broker's acknowledgement (partition and offset), and only by
+  the relay that holds its claim. A relay killed between the acknowledgement and the mark leaves the
+  claim to lapse: the event is published again, with the same ce_id.
+* A broker outage gives the batch back untouched (no attempt counted); the caller waits and tries
+  again. An error of one message counts an attempt and makes the row due again later.
+"""
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from django.conf import settings
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+CLAIM = """
+WITH due AS (
+    SELECT p.event_id FROM event_publications p
+    WHERE p.status = 'PENDING' AND p.next_attempt_at <= now()
+      AND (p.lease_until IS NULL OR p.lease_until < now())
+      AND NOT EXISTS (
+          SELECT FROM event_publications earlier
+          WHERE earlier.ordering_key = p.ordering_key AND earlier.event_seq < p.event_seq
+            AND earlier.status = 'PENDING')
+    ORDER BY p.event_seq
+    LIMIT %(size)s
+    FOR UPDATE OF p SKIP LOCKED
+)
+UPDATE event_publications p SET claim = %(claim)s, lease_until = now() + %(lease)s
+FROM due, outbox_events e
+WHERE p.event_id = due.event_id AND e.id = p.event_id
+RETURNING p.event_id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.created_at, e.payload::text
+"""
+
+MARK = """
+UPDATE event_publications p SET status = 'PUBLISHED', published_at = now(), kafka_partition = a.partition,
+    kafka_offset = a.kafka_offset, claim = NULL, lease_until = NULL
+FROM jsonb_to_recordset(%s::jsonb) AS a(event_id uuid, partition int, kafka_offset bigint)
+WHERE p.event_id = a.event_id AND p.claim = %s
+"""
+
+RELEASE = "UPDATE event_publications SET claim = NULL, lease_until = NULL WHERE event_id = ANY(%s) AND claim = %s"
+
+REFUSED = """
+UPDATE event_publications SET attempts = attempts + 1,
+    next_attempt_at = now() + make_interval(secs => least(300, 2 ^ least(attempts, 9))),
+    last_error = left(%s, 1024), claim = NULL, lease_until = NULL
+WHERE event_id = %s AND claim = %s
+"""
+
+# Errors that say the broker (or the way to it) is not there now, not that the message is wrong.
+OUTAGE = {
+    KafkaError._MSG_TIMED_OUT,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._UNKNOWN_TOPIC,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NETWORK_EXCEPTION,
+}
+
+
+@dataclass
+class Event:
+    id: uuid.UUID
+    seq: int
+    aggregate_type: str
+    aggregate_id: str
+    type: str
+    created_at: datetime
+    body: str  # the webhook payload: {"type", "timestamp", "data"}
+
+    def topic(self) -> str:
+        return settings.KAFKA_TOPIC_PREFIX + self.aggregate_type
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        """The CloudEvents Kafka binding's binary mode: the attributes as ce_* headers."""
+        return [
+            ("ce_specversion", b"1.0"),
+            ("ce_id", str(self.id).encode()),
+            ("ce_type", self.type.encode()),
+            ("ce_source", settings.KAFKA_EVENT_SOURCE.encode()),
+            ("ce_subject", self.aggregate_id.encode()),
+            ("ce_time", self.created_at.isoformat().replace("+00:00", "Z").encode()),
+            ("ce_sequence", f"{self.seq:020d}".encode()),
+            ("ce_partitionkey", self.aggregate_id.encode()),
+            ("content-type", b"application/json"),
+        ]
+
+
+@dataclass
+class BatchResult:
+    claimed: int = 0
+    published: int = 0
+    refused: int = 0
+    lost_claims: int = 0  # acknowledged, but another relay took the claim over meanwhile
+    outage: str | None = None  # the broker's error when the batch was given back
+
+
+@dataclass
+class Outcome:
+    acknowledged: list[tuple[Event, int, int]] = field(default_factory=list)  # (event, partition, offset)
+    refused: list[tuple[Event, KafkaError]] = field(default_factory=list)
+    undelivered: list[tuple[Event, KafkaError | None]] = field(default_factory=list)  # an outage
+
+
+def producer_config() -> dict:
+    return {
+        "bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS,
+        # Neither is a setting: without them a retry could duplicate or reorder an account's events.
+        "enable.idempotence": True,
+        "acks": "all",
+        # The Java client's partitioner: another producer keyed by the account id picks the same partition.
+        "partitioner": "murmur2_random",
+        "message.timeout.ms": settings.KAFKA_MESSAGE_TIMEOUT_SECONDS * 1000,
+        "linger.ms": 5,
+        # librdkafka's own lines (a refused connection during an outage) go to logging, not to stderr.
+        "logger": logging.getLogger("platform_events.kafka.librdkafka"),
+    }
+
+
+def new_producer() -> Producer:
+    return Producer(producer_config())
+
+
+class Topics:
+    """The topics this relay knows exist; a missing one is created (KAFKA_CREATE_TOPICS) or reported."""
+
+    def __init__(self):
+        self.known: set[str] = set()
+
+    def forget(self) -> None:
+        """After an outage: the broker may have come back without them."""
+        self.known.clear()
+
+    def ensure(self, names: set[str]) -> None:
+        missing = names - self.known
+        if not missing:
+            return
+        admin = AdminClient(
+            {"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "logger": logging.getLogger(f"{__name__}.admin")}
+        )
+        present = set(admin.list_topics(timeout=settings.KAFKA_MESSAGE_TIMEOUT_SECONDS).topics)
+        for name in sorted(missing - present):
+            if not settings.KAFKA_CREATE_TOPICS:
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError.UNKNOWN_TOPIC_OR_PART,
+                        f"topic {name} does not exist and KAFKA_CREATE_TOPICS is off: create it on the broker",
+                    )
+                )
+            new = NewTopic(name, num_partitions=settings.KAFKA_TOPIC_PARTITIONS, replication_factor=-1)
+            try:
+                admin.create_topics([new])[name].result(timeout=settings.KAFKA_MESSAGE_TIMEOUT_SECONDS)
+                logger.info("kafka topic %s created with %s partitions", name, settings.KAFKA_TOPIC_PARTITIONS)
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+        self.known |= missing
+
+
+def claim_batch(size: int) -> tuple[uuid.UUID, list[Event]]:
+    claim = uuid.uuid4()
+    with connection.cursor() as cursor:
+        cursor.execute(CLAIM, {"size": size, "claim": claim, "lease": timedelta(seconds=settings.KAFKA_LEASE_SECONDS)})
+        rows = cursor.fetchall()
+    return claim, [Event(*row) for row in rows]
+
+
+def produce(producer: Producer, events: list[Event]) -> Outcome:
+    """Send every event and wait for each one's delivery report."""
+    outcome = Outcome()
+    reported: set[uuid.UUID] = set()
+
+    def report(event: Event):
+        def on_delivery(error, message):
+            reported.add(event.id)
+            if error is None:
+                outcome.acknowledged.append((event, message.partition(), message.offset()))
+            elif error.code() in OUTAGE or error.retriable():
+                outcome.undelivered.append((event, error))
+            else:
+                outcome.refused.append((event, error))
+
+        return on_delivery
+
+    for event in events:
+        while True:
+            try:
+                producer.produce(
+                    event.topic(),
+                    key=event.aggregate_id.encode(),
+                    value=event.body.encode(),
+                    headers=event.headers(),
+                    timestamp=int(event.created_at.timestamp() * 1000),
+                    on_delivery=report(event),
+                )
+                break
+            except BufferError:  # the local queue is full: let some reports in
+                producer.poll(0.1)
+    producer.flush(settings.KAFKA_MESSAGE_TIMEOUT_SECONDS + 5)
+    # A report that never came (the flush ran out) is an outage too: the claim is given back.
+    outcome.undelivered += [(event, None) for event in events if event.id not in reported]
+    return outcome
+
+
+def record(claim: uuid.UUID, outcome: Outcome, result: BatchResult) -> None:
+    """Mark the acknowledged, count the refused, give the undelivered back: all after the reports."""
+    with connection.cursor() as cursor:
+        if outcome.acknowledged:
+            rows = [
+                {"event_id": str(event.id), "partition": partition, "kafka_offset": offset}
+                for event, partition, offset in outcome.acknowledged
+            ]
+            cursor.execute(MARK, [json.dumps(rows), claim])
+            result.published += cursor.rowcount
+            result.lost_claims += len(rows) - cursor.rowcount
+        for event, error in outcome.refused:
+            cursor.execute(REFUSED, [f"{error.name()}: {error.str()}", event.id, claim])
+            result.refused += cursor.rowcount
+            logger.warning("kafka: event %s refused by the broker: %s", event.id, error.str())
+        if outcome.undelivered:
+            cursor.execute(RELEASE, [[event.id for event, _ in outcome.undelivered], claim])
+
+
+def publish_batch(producer: Producer, topics: Topics, size: int | None = None) -> BatchResult:
+    """Claim one batch, produce it, record what the broker said."""
+    result = BatchResult()
+    claim, events = claim_batch(size or settings.KAFKA_BATCH_SIZE)
+    result.claimed = len(events)
+    if not events:
+        return result
+    try:
+        topics.ensure({event.topic() for event in events})
+    except KafkaException as error:
+        topics.forget()
+        record(claim, Outcome(undelivered=[(event, None) for event in events]), result)
+        result.outage = error.args[0].str()
+        return result
+    outcome = produce(producer, events)
+    record(claim, outcome, result)
+    if outcome.undelivered:
+        topics.forget()
+        first = next((error for _, error in outcome.undelivered if error is not None), None)
+        result.outage = first.str() if first else "no delivery report within the message timeout"
+    return result
+
+
+def start_stream() -> datetime:
+    """Switch publication on (audited the first time): from now on every event gets a row."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT event_stream_start()")
+        return cursor.fetchone()[0]
+
+
+def publish(*, max_batches: int | None = None, producer: Producer | None = None) -> BatchResult:
+    """Publish until nothing is due, an outage, or ``max_batches``: one pass of the relay."""
+    producer = producer or new_producer()
+    topics = Topics()
+    total = BatchResult()
+    batches = 0
+    while max_batches is None or batches < max_batches:
+        result = publish_batch(producer, topics)
+        batches += 1
+        for name in ("claimed", "published", "refused", "lost_claims"):
+            setattr(total, name, getattr(total, name) + getattr(result, name))
+        if result.outage:
+            total.outage = result.outage
+            break
+        if result.claimed == 0:
+            break
+    return total
+
+
+class Backoff:
+    """The wait after an outage: 0.5 s doubling to 30 s, reset by a batch that got through."""
+
+    def __init__(self, first: float = 0.5, most: float = 30.0):
+        self.first, self.most, self.next = first, most, first
+
+    def wait(self) -> float:
+        delay = self.next
+        self.next = min(self.most, self.next * 2)
+        time.sleep(delay)
+        return delay
+
+    def reset(self) -> None:
+        self.next = self.first

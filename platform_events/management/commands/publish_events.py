@@ -1,0 +1,99 @@
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from platform_events.db.listener import listen_until_signalled, poll_seconds_problem
+from platform_events.kafka import relay
+
+logger = logging.getLogger("platform_events.kafka")
+
+
+class Relay:
+    """One process's relay: its producer, and the wait after an outage."""
+
+    def __init__(self):
+        self.producer = relay.new_producer()
+        self.backoff = relay.Backoff()
+
+    def run_pass(self) -> None:
+        result = relay.publish(producer=self.producer)
+        if result.claimed:
+            logger.info("kafka: %s claimed, %s published, %s refused", result.claimed, result.published, result.refused)
+        if result.outage:
+            waited = self.backoff.wait()
+            logger.warning("kafka: broker unavailable (%s); waited %.1f s before trying again", result.outage, waited)
+        else:
+            self.backoff.reset()
+
+
+def _moment(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise CommandError(f"{value!r} is no date or time (2026-11-01 or 2026-11-01T12:00+00:00).") from None
+    if moment.tzinfo is None:
+        moment = timezone.make_aware(moment)
+    return moment
+
+
+class Command(BaseCommand):
+    help = (
+        "Publish the outbox's events to Kafka (KAFKA_BOOTSTRAP_SERVERS) as soon as they are written (LISTEN"
+        " event_publication), polling as a fallback; or publish the kept events of a period (--since, --until);"
+        " or switch publication off for good (--off). Needs a direct connection to PostgreSQL for LISTEN."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--once", action="store_true", help="publish what is due, then stop")
+        parser.add_argument("--since", help="publish the kept events written from this date or time")
+        parser.add_argument("--until", help="... up to this one (default: now)")
+        parser.add_argument(
+            "--off", action="store_true", help="stop keeping events for Kafka and drop the unpublished ones"
+        )
+        parser.add_argument(
+            "--poll-seconds", type=float, help="publish at least this often (default KAFKA_POLL_SECONDS)"
+        )
+
+    def handle(self, *args, once, since, until, off, poll_seconds, **options):
+        if off:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT event_stream_stop()")
+                dropped = cursor.fetchone()[0]
+            self.stdout.write(f"Publication to Kafka is off; {dropped} unpublished events dropped.")
+            return
+        if not settings.KAFKA_BOOTSTRAP_SERVERS:
+            raise CommandError("KAFKA_BOOTSTRAP_SERVERS is unset: set it to the broker's host:port to publish events.")
+        started = relay.start_stream()
+        if since or until:
+            if not since:
+                raise CommandError("--until needs --since: the period to publish starts somewhere.")
+            with connection.cursor() as cursor:
+                try:
+                    cursor.execute(
+                        "SELECT event_publications_backfill(%s, coalesce(%s, now()))",
+                        [_moment(since), _moment(until) if until else None],
+                    )
+                except DatabaseError as error:
+                    raise CommandError(str(error).split("platform_events: ")[-1].strip()) from None
+                made = cursor.fetchone()[0]
+            self.stdout.write(f"{made} kept events queued for publication.")
+            return
+        poll_seconds = poll_seconds if poll_seconds is not None else settings.KAFKA_POLL_SECONDS
+        if problem := poll_seconds_problem(poll_seconds):
+            raise CommandError(problem)
+        worker = Relay()
+        if once:
+            result = relay.publish(producer=worker.producer)
+            self.stdout.write(f"{result.published} events published.")
+            if result.outage:
+                raise CommandError(f"The broker is unavailable: {result.outage}.")
+            return
+        self.stdout.write(
+            f"Kafka relay started (publishing since {started:%Y-%m-%d %H:%M:%S %Z}); polling every {poll_seconds:g}s."
+        )
+        listen_until_signalled("event_publication", worker.run_pass, poll_seconds=poll_seconds, what="kafka run")
+        self.stdout.write("Kafka relay stopped.")

@@ -1,0 +1,154 @@
+"""The relay against a real broker (tests/kafka_broker.py): every event once, keyed by its account, in
+order, with the CloudEvents headers; marked only with the broker's acknowledgement; held through an
+outage and published after it."""
+
+import json
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+from django.db import connection
+
+from platform_events.kafka import relay
+from tests.platform_events.outbox.test_triggers import activate, provision
+from tests.support import connect
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TOPIC = "lifecycle.account"
+
+
+@pytest.fixture
+def kafka_settings(settings, kafka_broker):
+    settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
+    settings.KAFKA_TOPIC_PARTITIONS = 3
+    settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 3
+    return settings
+
+
+def read_topic(bootstrap: str, expected: int, topic: str = TOPIC, wait_rounds: int = 50) -> list[dict]:
+    """Every message of the topic, oldest first per partition (partitions assigned: no group join); none
+    when the topic is not there yet."""
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    if topic not in metadata:
+        return []
+    partitions = metadata[topic].partitions
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    read = []
+    try:
+        for _ in range(wait_rounds):
+            for message in consumer.consume(num_messages=1000, timeout=0.2):
+                if message.error():
+                    raise KafkaException(message.error())
+                read.append(
+                    {
+                        "partition": message.partition(),
+                        "offset": message.offset(),
+                        "key": message.key().decode(),
+                        "body": message.value().decode(),
+                        "value": json.loads(message.value()),
+                        "headers": {name: value.decode() for name, value in message.headers()},
+                    }
+                )
+            if len(read) >= expected:
+                break
+    finally:
+        consumer.close()
+    return read
+
+
+def publication_states(conn):
+    return conn.execute(
+        "SELECT e.id, p.status, p.kafka_partition, p.kafka_offset, p.claim FROM event_publications p"
+        " JOIN outbox_events e ON e.id = p.event_id ORDER BY e.seq"
+    ).fetchall()
+
+
+def test_each_event_is_published_once_keyed_by_its_account_in_order_and_marked_with_its_offset(kafka_settings):
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        accounts = [provision(conn, f"user{n}") for n in range(4)]
+        for account in accounts:
+            activate(conn, account)
+        events = conn.execute("SELECT id, seq, aggregate_id, event_type, payload FROM outbox_events ORDER BY seq")
+        events = events.fetchall()
+
+    result = relay.publish()
+
+    assert (result.published, result.outage) == (8, None)
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 8)
+    assert sorted(m["headers"]["ce_id"] for m in read) == sorted(str(e[0]) for e in events)
+    by_id = {str(e[0]): e for e in events}
+    for message in read:
+        event_id, seq, account, event_type, payload = by_id[message["headers"]["ce_id"]]
+        assert message["key"] == account
+        assert message["body"] == payload  # the webhook body, as it is
+        assert message["headers"]["ce_type"] == event_type
+        assert message["headers"]["ce_sequence"] == f"{seq:020d}"
+        assert message["headers"]["ce_specversion"] == "1.0"
+    for account in accounts:
+        of_account = [m for m in read if m["key"] == str(account)]
+        assert [m["value"]["type"] for m in of_account] == ["account.created", "account.activated"]
+        assert len({m["partition"] for m in of_account}) == 1
+    with connect(autocommit=True) as conn:
+        marked = {
+            str(i): (status, partition, offset, claim)
+            for i, status, partition, offset, claim in publication_states(conn)
+        }
+    assert {m["headers"]["ce_id"]: ("PUBLISHED", m["partition"], m["offset"], None) for m in read} == marked
+
+
+def test_an_accounts_later_event_waits_for_its_earlier_one_across_batches(kafka_settings):
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+        activate(conn, jane)
+        conn.execute("UPDATE accounts SET status = 'suspended' WHERE id = %s", [jane])
+
+    first = relay.publish(max_batches=1)
+
+    assert (first.claimed, first.published) == (1, 1)  # one event of the account at a time
+    relay.publish()
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 3)
+    assert [m["value"]["type"] for m in read] == ["account.created", "account.activated", "account.suspended"]
+
+
+def test_a_broker_outage_marks_nothing_and_everything_goes_out_in_order_after_it(kafka_settings, kafka_broker):
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+    kafka_broker.stop()
+    with connect(autocommit=True) as conn:
+        activate(conn, jane)
+
+    during = relay.publish()
+
+    assert during.published == 0 and during.outage
+    with connect(autocommit=True) as conn:
+        assert [(status, claim) for _, status, _, _, claim in publication_states(conn)] == [("PENDING", None)] * 2
+        assert conn.execute("SELECT sum(attempts) FROM event_publications").fetchone() == (0,)
+
+    kafka_broker.start()  # empty: the topic is gone and is made again
+    after = relay.publish()
+
+    assert (after.published, after.outage) == (2, None)
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2)
+    assert [m["value"]["type"] for m in read] == ["account.created", "account.activated"]
+
+
+def test_a_claim_skips_the_rows_another_relay_is_claiming_instead_of_waiting_for_them():
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        provision(conn, "jane")
+        john = provision(conn, "john")
+    with connect() as other:  # another relay's claim, its transaction still open
+        other.execute("SELECT event_id FROM event_publications ORDER BY event_seq LIMIT 1 FOR UPDATE")
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        try:
+            _, events = relay.claim_batch(10)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+    assert [event.aggregate_id for event in events] == [str(john)]
