@@ -8,6 +8,7 @@ False to it) or raise a bare ``ValueError``.
 import base64
 import binascii
 import ipaddress
+import os
 import re
 from urllib.parse import unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -98,6 +99,57 @@ def read_topic_prefix(name: str, default: str) -> str:
             f"{name} may hold only letters, digits, '.', '_' and '-', up to 200 characters, not {value!r}."
         )
     return value
+
+
+KAFKA_SECURITY_PROTOCOLS = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+KAFKA_SASL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+def read_kafka_security() -> dict[str, str]:
+    """TLS and SASL toward the broker, as librdkafka's properties (docs/kafka.md, "Configuration"). A
+    credential or file given for a protocol that does not use it is refused rather than ignored: the
+    operator meant something by it."""
+    protocol = read_choice("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT", KAFKA_SECURITY_PROTOCOLS)
+    sasl = protocol.startswith("SASL_")
+    tls = protocol.endswith("SSL")
+    config = {"security.protocol": protocol.lower()}
+    username = env.str("KAFKA_SASL_USERNAME", default="").strip()
+    password = env.str("KAFKA_SASL_PASSWORD", default="")
+    mechanism = env.str("KAFKA_SASL_MECHANISM", default="").strip()
+    if sasl:
+        if not username or not password:
+            raise ImproperlyConfigured(
+                f"KAFKA_SECURITY_PROTOCOL={protocol} needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD."
+            )
+        config["sasl.mechanism"] = read_choice("KAFKA_SASL_MECHANISM", "SCRAM-SHA-512", KAFKA_SASL_MECHANISMS)
+        config["sasl.username"], config["sasl.password"] = username, password
+    elif username or password or mechanism:
+        raise ImproperlyConfigured(
+            f"KAFKA_SASL_* is set but KAFKA_SECURITY_PROTOCOL is {protocol}: use SASL_SSL (or SASL_PLAINTEXT) to sign in."
+        )
+    files = {
+        "KAFKA_SSL_CA_LOCATION": "ssl.ca.location",
+        "KAFKA_SSL_CERTIFICATE_LOCATION": "ssl.certificate.location",
+        "KAFKA_SSL_KEY_LOCATION": "ssl.key.location",
+    }
+    for name, key in files.items():
+        path = env.str(name, default="").strip()
+        if not path:
+            continue
+        if not tls:
+            raise ImproperlyConfigured(f"{name} is set but KAFKA_SECURITY_PROTOCOL is {protocol}: use SSL or SASL_SSL.")
+        if not os.path.isfile(path) or not os.access(path, os.R_OK):
+            raise ImproperlyConfigured(f"{name} names no readable file: {path!r}.")
+        config[key] = path
+    if ("ssl.certificate.location" in config) != ("ssl.key.location" in config):
+        raise ImproperlyConfigured(
+            "KAFKA_SSL_CERTIFICATE_LOCATION and KAFKA_SSL_KEY_LOCATION go together: a client certificate needs its key."
+        )
+    if key_password := env.str("KAFKA_SSL_KEY_PASSWORD", default=""):
+        if "ssl.key.location" not in config:
+            raise ImproperlyConfigured("KAFKA_SSL_KEY_PASSWORD is set but KAFKA_SSL_KEY_LOCATION is not.")
+        config["ssl.key.password"] = key_password
+    return config
 
 
 def read_database_url(name: str = "DATABASE_URL") -> dict | None:

@@ -20,6 +20,7 @@ from lifecycle.configuration import (
     read_email_url,
     read_float,
     read_int,
+    read_kafka_security,
     read_kafka_servers,
     read_key_ring,
     read_list,
@@ -272,6 +273,8 @@ if WEBHOOKS_LEASE_SECONDS < 2 * (WEBHOOKS_CONNECT_TIMEOUT_SECONDS + WEBHOOKS_TIM
 # no publication state is kept.
 KAFKA_BOOTSTRAP_SERVERS = read_kafka_servers("KAFKA_BOOTSTRAP_SERVERS")
 # Topic = prefix + the event's aggregate type: lifecycle.account.
+# TLS and SASL (KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_*, KAFKA_SSL_*), as the client's own properties.
+KAFKA_SECURITY = read_kafka_security()
 KAFKA_TOPIC_PREFIX = read_topic_prefix("KAFKA_TOPIC_PREFIX", default="lifecycle.")
 KAFKA_CREATE_TOPICS = read_bool("KAFKA_CREATE_TOPICS", default=True)
 KAFKA_TOPIC_PARTITIONS = read_int("KAFKA_TOPIC_PARTITIONS", default=6, minimum=1, maximum=10_000)

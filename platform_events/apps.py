@@ -8,6 +8,7 @@ class PlatformEventsConfig(AppConfig):
 
     def ready(self):
         from platform_events.db.runtime_role import grant_runtime_privileges
+        from platform_events.kafka import checks  # noqa: F401 (registers its database check)
         from platform_events.webhooks import secrets  # noqa: F401 (registers its deploy check)
 
         # Once per migrate, after every app's migrations: the runtime role's grants on what they made.

@@ -229,7 +229,7 @@ def _run(port: int, pgdata: Path) -> int:
             "PORT": str(port),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         }
-        processes = dict(parse_procfile(PROCFILE.read_text()).processes)
+        processes = processes_to_run(kafka=bool(settings.KAFKA_BOOTSTRAP_SERVERS))
 
         def print_logins(manager):
             _wait_for_port(port)
@@ -299,6 +299,14 @@ def _set_up(settings, pgdata: Path) -> str:
     if mailed.error:  # an SMTP server down: the listener and the worker retry
         lines.insert(0, f"Not all mail due at start-up was sent ({mailed.error}); the mail listener retries.")
     return "\n".join(lines)
+
+
+def processes_to_run(*, kafka: bool) -> dict[str, str]:
+    """Procfile.dev's processes; the Kafka relay only when a broker is configured."""
+    processes = dict(parse_procfile(PROCFILE.read_text()).processes)
+    if not kafka:
+        del processes["kafka"]
+    return processes
 
 
 def last_lines(port: int, *, processes: list[str], inbox: bool, embedded: bool) -> list[str]:

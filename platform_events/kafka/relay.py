@@ -123,9 +123,14 @@ class Outcome:
     undelivered: list[tuple[Event, KafkaError | None]] = field(default_factory=list)  # an outage
 
 
+def connection_config() -> dict:
+    """Where the broker is and how to reach it (TLS, SASL): the producer's and the admin client's alike."""
+    return {"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, **settings.KAFKA_SECURITY}
+
+
 def producer_config() -> dict:
     return {
-        "bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS,
+        **connection_config(),
         # Neither is a setting: without them a retry could duplicate or reorder an account's events.
         "enable.idempotence": True,
         "acks": "all",
@@ -138,8 +143,15 @@ def producer_config() -> dict:
     }
 
 
+class ClientRefused(Exception):
+    """The Kafka client refused its configuration (a CA file that holds no certificate, say)."""
+
+
 def new_producer() -> Producer:
-    return Producer(producer_config())
+    try:
+        return Producer(producer_config())
+    except KafkaException as error:
+        raise ClientRefused(f"The Kafka client refused its configuration: {error.args[0].str()}.") from None
 
 
 class Topics:
@@ -156,9 +168,7 @@ class Topics:
         missing = names - self.known
         if not missing:
             return
-        admin = AdminClient(
-            {"bootstrap.servers": settings.KAFKA_BOOTSTRAP_SERVERS, "logger": logging.getLogger(f"{__name__}.admin")}
-        )
+        admin = AdminClient({**connection_config(), "logger": logging.getLogger(f"{__name__}.admin")})
         present = set(admin.list_topics(timeout=settings.KAFKA_MESSAGE_TIMEOUT_SECONDS).topics)
         for name in sorted(missing - present):
             if not settings.KAFKA_CREATE_TOPICS:

@@ -386,3 +386,107 @@ def test_check_deploy_warns_about_the_development_support_contact():
         "check", "--deploy", "--fail-level", "WARNING", **{**PRODUCTION, "SUPPORT_CONTACT": "support@localhost"}
     )
     assert result.returncode != 0 and "tokens.W002" in result.stderr + result.stdout
+
+
+KAFKA_SECURITY_VARIABLES = [
+    "KAFKA_SECURITY_PROTOCOL",
+    "KAFKA_SASL_MECHANISM",
+    "KAFKA_SASL_USERNAME",
+    "KAFKA_SASL_PASSWORD",
+    "KAFKA_SSL_CA_LOCATION",
+    "KAFKA_SSL_CERTIFICATE_LOCATION",
+    "KAFKA_SSL_KEY_LOCATION",
+    "KAFKA_SSL_KEY_PASSWORD",
+]
+
+
+@pytest.fixture
+def kafka_env(monkeypatch, tmp_path):
+    """A clean slate of the Kafka TLS/SASL variables, and three readable files to name."""
+    for name in KAFKA_SECURITY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name in ("ca.pem", "client.pem", "client.key"):
+        (tmp_path / name).write_text("-----BEGIN CERTIFICATE-----\n")
+
+    def set_env(**values):
+        for name, value in values.items():
+            monkeypatch.setenv(name, value.replace("{dir}", str(tmp_path)))
+        return configuration.read_kafka_security()
+
+    return set_env
+
+
+def test_kafka_security_defaults_to_plaintext_with_nothing_else(kafka_env):
+    assert kafka_env() == {"security.protocol": "plaintext"}
+
+
+def test_kafka_sasl_over_tls_with_a_ca_and_a_client_certificate(kafka_env):
+    config = kafka_env(
+        KAFKA_SECURITY_PROTOCOL="sasl_ssl",
+        KAFKA_SASL_USERNAME="relay",
+        KAFKA_SASL_PASSWORD="s3cret pass",
+        KAFKA_SSL_CA_LOCATION="{dir}/ca.pem",
+        KAFKA_SSL_CERTIFICATE_LOCATION="{dir}/client.pem",
+        KAFKA_SSL_KEY_LOCATION="{dir}/client.key",
+        KAFKA_SSL_KEY_PASSWORD="k",
+    )
+    assert config["security.protocol"] == "sasl_ssl"
+    assert (config["sasl.mechanism"], config["sasl.username"], config["sasl.password"]) == (
+        "SCRAM-SHA-512",  # not PLAIN unless asked: SCRAM never sends the password itself
+        "relay",
+        "s3cret pass",
+    )
+    assert config["ssl.ca.location"].endswith("/ca.pem") and config["ssl.key.password"] == "k"
+
+
+@pytest.mark.parametrize(
+    ("values", "sentence"),
+    [
+        ({"KAFKA_SECURITY_PROTOCOL": "tls"}, "KAFKA_SECURITY_PROTOCOL must be one of PLAINTEXT, SSL, SASL_PLAINTEXT,"),
+        (
+            {"KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "KAFKA_SASL_USERNAME": "relay"},
+            "KAFKA_SECURITY_PROTOCOL=SASL_SSL needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD.",
+        ),
+        (
+            {
+                "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+                "KAFKA_SASL_USERNAME": "u",
+                "KAFKA_SASL_PASSWORD": "p",
+                "KAFKA_SASL_MECHANISM": "GSSAPI",
+            },
+            "KAFKA_SASL_MECHANISM must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, not 'GSSAPI'.",
+        ),
+        (
+            {"KAFKA_SASL_PASSWORD": "p"},
+            "KAFKA_SASL_* is set but KAFKA_SECURITY_PROTOCOL is PLAINTEXT: use SASL_SSL (or SASL_PLAINTEXT) to sign in.",
+        ),
+        (
+            {"KAFKA_SSL_CA_LOCATION": "{dir}/ca.pem"},
+            "KAFKA_SSL_CA_LOCATION is set but KAFKA_SECURITY_PROTOCOL is PLAINTEXT: use SSL or SASL_SSL.",
+        ),
+        (
+            {"KAFKA_SECURITY_PROTOCOL": "SSL", "KAFKA_SSL_CA_LOCATION": "{dir}/missing.pem"},
+            "KAFKA_SSL_CA_LOCATION names no readable file: ",
+        ),
+        (
+            {"KAFKA_SECURITY_PROTOCOL": "SSL", "KAFKA_SSL_CERTIFICATE_LOCATION": "{dir}/client.pem"},
+            "KAFKA_SSL_CERTIFICATE_LOCATION and KAFKA_SSL_KEY_LOCATION go together",
+        ),
+        (
+            {"KAFKA_SECURITY_PROTOCOL": "SSL", "KAFKA_SSL_KEY_PASSWORD": "k"},
+            "KAFKA_SSL_KEY_PASSWORD is set but KAFKA_SSL_KEY_LOCATION is not.",
+        ),
+    ],
+)
+def test_a_kafka_security_setting_that_does_not_fit_is_one_sentence(kafka_env, values, sentence):
+    with pytest.raises(ImproperlyConfigured) as refusal:
+        kafka_env(**values)
+    assert str(refusal.value).startswith(sentence.replace("{dir}", ""))
+
+
+def test_a_kafka_password_is_refused_without_being_repeated():
+    """At start-up, as an operator sees it: one sentence, and not the password."""
+    result = manage("check", DEBUG="true", KAFKA_SASL_PASSWORD="hunter2-kafka")
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("Configuration error: KAFKA_SASL_* is set but KAFKA_SECURITY_PROTOCOL")
+    assert "hunter2-kafka" not in result.stderr + result.stdout

@@ -1,4 +1,5 @@
 import logging
+import signal
 from datetime import datetime
 
 from django.conf import settings
@@ -8,6 +9,7 @@ from django.utils import timezone
 
 from platform_events.db.listener import listen_until_signalled, poll_seconds_problem
 from platform_events.kafka import relay
+from platform_events.kafka.checks import check_stream_has_a_broker
 
 logger = logging.getLogger("platform_events.kafka")
 
@@ -28,6 +30,12 @@ class Relay:
             logger.warning("kafka: broker unavailable (%s); waited %.1f s before trying again", result.outage, waited)
         else:
             self.backoff.reset()
+
+
+def wait_for_stop_signal() -> None:
+    stop = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+    signal.sigwait(stop)
 
 
 def _moment(value: str) -> datetime:
@@ -66,7 +74,25 @@ class Command(BaseCommand):
             self.stdout.write(f"Publication to Kafka is off; {dropped} unpublished events dropped.")
             return
         if not settings.KAFKA_BOOTSTRAP_SERVERS:
-            raise CommandError("KAFKA_BOOTSTRAP_SERVERS is unset: set it to the broker's host:port to publish events.")
+            if once or since or until:
+                raise CommandError(
+                    "KAFKA_BOOTSTRAP_SERVERS is unset: set it to the broker's host:port to publish events."
+                )
+            # As a Procfile's process: off is a state, not a failure, and an exit would stop the
+            # processes beside it (honcho) or restart this one in a loop (a platform).
+            self.stdout.write(
+                "Publication to Kafka is off (KAFKA_BOOTSTRAP_SERVERS unset); the relay waits for a stop signal."
+            )
+            for warning in check_stream_has_a_broker(None, databases=["default"]):
+                logger.warning("kafka: %s %s", warning.msg, warning.hint)
+            connection.close()  # nothing to ask the database while waiting
+            self.stdout.flush()
+            wait_for_stop_signal()
+            return
+        try:
+            worker = Relay()
+        except relay.ClientRefused as error:
+            raise CommandError(str(error)) from None
         started = relay.start_stream()
         if since or until:
             if not since:
@@ -85,7 +111,6 @@ class Command(BaseCommand):
         poll_seconds = poll_seconds if poll_seconds is not None else settings.KAFKA_POLL_SECONDS
         if problem := poll_seconds_problem(poll_seconds):
             raise CommandError(problem)
-        worker = Relay()
         if once:
             result = relay.publish(producer=worker.producer)
             self.stdout.write(f"{result.published} events published.")

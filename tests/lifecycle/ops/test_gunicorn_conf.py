@@ -238,7 +238,7 @@ def test_a_few_slow_clients_do_not_hold_up_the_others(server):
 
 
 def test_the_procfile_runs_each_production_process_by_exec_with_no_shell_between():
-    """Production's Procfile (make run's is Procfile.dev): gunicorn with its settings, the three background
+    """Production's Procfile (make run's is Procfile.dev): gunicorn with its settings, the four background
     processes, and the release step; each command exec'd alone, so the platform's signals reach it."""
     processes = parse_procfile((ROOT / "Procfile").read_text()).processes
     assert processes == {
@@ -247,6 +247,7 @@ def test_the_procfile_runs_each_production_process_by_exec_with_no_shell_between
         "worker": "exec python manage.py qcluster",
         "mailroom": "exec python manage.py listen_mailroom",
         "webhooks": "exec python manage.py listen_webhooks",
+        "kafka": "exec python manage.py publish_events",
     }
 
 

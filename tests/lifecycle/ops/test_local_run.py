@@ -16,10 +16,9 @@ import time
 import pytest
 from django_q.models import Success
 from django_q.tasks import async_task
-from honcho.environ import parse_procfile
 
 from lifecycle.ops import embedded_db
-from lifecycle.ops.local_run import PROCFILE, AlreadyRunning, last_lines, run_lock
+from lifecycle.ops.local_run import PROCFILE, AlreadyRunning, last_lines, processes_to_run, run_lock
 from tests.support import ROOT, database_url_for_tests, environment, wait_for
 
 
@@ -155,14 +154,20 @@ def test_ctrl_c_lets_the_worker_finish_its_task_and_stop_without_sigkill(setting
 def test_make_run_starts_the_development_processes_of_procfile_dev():
     """runserver on the port make run was given, beside the worker and the two listeners; the production
     Procfile (gunicorn) is not make run's."""
-    processes = parse_procfile(PROCFILE.read_text()).processes
+    processes = processes_to_run(kafka=False)
     assert PROCFILE.name == "Procfile.dev"
     assert processes["web"] == "exec python manage.py runserver 127.0.0.1:${PORT:-8000}"
     assert set(processes) == {"web", "worker", "mailroom", "webhooks"}
 
 
+def test_make_run_starts_the_kafka_relay_only_when_a_broker_is_configured():
+    """Unset, the relay would only wait; set, it publishes beside the others."""
+    assert processes_to_run(kafka=True)["kafka"] == "exec python manage.py publish_events"
+    assert "kafka" not in processes_to_run(kafka=False)
+
+
 def test_the_last_lines_name_every_process_it_runs_and_link_the_admin_and_the_inbox():
-    processes = list(parse_procfile(PROCFILE.read_text()).processes)
+    processes = list(processes_to_run(kafka=False))
     assert last_lines(8001, processes=processes, inbox=True, embedded=True) == [
         "Admin: http://127.0.0.1:8001/admin/",
         "E-mails (development inbox): http://127.0.0.1:8001/dev/mail/",

@@ -160,6 +160,34 @@ def test_without_a_broker_configured_the_command_says_so(settings):
         call_command("publish_events", "--once")
 
 
+def test_without_a_broker_the_procfile_process_waits_quietly_and_stops_on_sigterm():
+    """Off is a state: the process does not exit (honcho would stop the others with it, a platform
+    would restart it in a loop), says why it waits, warns when the database's switch is on, and
+    stops cleanly when told."""
+    with connect(autocommit=True) as conn:
+        conn.execute("SELECT event_stream_start()")
+    relay_process = start_manage("publish_events", DATABASE_URL=database_url_for_tests(), KAFKA_BOOTSTRAP_SERVERS="")
+    lines = []
+    wait_for(
+        lambda: lines.append(relay_process.stdout.readline()) or "wait for a relay" in "".join(lines),
+        timeout=60,
+        message="the relay's warning",
+    )
+    assert "Publication to Kafka is off (KAFKA_BOOTSTRAP_SERVERS unset); the relay waits" in "".join(lines)
+    assert relay_process.poll() is None
+    relay_process.send_signal(signal.SIGTERM)
+    assert relay_process.wait(timeout=30) == 0
+    assert "Traceback" not in "".join(lines) + relay_process.stdout.read()
+
+
+def test_a_configuration_the_client_refuses_is_one_sentence(settings, tmp_path):
+    (tmp_path / "ca.pem").write_text("not a certificate\n")
+    settings.KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:1"
+    settings.KAFKA_SECURITY = {"security.protocol": "ssl", "ssl.ca.location": str(tmp_path / "ca.pem")}
+    with pytest.raises(CommandError, match=r"^The Kafka client refused its configuration: "):
+        call_command("publish_events", "--once")
+
+
 def test_a_period_needs_a_valid_start(settings, kafka_broker):
     settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
     with pytest.raises(CommandError, match=r"^'yesterday' is no date or time"):

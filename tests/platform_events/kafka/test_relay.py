@@ -152,3 +152,56 @@ def test_a_claim_skips_the_rows_another_relay_is_claiming_instead_of_waiting_for
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
     assert [event.aggregate_id for event in events] == [str(john)]
+
+
+def self_signed_pem(tmp_path) -> str:
+    """A CA certificate librdkafka can load."""
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test CA")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    path = tmp_path / "ca.pem"
+    path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    return str(path)
+
+
+def test_the_producer_and_the_admin_client_take_the_tls_and_sasl_settings(settings, tmp_path):
+    """librdkafka itself accepts what the settings make (it loads the CA file as it starts)."""
+    settings.KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:1"
+    settings.KAFKA_SECURITY = {
+        "security.protocol": "sasl_ssl",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "relay",
+        "sasl.password": "s3cret",
+        "ssl.ca.location": self_signed_pem(tmp_path),
+    }
+    config = relay.connection_config()
+    assert config["bootstrap.servers"] == "127.0.0.1:1" and config["security.protocol"] == "sasl_ssl"
+    assert relay.producer_config()["sasl.username"] == "relay"
+    relay.new_producer()  # no refusal
+    AdminClient(config)
+
+
+def test_a_ca_file_that_holds_no_certificate_is_one_sentence(settings, tmp_path):
+    (tmp_path / "ca.pem").write_text("not a certificate\n")
+    settings.KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:1"
+    settings.KAFKA_SECURITY = {"security.protocol": "ssl", "ssl.ca.location": str(tmp_path / "ca.pem")}
+    with pytest.raises(relay.ClientRefused, match=r"^The Kafka client refused its configuration: .*ssl\.ca\.location"):
+        relay.new_producer()
