@@ -1,14 +1,19 @@
 """The outbox's events in the back-office, read-only: what was published, about which account or
-endpoint, with its payload and a link to its webhook deliveries."""
+endpoint, with its payload, a link to its webhook deliveries and, beside it, its publication to Kafka
+(docs/kafka.md) when it has one. Nothing here changes a publication: only the relay moves it."""
 
+from django.conf import settings
 from django.contrib import admin
-from django.db.models import BooleanField, Value
+from django.db.models import BooleanField, CharField, Value
+from django.db.models.expressions import RawSQL
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
-from platform_events.admin_kit.display import pretty_json
+from platform_events.admin_kit.display import Tone, badge, pretty_json, when
 from platform_events.admin_kit.lookups import value_fits
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
+from platform_events.kafka.selectors import Publication, publication_of
 from platform_events.outbox.models import TEST_EVENT_TYPE, EventType, OutboxEvent
 
 
@@ -43,6 +48,36 @@ class AggregateFilter(admin.SimpleListFilter):
         return queryset if self.value() is None else events_about(queryset, self.value())
 
 
+# An event's publication in one word, read per listed row by its primary key (one query for the page).
+KAFKA_STATE = RawSQL(
+    "SELECT CASE WHEN p.status = 'PUBLISHED' THEN 'published' WHEN p.attempts > 0 THEN 'retrying' ELSE 'waiting' END"
+    " FROM event_publications p WHERE p.event_id = outbox_events.id",
+    [],
+    output_field=CharField(),
+)
+KAFKA_TONES = {"published": Tone.GOOD, "waiting": Tone.QUIET, "retrying": Tone.CAUTION}
+
+
+class KafkaFilter(admin.SimpleListFilter):
+    """The events still waiting for the relay, or those it published, read from the publication rows
+    (the waiting ones through their partial index)."""
+
+    title = "Kafka"
+    parameter_name = "kafka"
+    CHOICES = {
+        "waiting": "SELECT event_id FROM event_publications WHERE status = 'PENDING'",
+        "published": "SELECT event_id FROM event_publications WHERE status = 'PUBLISHED'",
+    }
+
+    def lookups(self, request, model_admin):
+        return [("waiting", "not published yet"), ("published", "published")]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return queryset.filter(id__in=RawSQL(self.CHOICES[self.value()], []))
+
+
 def events_about(queryset, aggregate_id: str):
     # The index leads with the type: name them, rather than scan by id alone.
     return queryset.filter(aggregate_type__in=["account", "webhook_endpoint"], aggregate_id=aggregate_id)
@@ -55,8 +90,22 @@ class OutboxEventAdmin(ReadOnlyModelAdmin):
     list_filter = [AggregateFilter, EventTypeFilter]
     search_fields = ["aggregate_id"]  # exactly: get_search_results
     search_help_text = "An account's id (7), or an endpoint's id for its test events."
-    fields = ["seq", "event_type", "about", "created_at", "payload_pretty", "deliveries", "id"]
+    fields = ["seq", "event_type", "about", "created_at", "payload_pretty", "deliveries", "kafka", "id"]
     readonly_fields = fields
+
+    def get_list_display(self, request):
+        """The Kafka column and filter while this installation publishes (KAFKA_BOOTSTRAP_SERVERS)."""
+        return [*self.list_display, "kafka_state"] if settings.KAFKA_BOOTSTRAP_SERVERS else self.list_display
+
+    def get_list_filter(self, request):
+        return [*self.list_filter, KafkaFilter] if settings.KAFKA_BOOTSTRAP_SERVERS else self.list_filter
+
+    def get_fields(self, request, obj=None):
+        """The publication beside the deliveries, only for an event that has one."""
+        fields = list(super().get_fields(request, obj))
+        if obj is None or publication(obj) is None:
+            fields.remove("kafka")
+        return fields
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()
@@ -67,7 +116,10 @@ class OutboxEventAdmin(ReadOnlyModelAdmin):
         return events_about(queryset, term), False
 
     def get_queryset(self, request):
-        return with_account_links(super().get_queryset(request), request)
+        queryset = with_account_links(super().get_queryset(request), request)
+        if settings.KAFKA_BOOTSTRAP_SERVERS:
+            queryset = queryset.annotate(kafka_state=KAFKA_STATE)
+        return queryset
 
     @admin.display(description="about")
     def about(self, event):
@@ -78,9 +130,55 @@ class OutboxEventAdmin(ReadOnlyModelAdmin):
         url = reverse("admin:platform_events_webhookdelivery_changelist")
         return format_html('<a href="{}?event={}">deliveries →</a>', url, event.pk)
 
+    @admin.display(description="Kafka")
+    def kafka_state(self, event):
+        state = getattr(event, "kafka_state", None)
+        return "—" if state is None else badge(state, KAFKA_TONES[state])
+
+    @admin.display(description="Kafka")
+    def kafka(self, event):
+        shown = publication(event)
+        return "—" if shown is None else publication_table(event, shown)
+
     @admin.display(description="payload")
     def payload_pretty(self, event):
         return pretty_json(shown_payload(event.payload, event.links_accounts))
+
+
+def publication(event: OutboxEvent) -> Publication | None:
+    """The event's publication, read once for its page (which asks for its fields several times)."""
+    if not hasattr(event, "_publication"):
+        event._publication = publication_of(event.pk)
+    return event._publication
+
+
+def publication_table(event: OutboxEvent, publication: Publication) -> str:
+    """Where the event went and what the broker said, or why it still waits."""
+    if publication.status == "PUBLISHED":
+        state = "published"
+    else:
+        state = "retrying" if publication.attempts else "waiting"
+    rows = [
+        ("status", badge(state, KAFKA_TONES[state])),
+        ("topic", settings.KAFKA_TOPIC_PREFIX + event.aggregate_type),
+        ("partition", "—" if publication.partition is None else publication.partition),
+        ("offset", "—" if publication.offset is None else publication.offset),
+        ("attempts", f"{publication.attempts} refused by the broker" if publication.attempts else "0"),
+        ("last error", publication.last_error or "—"),
+        ("published at", when(publication.published_at)),
+    ]
+    if publication.status != "PUBLISHED":
+        if publication.claimed:
+            due = "a relay is sending it now"
+        elif publication.next_attempt_at <= timezone.now():
+            due = "due now, for the next relay to claim"
+        else:
+            due = when(publication.next_attempt_at)
+        rows.append(("next attempt", due))
+    return format_html(
+        '<table class="kafka-publication"><tbody>{}</tbody></table>',
+        format_html_join("", '<tr><th scope="row">{}</th><td>{}</td></tr>', rows),
+    )
 
 
 def aggregate(event: OutboxEvent, links_accounts: bool) -> str:

@@ -2,7 +2,8 @@
 
 Each read costs what a queue holds, never a large table: the queues' partial indexes
 (tokens_due_mail_idx, tokens_dead_mail_idx, webhook_deliveries_due), the mail runs' index on
-(job_type, started_at), an outbox consumer's events after its newest handled one, small tables
+(job_type, started_at), an outbox consumer's events after its newest handled one, the Kafka relay's unpublished and lately
+published events (event_publications_due, event_publications_published_at), small tables
 (webhook endpoints; django-axes' attempts, which axes prunes once their cool-off is over), and the
 planner's statistics for a large accounts table. Queue sizes are counted up to COUNT_LIMIT.
 
@@ -23,6 +24,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from accounts.nodes.consumer import ASSIGNMENTS
 from accounts.selectors import account_counts_by_status
 from platform_events.db.timeouts import bounded_statements
+from platform_events.kafka.selectors import stream_figures
 from platform_events.lockouts.selectors import locked_out_logins_count
 from platform_events.outbox.selectors import consumer_lag
 from platform_events.webhooks.models import DeliveryStatus, EndpointStatus
@@ -44,6 +46,8 @@ STATEMENT_TIMEOUT = "1500ms"
 COUNT_LIMIT = 100_000
 # Mail runs counted over this window: the rows are there, since RETENTION_MAIL_RUN_DAYS is at least a day.
 MAIL_RUNS_WINDOW = timedelta(hours=24)
+# The Kafka relay's publications counted over this window.
+KAFKA_PUBLISHED_WINDOW = timedelta(minutes=5)
 # The outbox's internal consumers (platform_events/outbox/consumers.py).
 CONSUMERS = [ASSIGNMENTS]
 
@@ -139,6 +143,35 @@ def outbox_figures() -> Iterable[Metric]:
     yield seconds
 
 
+def kafka_figures() -> Iterable[Metric]:
+    """The Kafka relay (docs/kafka.md): what waits, how long the oldest has, what went out lately, and
+    whether publication is on. An alert, never a readiness check: a broker outage holds the events back
+    and the web keeps answering."""
+    stream = stream_figures(up_to=COUNT_LIMIT, window=KAFKA_PUBLISHED_WINDOW)
+    yield gauge(
+        "lifecycle_kafka_publication_on",
+        "1 while events are published to Kafka (the relay started the stream and publish_events --off has not"
+        " stopped it), 0 when off: then every lifecycle_kafka_ figure is 0.",
+        int(stream.on),
+    )
+    yield gauge(
+        "lifecycle_kafka_unpublished_events",
+        "Events waiting for the Kafka relay, claimed or not (counted up to 100,000).",
+        stream.unpublished,
+    )
+    oldest = stream.oldest_unpublished_at
+    yield gauge(
+        "lifecycle_kafka_oldest_unpublished_age_seconds",
+        "How long ago the oldest event still waiting for the Kafka relay was written; 0 when none waits.",
+        max(0.0, (timezone.now() - oldest).total_seconds()) if oldest else 0,
+    )
+    yield gauge(
+        "lifecycle_kafka_published_events_5m",
+        "Events the broker acknowledged in the last 5 minutes (counted up to 100,000); / 300 is the rate per second.",
+        stream.published_recently,
+    )
+
+
 def account_figures() -> Iterable[Metric]:
     """Accounts by status: counted below 10,000 rows, estimated from the planner's statistics above (as the dashboard)."""
     by_status, estimated = account_counts_by_status()
@@ -171,6 +204,7 @@ FIGURES: dict[str, Callable[[], Iterable[Metric]]] = {
     "mail_runs": mail_run_figures,
     "webhooks": webhook_figures,
     "outbox": outbox_figures,
+    "kafka": kafka_figures,
     "accounts": account_figures,
     "lockouts": lockout_figures,
 }

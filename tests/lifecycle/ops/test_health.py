@@ -95,6 +95,22 @@ class TestReadiness:
         assert response.status_code == 503
         assert states(response) == ALL_OK | {"webhook_queue": "failing"}
 
+    def test_events_waiting_for_a_kafka_broker_that_is_down_do_not_make_it_503(self, settings):
+        """A broker outage holds the events back, and /metrics' lifecycle_kafka_oldest_unpublished_age_seconds
+        alerts on it; the web tier keeps answering: the relay is no readiness check."""
+        from platform_events.kafka import relay
+        from tests.platform_events.outbox.test_runtime_rules import age_events
+
+        settings.KAFKA_BOOTSTRAP_SERVERS = f"127.0.0.1:{free_port()}"  # nobody listens
+        settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 1
+        relay.start_stream()
+        AccountFactory.create_batch(2)
+        age_events(1)  # waiting for a day
+        assert relay.publish().outage
+        response = probe()
+        assert response.status_code == 200
+        assert states(response) == ALL_OK
+
     def test_a_delivery_of_a_paused_endpoint_is_not_due_so_not_stuck(self, settings):
         settings.READY_WEBHOOK_MAX_AGE_SECONDS = 600
         endpoint = make_endpoint()

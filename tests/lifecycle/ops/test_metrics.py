@@ -24,7 +24,7 @@ from platform_events.outbox.consumers import consume
 from platform_events.webhooks.endpoints import endpoint_create, endpoint_pause
 from tests.lifecycle.test_settings import PRODUCTION
 from tests.smtp import free_port
-from tests.support import ROOT, database_url_for_tests, manage
+from tests.support import ROOT, connect_as_owner, database_url_for_tests, manage, rewriting_history
 from tokens.mailroom.drain import drain
 
 pytestmark = pytest.mark.django_db
@@ -196,6 +196,83 @@ class TestOtherFigures:
         before = scrape().get(key, 0)
         client.get(reverse("sign-up"))
         assert scrape()[key] == before + 1
+
+
+def kafka_figures() -> dict[str, float]:
+    return {name: value for (name, _), value in scrape().items() if name.startswith("lifecycle_kafka_")}
+
+
+@pytest.mark.django_db(transaction=True)
+class TestKafkaFigures:
+    """The relay's gauges: what waits, the oldest one's age, what went out in the last 5 minutes, and
+    whether publication is on. An alert only: a broker outage is never a readiness failure
+    (tests/lifecycle/ops/test_health.py)."""
+
+    @pytest.fixture
+    def kafka(self, settings, kafka_broker):
+        settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
+        settings.KAFKA_TOPIC_PARTITIONS = 1
+        settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 2
+        return kafka_broker
+
+    def test_with_publication_off_every_gauge_is_0(self, token):
+        AccountFactory.create_batch(2)  # events, but no publication rows: nothing waits on a relay
+        assert kafka_figures() == {
+            "lifecycle_kafka_publication_on": 0,
+            "lifecycle_kafka_unpublished_events": 0,
+            "lifecycle_kafka_oldest_unpublished_age_seconds": 0,
+            "lifecycle_kafka_published_events_5m": 0,
+        }
+        assert figure("lifecycle_metrics_figures_up", figures="kafka") == 1
+
+    def test_events_wait_through_an_outage_aging_then_go_out_and_count_as_published(self, token, kafka):
+        from platform_events.kafka import relay
+        from tests.platform_events.outbox.test_runtime_rules import age_events
+
+        relay.start_stream()
+        AccountFactory.create_batch(2)
+        age_events(1)  # written a day ago
+        AccountFactory()  # just now: the oldest is the one with the lowest seq, not the newest
+        kafka.stop()
+        assert relay.publish().outage
+        during = kafka_figures()
+        assert during["lifecycle_kafka_publication_on"] == 1
+        assert during["lifecycle_kafka_unpublished_events"] == 3
+        assert 86_400 <= during["lifecycle_kafka_oldest_unpublished_age_seconds"] < 86_400 + 600
+        assert during["lifecycle_kafka_published_events_5m"] == 0
+
+        kafka.start()
+        assert relay.publish().published == 3
+        after = kafka_figures()
+        assert after["lifecycle_kafka_unpublished_events"] == 0
+        assert after["lifecycle_kafka_oldest_unpublished_age_seconds"] == 0
+        assert after["lifecycle_kafka_published_events_5m"] == 3
+
+    def test_only_the_last_5_minutes_publications_count(self, token, kafka):
+        from platform_events.kafka import relay
+
+        relay.start_stream()
+        AccountFactory.create_batch(2)
+        assert relay.publish().published == 2
+        with connect_as_owner(autocommit=True) as owner, owner.transaction():
+            rewriting_history(owner)
+            owner.execute(
+                "UPDATE event_publications SET published_at = now() - interval '6 minutes'"
+                " WHERE event_seq = (SELECT min(event_seq) FROM event_publications)"
+            )
+        assert figure("lifecycle_kafka_published_events_5m") == 1
+
+    def test_switched_off_the_gauges_go_back_to_0(self, token, kafka):
+        from platform_events.kafka import relay
+
+        relay.start_stream()
+        AccountFactory.create_batch(2)
+        assert relay.publish(max_batches=1).published == 2
+        AccountFactory()
+        assert figure("lifecycle_kafka_unpublished_events") == 1
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT event_stream_stop()")
+        assert set(kafka_figures().values()) == {0}
 
 
 class TestSlowQueries:

@@ -22,6 +22,7 @@ from lifecycle.management.commands.cleanup import Command as Cleanup
 from lifecycle.ops.retention import retention_rules
 from platform_events.db.history import history_rewrite
 from platform_events.db.locks import advisory_lock, lock_key
+from platform_events.outbox.models import OutboxEvent
 from tests.accounts.nodes.storage_node import LOOPBACK, StorageNode
 from tokens.models import Job, JobType, Token
 from tokens.services import token_resend_activation
@@ -352,6 +353,25 @@ def test_old_events_go_with_their_finished_deliveries_but_an_event_still_due_sta
         assert conn.execute("SELECT count(*) FROM webhook_deliveries").fetchone() == (3,)
         assert conn.execute("SELECT count(*) FROM processed_events").fetchone() == (2,)
         assert conn.execute("SELECT 1 FROM processed_events WHERE event_id = %s", [events["old-due"]]).fetchone()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cleanup_keeps_an_old_event_kafka_has_not_had_and_deletes_a_published_one_with_its_publication():
+    from platform_events.kafka.selectors import publication_of
+    from tests.platform_events.kafka.test_selectors import claim_and_publish, start_stream
+    from tests.platform_events.outbox.test_runtime_rules import age_events
+
+    start_stream()
+    AccountFactory.create_batch(2)
+    published, waiting = OutboxEvent.objects.order_by("seq")
+    claim_and_publish([published.id])
+    age_events(31)
+    assert "events: would delete 1 " in cleanup("--only", "events", "--dry-run")
+    assert "events 1" in cleanup("--only", "events")
+    assert list(OutboxEvent.objects.values_list("id", flat=True)) == [waiting.id]
+    assert publication_of(published.id) is None  # gone with its event
+    assert publication_of(waiting.id).status == "PENDING"
+    assert "events 0" in cleanup("--only", "events")  # however often it runs
 
 
 def test_expired_idempotency_keys_are_deleted_and_live_ones_kept(sql):

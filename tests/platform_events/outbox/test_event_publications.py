@@ -8,6 +8,7 @@ import json
 import psycopg
 import pytest
 
+from tests.platform_events.outbox.test_runtime_rules import age_events
 from tests.platform_events.outbox.test_triggers import activate, provision
 from tests.support import connect, connect_as_owner, rewriting_history
 
@@ -74,6 +75,38 @@ def test_retention_keeps_an_unpublished_event():
     with connect_as_owner(autocommit=True) as owner:
         with pytest.raises(psycopg.DatabaseError, match="still due to the Kafka relay"):
             owner.execute("DELETE FROM outbox_events")
+
+
+def test_retention_deletes_an_old_event_only_once_published_and_its_publication_goes_with_it():
+    """outbox_events_delete_old(), retention's one way (platform_events/retention.py): an event waiting for
+    the relay, refused or not yet tried, is neither counted nor deleted however old; a published one is,
+    and its publication row with it."""
+    with connect(autocommit=True) as conn:
+        start(conn)
+        for login in ("published", "refused", "waiting"):
+            provision(conn, login)
+        published, refused, waiting = [row[0] for row in conn.execute("SELECT id FROM outbox_events ORDER BY seq")]
+        claim = conn.execute("SELECT gen_random_uuid()").fetchone()[0]
+        conn.execute(CLAIM, [claim])
+        conn.execute(
+            "UPDATE event_publications SET status = 'PUBLISHED', published_at = now(), kafka_partition = 0,"
+            " kafka_offset = 0, claim = NULL, lease_until = NULL WHERE event_id = %s",
+            [published],
+        )
+        conn.execute(
+            "UPDATE event_publications SET attempts = 1, next_attempt_at = now() + interval '1 minute',"
+            " last_error = 'refused', claim = NULL, lease_until = NULL WHERE event_id = %s",
+            [refused],
+        )
+        conn.execute("UPDATE event_publications SET claim = NULL, lease_until = NULL WHERE event_id = %s", [waiting])
+        age_events(31)
+
+        assert conn.execute("SELECT outbox_events_old_count(30)").fetchone() == (1,)
+        assert conn.execute("SELECT outbox_events_delete_old(30, 100)").fetchone() == (1,)
+        assert conn.execute("SELECT outbox_events_delete_old(30, 100)").fetchone() == (0,)
+        assert {row[0] for row in conn.execute("SELECT id FROM outbox_events")} == {refused, waiting}
+        kept = conn.execute("SELECT event_id, status FROM event_publications ORDER BY event_seq").fetchall()
+        assert kept == [(refused, "PENDING"), (waiting, "PENDING")]
 
 
 def test_the_relay_claims_marks_what_the_broker_acknowledged_and_counts_a_refusal():

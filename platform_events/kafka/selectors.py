@@ -1,0 +1,77 @@
+"""Reads of the Kafka relay's publication state (platform_events/sql/0022_event_publications.sql): the
+figures /metrics shows, and one event's publication for the admin. Nothing here writes: the relay's
+moves are relay.py's, and the runtime role may only read the table otherwise.
+
+Each figure costs what waits or what was published lately, never every publication kept: the
+unpublished rows through their partial index (event_publications_due), the recent ones through
+event_publications_published_at (platform_events/sql/0023_kafka_metrics.sql)."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection
+
+FIGURES = """
+SELECT
+    (SELECT count(*) FROM (SELECT FROM event_publications WHERE status = 'PENDING' LIMIT %(up_to)s) pending),
+    (SELECT e.created_at FROM event_publications p JOIN outbox_events e ON e.id = p.event_id
+     WHERE p.status = 'PENDING' ORDER BY p.event_seq LIMIT 1),
+    (SELECT count(*) FROM (SELECT FROM event_publications
+                           WHERE status = 'PUBLISHED' AND published_at >= now() - %(window)s
+                           LIMIT %(up_to)s) recent)
+"""
+
+
+@dataclass(frozen=True)
+class StreamFigures:
+    on: bool  # the event_stream row is there: every new event gets a publication row
+    unpublished: int  # PENDING publications, counted up to a limit
+    oldest_unpublished_at: datetime | None  # when the unpublished event with the lowest seq was written
+    published_recently: int  # publications the broker acknowledged within the window, counted up to a limit
+
+
+OFF = StreamFigures(on=False, unpublished=0, oldest_unpublished_at=None, published_recently=0)
+
+
+def stream_figures(*, up_to: int, window: timedelta) -> StreamFigures:
+    """The relay's figures; all zero while the stream is off (stopping it drops what was unpublished).
+
+    The oldest unpublished event is the one with the lowest seq, the first the relays claim: found
+    through the partial index in one row, and at least as old as any other waiting (a seq is taken
+    when an event is written), a period being published included."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT EXISTS (SELECT FROM event_stream)")
+        if not cursor.fetchone()[0]:
+            return OFF
+        cursor.execute(FIGURES, {"up_to": up_to, "window": window})
+        unpublished, oldest, recent = cursor.fetchone()
+    return StreamFigures(on=True, unpublished=unpublished, oldest_unpublished_at=oldest, published_recently=recent)
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One event's publication, as the admin shows it."""
+
+    status: str  # PENDING or PUBLISHED
+    attempts: int  # attempts the broker refused
+    next_attempt_at: datetime
+    claimed: bool  # a relay holds it now
+    last_error: str | None
+    published_at: datetime | None
+    partition: int | None
+    offset: int | None
+
+
+def publication_of(event_id) -> Publication | None:
+    """The event's publication, or None when it has none (written while publication was off)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT status, attempts, next_attempt_at, lease_until > now(), last_error, published_at,"
+            " kafka_partition, kafka_offset FROM event_publications WHERE event_id = %s",
+            [event_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    status, attempts, next_attempt_at, claimed, last_error, published_at, partition, offset = row
+    return Publication(status, attempts, next_attempt_at, bool(claimed), last_error, published_at, partition, offset)

@@ -1,0 +1,1 @@
+DROP INDEX event_publications_published_at;

@@ -1,0 +1,81 @@
+"""Reads of the publication state (platform_events/kafka/selectors.py): the relay's figures, read by
+the runtime role through the partial indexes, and one event's publication for the admin."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+
+from lifecycle.demo.factories import AccountFactory
+from platform_events.kafka.selectors import FIGURES, OFF, publication_of, stream_figures
+from platform_events.outbox.models import OutboxEvent
+
+pytestmark = pytest.mark.django_db
+
+WINDOW = timedelta(minutes=5)
+
+
+def start_stream():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT event_stream_start()")
+
+
+def claim_and_publish(event_ids, *, partition=0, first_offset=0):
+    """The relay's two moves, as relay.py makes them: a claim, then the mark with the broker's position."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT gen_random_uuid()")
+        (claim,) = cursor.fetchone()
+        cursor.execute(
+            "UPDATE event_publications SET claim = %s, lease_until = now() + interval '1 minute'"
+            " WHERE event_id = ANY(%s)",
+            [claim, list(event_ids)],
+        )
+        for offset, event_id in enumerate(event_ids, start=first_offset):
+            cursor.execute(
+                "UPDATE event_publications SET status = 'PUBLISHED', published_at = now(), kafka_partition = %s,"
+                " kafka_offset = %s, claim = NULL, lease_until = NULL WHERE event_id = %s AND claim = %s",
+                [partition, offset, event_id, claim],
+            )
+
+
+def test_off_is_all_zero_and_reads_nothing_else():
+    AccountFactory()
+    assert stream_figures(up_to=100, window=WINDOW) == OFF
+
+
+def test_on_it_counts_what_waits_up_to_the_limit_and_what_was_published():
+    start_stream()
+    accounts = AccountFactory.create_batch(3)
+    events = list(OutboxEvent.objects.order_by("seq"))
+    claim_and_publish([events[0].id])
+    figures = stream_figures(up_to=100, window=WINDOW)
+    assert (figures.on, figures.unpublished, figures.published_recently) == (True, 2, 1)
+    assert figures.oldest_unpublished_at == events[1].created_at
+    assert stream_figures(up_to=1, window=WINDOW).unpublished == 1  # counted up to the limit
+    assert len(accounts) == 3
+
+
+def test_each_figure_is_read_through_an_index_not_the_whole_table():
+    """Plan read with seq scans off, as on a table of a million publications."""
+    start_stream()
+    AccountFactory()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {FIGURES}", {"up_to": 100, "window": WINDOW})
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "event_publications_due" in plan and "event_publications_published_at" in plan, plan
+    assert "Seq Scan" not in plan, plan
+
+
+def test_an_events_publication_is_read_whole_and_none_without_one():
+    AccountFactory()  # before the stream: no publication
+    start_stream()
+    AccountFactory()
+    before, after = OutboxEvent.objects.order_by("seq")
+    assert publication_of(before.id) is None
+    waiting = publication_of(after.id)
+    assert (waiting.status, waiting.attempts, waiting.claimed, waiting.published_at) == ("PENDING", 0, False, None)
+    claim_and_publish([after.id], partition=2, first_offset=41)
+    published = publication_of(after.id)
+    assert (published.status, published.partition, published.offset) == ("PUBLISHED", 2, 41)
+    assert published.published_at is not None
