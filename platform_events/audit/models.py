@@ -59,11 +59,12 @@ class AuditAction(models.TextChoices):
     EVENT_PROCESSED = "event.processed", "event.processed"
     EVENT_RETENTION_DELETED = "event.retention_deleted", "event.retention_deleted"
     # The Kafka relay's stream (platform_events/sql/0022_event_publications.sql): switched on or off, a
-    # period published, a publication changed with the owner's key.
+    # period published (again, after a broker lost it), a publication changed with the owner's key.
     EVENT_STREAM_STARTED = "event.stream_started", "event.stream_started"
     EVENT_STREAM_STOPPED = "event.stream_stopped", "event.stream_stopped"
     EVENT_PUBLICATION_BACKFILLED = "event.publication_backfilled", "event.publication_backfilled"
     EVENT_PUBLICATION_REWRITTEN = "event.publication_rewritten", "event.publication_rewritten"
+    EVENT_PUBLICATION_REPUBLISHED = "event.publication_republished", "event.publication_republished"
     # API clients (platform_events/sql/0013_api.sql); never a key.
     API_CLIENT_CREATED = "api_client.created", "api_client.created"
     API_CLIENT_CHANGED = "api_client.changed", "api_client.changed"

@@ -60,13 +60,26 @@ class Command(BaseCommand):
         parser.add_argument("--since", help="publish the kept events written from this date or time")
         parser.add_argument("--until", help="... up to this one (default: now)")
         parser.add_argument(
+            "--again",
+            action="store_true",
+            help="with --since: publish the period's events again, published ones too (a broker lost them)",
+        )
+        parser.add_argument(
             "--off", action="store_true", help="stop keeping events for Kafka and drop the unpublished ones"
         )
         parser.add_argument(
             "--poll-seconds", type=float, help="publish at least this often (default KAFKA_POLL_SECONDS)"
         )
 
-    def handle(self, *args, once, since, until, off, poll_seconds, **options):
+    def handle(self, *args, once, since, until, again, off, poll_seconds, **options):
+        # Refused before anything starts: a refused command leaves publication as it was.
+        if until and not since:
+            raise CommandError("--until needs --since: the period to publish starts somewhere.")
+        if again and not since:
+            raise CommandError("--again needs --since: it publishes a period again.")
+        period = (_moment(since), _moment(until) if until else None) if since else None
+        if period and period[0] >= (period[1] or timezone.now()):
+            raise CommandError(f"A period to publish starts before it ends; {since} is not before {until or 'now'}.")
         if off:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT event_stream_stop()")
@@ -94,20 +107,17 @@ class Command(BaseCommand):
         except relay.ClientRefused as error:
             raise CommandError(str(error)) from None
         started = relay.start_stream()
-        if since or until:
-            if not since:
-                raise CommandError("--until needs --since: the period to publish starts somewhere.")
+        if period:
+            function = "event_publications_republish" if again else "event_publications_backfill"
             with connection.cursor() as cursor:
                 try:
-                    cursor.execute(
-                        "SELECT event_publications_backfill(%s, coalesce(%s, now()))",
-                        [_moment(since), _moment(until) if until else None],
-                    )
+                    cursor.execute(f"SELECT {function}(%s, coalesce(%s, now()))", list(period))
                 except DatabaseError as error:
                     raise CommandError(str(error).split("platform_events: ")[-1].strip()) from None
                 made = cursor.fetchone()[0]
-            self.stdout.write(f"{made} kept events queued for publication.")
+            self.stdout.write(f"{made} kept events queued for publication{' again' if again else ''}.")
             return
+
         poll_seconds = poll_seconds if poll_seconds is not None else settings.KAFKA_POLL_SECONDS
         if problem := poll_seconds_problem(poll_seconds):
             raise CommandError(problem)

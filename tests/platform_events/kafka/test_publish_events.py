@@ -1,6 +1,7 @@
 """manage.py publish_events as processes against the real broker: several relays at once, commits that
 land out of order, a relay killed mid-batch; and the command's one-sentence refusals."""
 
+import io
 import signal
 import threading
 
@@ -188,9 +189,49 @@ def test_a_configuration_the_client_refuses_is_one_sentence(settings, tmp_path):
         call_command("publish_events", "--once")
 
 
+def test_a_period_a_broker_lost_is_published_again_in_order_with_the_same_ids(settings, kafka_broker):
+    """The broker acknowledged, then lost everything (restarted empty): --again makes the period due
+    from its first event, and the relay sends it all again, each account in order, ids unchanged."""
+    settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
+    settings.KAFKA_TOPIC_PARTITIONS = 3
+    with connect(autocommit=True) as conn:
+        started = conn.execute("SELECT event_stream_start()").fetchone()[0]
+        for n in range(3):
+            conn.execute("INSERT INTO accounts (email, login) VALUES (%s, %s)", [f"again{n}@example.com", f"again{n}"])
+            conn.execute("UPDATE accounts SET email = 'new.' || email WHERE login = %s", [f"again{n}"])
+    call_command("publish_events", "--once", stdout=io.StringIO())
+    first = read_topic(kafka_broker.bootstrap, 6)
+    kafka_broker.stop()
+    kafka_broker.start()  # empty
+    out = io.StringIO()
+    call_command("publish_events", "--since", started.isoformat(), "--again", stdout=out)
+    assert out.getvalue() == "6 kept events queued for publication again.\n"
+    call_command("publish_events", "--once", stdout=io.StringIO())
+    second = read_topic(kafka_broker.bootstrap, 6)
+    ids = [m["headers"]["ce_id"] for m in first]
+    assert len(set(ids)) == 6 and sorted(m["headers"]["ce_id"] for m in second) == sorted(ids)
+    by_account = {}
+    for message in second:
+        by_account.setdefault(message["key"], []).append(message["headers"]["ce_sequence"])
+    assert all(seqs == sorted(seqs) and len(seqs) == 2 for seqs in by_account.values())
+
+
+def test_refused_arguments_leave_publication_as_it_was(settings, kafka_broker):
+    settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
+    for args, sentence in [
+        (["--again"], r"^--again needs --since: it publishes a period again\."),
+        (["--until", "2026-01-01"], r"^--until needs --since"),
+        (["--since", "2026-02-01", "--until", "2026-01-01"], r"^A period to publish starts before it ends"),
+    ]:
+        with pytest.raises(CommandError, match=sentence):
+            call_command("publish_events", *args)
+    with connect(autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM event_stream").fetchone() == (0,)  # not switched on
+
+
 def test_a_period_needs_a_valid_start(settings, kafka_broker):
     settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
     with pytest.raises(CommandError, match=r"^'yesterday' is no date or time"):
         call_command("publish_events", "--since", "yesterday")
-    with pytest.raises(CommandError, match=r"^a period to publish starts before it ends"):
+    with pytest.raises(CommandError, match=r"^A period to publish starts before it ends; 2030-01-01 is not before now"):
         call_command("publish_events", "--since", "2030-01-01")

@@ -213,3 +213,42 @@ def test_a_period_is_published_once_in_seq_order_and_only_while_the_stream_is_on
         assert conn.execute(period).fetchone() == (0,)
         assert [row[3] for row in publications(conn)] == ["account.created", "account.activated"]
         assert [after["events"] for *_, after in trail(conn, "event.publication_backfilled")] == [2, 0]
+
+
+def test_a_period_published_again_replaces_its_published_rows_and_keeps_what_waits():
+    """After a broker lost what it had acknowledged: the period's events are due again from the first,
+    with their own seqs (and ids); a row still waiting is left as it is; audited once, as the runtime role."""
+    with connect(autocommit=True) as conn:
+        start(conn)
+        jane = provision(conn, "jane")
+        activate(conn, jane)
+        provision(conn, "john")
+        claim = conn.execute("SELECT gen_random_uuid()").fetchone()[0]
+        conn.execute(CLAIM, [claim])
+        ids = [row[0] for row in conn.execute("SELECT event_id FROM event_publications ORDER BY event_seq")]
+        conn.execute(
+            "UPDATE event_publications SET status = 'PUBLISHED', published_at = now(), kafka_partition = 0,"
+            " kafka_offset = 7, claim = NULL, lease_until = NULL WHERE event_id = ANY(%s) AND claim = %s",
+            [ids[:2], claim],
+        )  # jane's two published; john's still claimed, waiting
+        with pytest.raises(psycopg.DatabaseError, match="starts before it ends"):
+            conn.execute("SELECT event_publications_republish(now(), now() - interval '1 hour')")
+        again = "SELECT event_publications_republish(now() - interval '1 hour', now() + interval '1 hour')"
+        assert conn.execute(again).fetchone() == (2,)
+        rows = conn.execute(
+            "SELECT event_id, status, kafka_offset, claim IS NOT NULL FROM event_publications ORDER BY event_seq"
+        ).fetchall()
+        assert rows == [
+            (ids[0], "PENDING", None, False),
+            (ids[1], "PENDING", None, False),
+            (ids[2], "PENDING", None, True),
+        ]
+        ((kind, resource, after),) = trail(conn, "event.publication_republished")
+        assert (kind, resource, after["events"], after["published_before"]) == ("event_stream", "kafka", 2, 2)
+
+
+def test_a_period_cannot_be_published_again_while_the_stream_is_off():
+    with connect(autocommit=True) as conn:
+        provision(conn, "jane")
+        with pytest.raises(psycopg.DatabaseError, match="the event stream is off"):
+            conn.execute("SELECT event_publications_republish(now() - interval '1 hour', now() + interval '1 hour')")

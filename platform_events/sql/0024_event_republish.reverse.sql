@@ -1,0 +1,1 @@
+DROP FUNCTION event_publications_republish(timestamptz, timestamptz);
