@@ -201,15 +201,20 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
     outcome = Outcome()
     reported: set[uuid.UUID] = set()
 
+    def settle(event: Event, error: KafkaError) -> None:
+        reported.add(event.id)
+        if error.code() in OUTAGE or error.retriable():
+            outcome.undelivered.append((event, error))
+        else:
+            outcome.refused.append((event, error))
+
     def report(event: Event):
         def on_delivery(error, message):
-            reported.add(event.id)
             if error is None:
+                reported.add(event.id)
                 outcome.acknowledged.append((event, message.partition(), message.offset()))
-            elif error.code() in OUTAGE or error.retriable():
-                outcome.undelivered.append((event, error))
             else:
-                outcome.refused.append((event, error))
+                settle(event, error)
 
         return on_delivery
 
@@ -227,6 +232,11 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
                 break
             except BufferError:  # the local queue is full: let some reports in
                 producer.poll(0.1)
+            except KafkaException as error:
+                # Refused before it left (larger than message.max.bytes, say): that message alone, as the
+                # broker's refusal of it would be; the batch's others go out.
+                settle(event, error.args[0])
+                break
     producer.flush(settings.KAFKA_MESSAGE_TIMEOUT_SECONDS + 5)
     # A report that never came (the flush ran out) is an outage too: the claim is given back.
     outcome.undelivered += [(event, None) for event in events if event.id not in reported]
