@@ -6,9 +6,10 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.views.debug import get_default_exception_reporter_filter
 
 from tests.platform_events.outbox.test_triggers import provision
-from tests.support import connect
+from tests.support import connect, database_url_for_tests, manage
 
 pytestmark = [pytest.mark.attack, pytest.mark.django_db(transaction=True)]
 
@@ -56,3 +57,43 @@ def test_a_refused_argument_is_one_sentence_and_changes_nothing(settings, args, 
     assert "\n" not in str(refusal.value) and str(refusal.value).endswith(".")
     with connect(autocommit=True) as conn:
         assert publication(conn) == before
+
+
+PASSWORD = "kattack-Pw-7f3a9c"
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_the_sasl_password_is_in_no_line_the_relay_writes_at_debug_level(kafka_broker, mechanism):
+    """The broker (no SASL listener) fails the handshake with an event waiting: librdkafka's lines, the
+    outage and the one-sentence end, all at LOG_LEVEL=DEBUG, name no password."""
+    with connect(autocommit=True) as conn:
+        conn.execute("SELECT event_stream_start()")
+        provision(conn, "jane")
+    result = manage(
+        "publish_events",
+        "--once",
+        DATABASE_URL=database_url_for_tests(),
+        KAFKA_BOOTSTRAP_SERVERS=kafka_broker.bootstrap,
+        KAFKA_SECURITY_PROTOCOL="SASL_PLAINTEXT",
+        KAFKA_SASL_MECHANISM=mechanism,
+        KAFKA_SASL_USERNAME="relay",
+        KAFKA_SASL_PASSWORD=PASSWORD,
+        KAFKA_MESSAGE_TIMEOUT_SECONDS="2",
+        LOG_LEVEL="DEBUG",
+    )
+    assert result.returncode == 1 and "CommandError: The broker is unavailable:" in result.stderr
+    assert PASSWORD not in result.stdout + result.stderr
+
+
+def test_the_error_pages_settings_mask_the_kafka_passwords(settings):
+    """Django's error reports list the settings: both passwords in KAFKA_SECURITY are masked; the
+    user name and the protocol are not secrets."""
+    settings.KAFKA_SECURITY = {
+        "security.protocol": "sasl_ssl",
+        "sasl.username": "relay",
+        "sasl.password": PASSWORD,
+        "ssl.key.password": PASSWORD + "-key",
+    }
+    shown = get_default_exception_reporter_filter().get_safe_settings()["KAFKA_SECURITY"]
+    assert PASSWORD not in repr(shown)
+    assert shown["sasl.username"] == "relay"

@@ -53,3 +53,63 @@ def test_an_event_larger_than_a_message_may_be_is_refused_alone_and_the_others_g
     assert "MSG_SIZE_TOO_LARGE" in huge[0][3]
     read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 3)
     assert sorted(m["key"] for m in read) == sorted([str(jane), str(jane), str(john)])
+
+
+def test_an_event_whose_transaction_rolled_back_is_never_published_nor_waited_for(kafka_settings):
+    relay.start_stream()
+    with connect() as conn:
+        provision(conn, "ghost")
+        conn.rollback()
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+
+    result = relay.publish()
+
+    assert (result.claimed, result.published, result.outage) == (1, 1, None)
+    assert [m["key"] for m in read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 1)] == [str(jane)]
+    assert relay.publish().claimed == 0  # nothing left behind to claim again and again
+
+
+def test_an_aggregate_id_of_odd_characters_is_the_key_and_subject_as_it_is(kafka_settings):
+    odd = "ünï cödé:/\t\"😀'%s\\"
+    relay.start_stream()
+    with connect_as_owner(autocommit=True) as owner:
+        append(owner, odd, {"id": odd})
+        append(owner, odd, {"id": odd, "n": 2})
+
+    result = relay.publish()
+
+    assert (result.published, result.outage) == (2, None)
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2)
+    assert [(m["key"], m["headers"]["ce_subject"], m["value"]["data"]) for m in read] == [
+        (odd, odd, {"id": odd}),
+        (odd, odd, {"id": odd, "n": 2}),
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Nothing records which topics the stream publishes to: a relay started with another"
+    " KAFKA_TOPIC_PREFIX (a staging .env, a half-done rename) takes its share of the same events and"
+    " sends them to other topics, so each topic misses events and an account's history is split. A"
+    " fix records the prefix in event_stream at its start and refuses a relay with another one"
+    " (a new migration and a way to change it on purpose): too large for this review.",
+)
+def test_a_relay_with_another_topic_prefix_does_not_take_the_streams_events(kafka_settings):
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+    relay.publish()
+    kafka_settings.KAFKA_TOPIC_PREFIX = "staging."
+    with connect(autocommit=True) as conn:
+        activate(conn, jane)
+
+    try:
+        relay.publish()
+    except Exception:  # a refusal of any kind would do
+        pass
+
+    kafka_settings.KAFKA_TOPIC_PREFIX = "lifecycle."
+    relay.publish()
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2)
+    assert [m["value"]["type"] for m in read] == ["account.created", "account.activated"]
