@@ -114,6 +114,7 @@ class BatchResult:
     refused: int = 0
     lost_claims: int = 0  # acknowledged, but another relay took the claim over meanwhile
     outage: str | None = None  # the broker's error when the batch was given back
+    fatal: bool = False  # the producer can send no more: replace it
 
 
 @dataclass
@@ -203,7 +204,9 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
 
     def settle(event: Event, error: KafkaError) -> None:
         reported.add(event.id)
-        if error.code() in OUTAGE or error.retriable():
+        # A fatal error is the producer's (its idempotence state is lost), not the event's: an outage
+        # for the batch, and the caller makes a new producer.
+        if error.code() in OUTAGE or error.retriable() or error.fatal():
             outcome.undelivered.append((event, error))
         else:
             outcome.refused.append((event, error))
@@ -281,6 +284,7 @@ def publish_batch(producer: Producer, topics: Topics, size: int | None = None) -
     if outcome.undelivered:
         topics.forget()
         first = next((error for _, error in outcome.undelivered if error is not None), None)
+        result.fatal = any(error is not None and error.fatal() for _, error in outcome.undelivered)
         result.outage = first.str() if first else "no delivery report within the message timeout"
     return result
 
@@ -304,7 +308,7 @@ def publish(*, max_batches: int | None = None, producer: Producer | None = None)
         for name in ("claimed", "published", "refused", "lost_claims"):
             setattr(total, name, getattr(total, name) + getattr(result, name))
         if result.outage:
-            total.outage = result.outage
+            total.outage, total.fatal = result.outage, result.fatal
             break
         if result.claimed == 0:
             break

@@ -25,6 +25,11 @@ class Relay:
         result = relay.publish(producer=self.producer)
         if result.claimed:
             logger.info("kafka: %s claimed, %s published, %s refused", result.claimed, result.published, result.refused)
+        if result.fatal:
+            # librdkafka's idempotent producer stops for good after a fatal error: every later message
+            # would fail with it. A new one starts a new producer id.
+            logger.error("kafka: the producer failed for good (%s); starting a new one", result.outage)
+            self.producer = relay.new_producer()
         if result.outage:
             waited = self.backoff.wait()
             logger.warning("kafka: broker unavailable (%s); waited %.1f s before trying again", result.outage, waited)

@@ -5,8 +5,10 @@ publication state by hand."""
 import json
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from platform_events.kafka import relay
+from platform_events.management.commands.publish_events import Relay
 from tests.platform_events.kafka.test_relay import read_topic
 from tests.platform_events.outbox.test_triggers import activate, provision
 from tests.support import connect, connect_as_owner
@@ -113,3 +115,42 @@ def test_a_relay_with_another_topic_prefix_does_not_take_the_streams_events(kafk
     relay.publish()
     read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2)
     assert [m["value"]["type"] for m in read] == ["account.created", "account.activated"]
+
+
+class FailingForGood:
+    """A real producer that fails for good after ``sent`` messages, as librdkafka's idempotent producer
+    does after a fatal error (a fenced producer id, a sequence the broker cannot accept): every later
+    message is refused with _FATAL."""
+
+    def __init__(self, sent: int):
+        self.real, self.sent = relay.new_producer(), sent
+
+    def produce(self, *args, **kwargs):
+        if self.sent == 0:
+            raise KafkaException(KafkaError(KafkaError._FATAL, "Fatal error: producer fenced", fatal=True))
+        self.sent -= 1
+        return self.real.produce(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_a_producer_failed_for_good_counts_no_attempt_and_is_replaced(kafka_settings):
+    """A fatal error is the producer's: counted against the events, it would put off every one of them
+    again and again; kept, the producer would refuse every message from then on."""
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        for login in ("jane", "john", "joan"):
+            provision(conn, login)
+    worker = Relay()
+    worker.producer = FailingForGood(sent=1)
+    worker.backoff = relay.Backoff(first=0.01)
+
+    worker.run_pass()
+
+    with connect(autocommit=True) as conn:
+        states = conn.execute("SELECT status, attempts, claim FROM event_publications ORDER BY event_seq")
+        assert states.fetchall() == [("PUBLISHED", 0, None), ("PENDING", 0, None), ("PENDING", 0, None)]
+    assert isinstance(worker.producer, Producer)  # a new one
+    worker.run_pass()
+    assert len(read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 3)) == 3
