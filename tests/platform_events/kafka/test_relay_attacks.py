@@ -154,3 +154,21 @@ def test_a_producer_failed_for_good_counts_no_attempt_and_is_replaced(kafka_sett
     assert isinstance(worker.producer, Producer)  # a new one
     worker.run_pass()
     assert len(read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 3)) == 3
+
+
+def test_a_webhook_test_event_is_never_published_not_even_with_its_period(kafka_settings, webhook_settings):
+    """Staff's test event to one endpoint is no account's event: no row when sent, none when its period
+    is published or published again, nothing on any topic."""
+    from tests.platform_events.webhooks.test_dispatch import make_endpoint
+
+    relay.start_stream()
+    endpoint, _ = make_endpoint("http://127.0.0.1:9/hook")
+    with connect(autocommit=True) as conn:
+        conn.execute("SELECT webhook_send_test(%s)", [endpoint.pk])
+        jane = provision(conn, "jane")
+        assert conn.execute("SELECT event_publications_backfill('-infinity', 'infinity')").fetchone() == (0,)
+        assert conn.execute("SELECT event_publications_republish('-infinity', 'infinity')").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM event_publications").fetchone() == (1,)
+
+    assert relay.publish().published == 1
+    assert [m["key"] for m in read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2, wait_rounds=10)] == [str(jane)]
