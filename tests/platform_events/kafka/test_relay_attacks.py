@@ -172,3 +172,33 @@ def test_a_webhook_test_event_is_never_published_not_even_with_its_period(kafka_
 
     assert relay.publish().published == 1
     assert [m["key"] for m in read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2, wait_rounds=10)] == [str(jane)]
+
+
+def test_a_wrong_key_password_is_not_repeated_in_the_clients_refusal(settings, tmp_path):
+    """librdkafka loads the client key as the relay starts: its refusal of a key the password does not
+    open says so without the password."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from tests.platform_events.kafka.test_relay import self_signed_pem
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"the-right-one"),
+        )
+    )
+    settings.KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:1"
+    settings.KAFKA_SECURITY = {
+        "security.protocol": "ssl",
+        "ssl.certificate.location": self_signed_pem(tmp_path),
+        "ssl.key.location": str(tmp_path / "key.pem"),
+        "ssl.key.password": "kattack-Wrong-91d2",
+    }
+    with pytest.raises(relay.ClientRefused) as refusal:
+        relay.new_producer()
+    assert "kattack-Wrong-91d2" not in str(refusal.value)
+    assert str(refusal.value).startswith("The Kafka client refused its configuration: ")
+    assert "\n" not in str(refusal.value)
