@@ -202,3 +202,43 @@ def test_a_wrong_key_password_is_not_repeated_in_the_clients_refusal(settings, t
     assert "kattack-Wrong-91d2" not in str(refusal.value)
     assert str(refusal.value).startswith("The Kafka client refused its configuration: ")
     assert "\n" not in str(refusal.value)
+
+
+def test_a_relay_process_behind_an_event_too_large_retries_it_slowly_and_publishes_the_rest(kafka_broker, tmp_path):
+    """The listener with an event no broker will take: the others go out at once, the large one is
+    tried again 1 s, 2 s, 4 s later (no busy loop, no traceback), and holds only its own account back."""
+    import signal
+    import time
+
+    from tests.support import database_url_for_tests, start_manage
+
+    with connect(autocommit=True) as conn:
+        conn.execute("SELECT event_stream_start()")
+    with connect_as_owner(autocommit=True) as owner:
+        append(owner, "huge", {"blob": "x" * 2_000_000})
+        append(owner, "huge", {"n": 2})
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+    log = tmp_path / "relay.log"
+    with log.open("w") as out:
+        process = start_manage(
+            "publish_events",
+            stdout=out,
+            DATABASE_URL=database_url_for_tests(),
+            KAFKA_BOOTSTRAP_SERVERS=kafka_broker.bootstrap,
+            KAFKA_TOPIC_PARTITIONS="1",
+        )
+        try:
+            time.sleep(6)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+    output = log.read_text()
+    assert "Traceback" not in output
+    assert 2 <= output.count("refused by the broker") <= 4, output
+    assert [m["key"] for m in read_topic(kafka_broker.bootstrap, 1, wait_rounds=10)] == [str(jane)]
+    with connect(autocommit=True) as conn:
+        waiting = conn.execute(
+            "SELECT ordering_key, attempts > 0 FROM event_publications WHERE status = 'PENDING' ORDER BY event_seq"
+        ).fetchall()
+    assert waiting == [("account:huge", True), ("account:huge", False)]
