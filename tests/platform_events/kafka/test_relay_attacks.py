@@ -3,8 +3,9 @@ and the real test database: odd events, odd configurations, and what the runtime
 publication state by hand."""
 
 import json
+import re
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -292,3 +293,19 @@ def test_an_account_with_many_events_behind_a_refused_one_does_not_slow_every_cl
     analyze("event_publications")
     with connect(autocommit=True) as conn:
         assert claim_buffers(conn) < 1_000
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        datetime(2026, 11, 26, 10, 0, 0, 0, tzinfo=UTC),  # on the second: isoformat() dropped ".000000"
+        datetime(2026, 11, 26, 11, 0, 0, 120, tzinfo=timezone(timedelta(hours=1))),  # a session not in UTC
+    ],
+)
+def test_ce_time_is_always_utc_with_microseconds(written):
+    """A consumer that parses ce_time with the documented shape (RFC 3339, UTC, microseconds) never
+    meets another one."""
+    event = relay.Event(uuid.uuid4(), 1, "account", "7", "account.created", written, "{}")
+    headers = dict(event.headers())
+    assert headers["ce_time"] == written.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ").encode()
+    assert re.fullmatch(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", headers["ce_time"])
