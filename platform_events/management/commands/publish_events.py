@@ -88,9 +88,13 @@ class Command(BaseCommand):
         if since is not None and (once or poll_seconds is not None):
             option = "--once" if once else "--poll-seconds"
             raise CommandError(f"{option} has no use with --since: the period is queued for the running relay.")
-        poll_seconds = poll_seconds if poll_seconds is not None else settings.KAFKA_POLL_SECONDS
-        if not off and since is None and (problem := poll_seconds_problem(poll_seconds)):
+        if poll_seconds is not None and (problem := poll_seconds_problem(poll_seconds)):
             raise CommandError(problem)
+        if poll_seconds is None:  # KAFKA_POLL_SECONDS: checked for the relay's run alone, not for --off or --since
+            poll_seconds = settings.KAFKA_POLL_SECONDS
+            if settings.KAFKA_BOOTSTRAP_SERVERS and not off and since is None:
+                if problem := poll_seconds_problem(poll_seconds):
+                    raise CommandError(problem.replace("--poll-seconds", "KAFKA_POLL_SECONDS"))
         period = (_moment(since), _moment(until) if until is not None else None) if since is not None else None
         if period and period[0] >= (period[1] or timezone.now()):
             raise CommandError(f"A period to publish starts before it ends; {since} is not before {until or 'now'}.")

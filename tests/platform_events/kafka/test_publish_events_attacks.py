@@ -97,3 +97,15 @@ def test_the_error_pages_settings_mask_the_kafka_passwords(settings):
     shown = get_default_exception_reporter_filter().get_safe_settings()["KAFKA_SECURITY"]
     assert PASSWORD not in repr(shown)
     assert shown["sasl.username"] == "relay"
+
+
+def test_a_poll_interval_over_a_day_from_the_environment_is_refused_before_the_stream_is_switched_on(settings):
+    settings.KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:1"
+    settings.KAFKA_POLL_SECONDS = 100_000  # the settings bound it below only
+    with pytest.raises(CommandError, match=r"^KAFKA_POLL_SECONDS must be more than 0 and at most"):
+        call_command("publish_events", "--once", stdout=io.StringIO())
+    with connect(autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM event_stream").fetchone() == (0,)
+    out = io.StringIO()
+    call_command("publish_events", "--off", stdout=out)  # which polls nothing
+    assert out.getvalue().startswith("Publication to Kafka is off")
