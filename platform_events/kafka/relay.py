@@ -20,7 +20,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -100,7 +100,8 @@ class Event:
             ("ce_type", self.type.encode()),
             ("ce_source", settings.KAFKA_EVENT_SOURCE.encode()),
             ("ce_subject", self.aggregate_id.encode()),
-            ("ce_time", self.created_at.isoformat().replace("+00:00", "Z").encode()),
+            # Always with its microseconds (isoformat() drops ".000000") and in UTC, as the docs promise.
+            ("ce_time", self.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ").encode()),
             ("ce_sequence", f"{self.seq:020d}".encode()),
             ("ce_partitionkey", self.aggregate_id.encode()),
             ("content-type", b"application/json"),
@@ -114,6 +115,7 @@ class BatchResult:
     refused: int = 0
     lost_claims: int = 0  # acknowledged, but another relay took the claim over meanwhile
     outage: str | None = None  # the broker's error when the batch was given back
+    fatal: bool = False  # the producer can send no more: replace it
 
 
 @dataclass
@@ -201,15 +203,22 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
     outcome = Outcome()
     reported: set[uuid.UUID] = set()
 
+    def settle(event: Event, error: KafkaError) -> None:
+        reported.add(event.id)
+        # A fatal error is the producer's (its idempotence state is lost), not the event's: an outage
+        # for the batch, and the caller makes a new producer.
+        if error.code() in OUTAGE or error.retriable() or error.fatal():
+            outcome.undelivered.append((event, error))
+        else:
+            outcome.refused.append((event, error))
+
     def report(event: Event):
         def on_delivery(error, message):
-            reported.add(event.id)
             if error is None:
+                reported.add(event.id)
                 outcome.acknowledged.append((event, message.partition(), message.offset()))
-            elif error.code() in OUTAGE or error.retriable():
-                outcome.undelivered.append((event, error))
             else:
-                outcome.refused.append((event, error))
+                settle(event, error)
 
         return on_delivery
 
@@ -227,6 +236,11 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
                 break
             except BufferError:  # the local queue is full: let some reports in
                 producer.poll(0.1)
+            except KafkaException as error:
+                # Refused before it left (larger than message.max.bytes, say): that message alone, as the
+                # broker's refusal of it would be; the batch's others go out.
+                settle(event, error.args[0])
+                break
     producer.flush(settings.KAFKA_MESSAGE_TIMEOUT_SECONDS + 5)
     # A report that never came (the flush ran out) is an outage too: the claim is given back.
     outcome.undelivered += [(event, None) for event in events if event.id not in reported]
@@ -271,6 +285,7 @@ def publish_batch(producer: Producer, topics: Topics, size: int | None = None) -
     if outcome.undelivered:
         topics.forget()
         first = next((error for _, error in outcome.undelivered if error is not None), None)
+        result.fatal = any(error is not None and error.fatal() for _, error in outcome.undelivered)
         result.outage = first.str() if first else "no delivery report within the message timeout"
     return result
 
@@ -294,7 +309,7 @@ def publish(*, max_batches: int | None = None, producer: Producer | None = None)
         for name in ("claimed", "published", "refused", "lost_claims"):
             setattr(total, name, getattr(total, name) + getattr(result, name))
         if result.outage:
-            total.outage = result.outage
+            total.outage, total.fatal = result.outage, result.fatal
             break
         if result.claimed == 0:
             break

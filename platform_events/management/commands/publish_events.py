@@ -25,6 +25,11 @@ class Relay:
         result = relay.publish(producer=self.producer)
         if result.claimed:
             logger.info("kafka: %s claimed, %s published, %s refused", result.claimed, result.published, result.refused)
+        if result.fatal:
+            # librdkafka's idempotent producer stops for good after a fatal error: every later message
+            # would fail with it. A new one starts a new producer id.
+            logger.error("kafka: the producer failed for good (%s); starting a new one", result.outage)
+            self.producer = relay.new_producer()
         if result.outage:
             waited = self.backoff.wait()
             logger.warning("kafka: broker unavailable (%s); waited %.1f s before trying again", result.outage, waited)
@@ -72,12 +77,25 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, once, since, until, again, off, poll_seconds, **options):
-        # Refused before anything starts: a refused command leaves publication as it was.
-        if until and not since:
+        # Refused before anything starts: a refused command leaves publication as it was. An option the
+        # chosen run would ignore is refused too (an empty one is given: it is no date).
+        if off and (once or again or since is not None or until is not None or poll_seconds is not None):
+            raise CommandError("--off takes no other option: it switches publication off and publishes nothing.")
+        if until is not None and since is None:
             raise CommandError("--until needs --since: the period to publish starts somewhere.")
-        if again and not since:
+        if again and since is None:
             raise CommandError("--again needs --since: it publishes a period again.")
-        period = (_moment(since), _moment(until) if until else None) if since else None
+        if since is not None and (once or poll_seconds is not None):
+            option = "--once" if once else "--poll-seconds"
+            raise CommandError(f"{option} has no use with --since: the period is queued for the running relay.")
+        if poll_seconds is not None and (problem := poll_seconds_problem(poll_seconds)):
+            raise CommandError(problem)
+        if poll_seconds is None:  # KAFKA_POLL_SECONDS: checked for the relay's run alone, not for --off or --since
+            poll_seconds = settings.KAFKA_POLL_SECONDS
+            if settings.KAFKA_BOOTSTRAP_SERVERS and not off and since is None:
+                if problem := poll_seconds_problem(poll_seconds):
+                    raise CommandError(problem.replace("--poll-seconds", "KAFKA_POLL_SECONDS"))
+        period = (_moment(since), _moment(until) if until is not None else None) if since is not None else None
         if period and period[0] >= (period[1] or timezone.now()):
             raise CommandError(f"A period to publish starts before it ends; {since} is not before {until or 'now'}.")
         if off:
@@ -87,7 +105,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Publication to Kafka is off; {dropped} unpublished events dropped.")
             return
         if not settings.KAFKA_BOOTSTRAP_SERVERS:
-            if once or since or until:
+            if once or period:
                 raise CommandError(
                     "KAFKA_BOOTSTRAP_SERVERS is unset: set it to the broker's host:port to publish events."
                 )
@@ -118,9 +136,6 @@ class Command(BaseCommand):
             self.stdout.write(f"{made} kept events queued for publication{' again' if again else ''}.")
             return
 
-        poll_seconds = poll_seconds if poll_seconds is not None else settings.KAFKA_POLL_SECONDS
-        if problem := poll_seconds_problem(poll_seconds):
-            raise CommandError(problem)
         if once:
             result = relay.publish(producer=worker.producer)
             self.stdout.write(f"{result.published} events published.")

@@ -1,0 +1,311 @@
+"""Attacks on the Kafka relay (platform_events/kafka/relay.py) with a real broker (tests/kafka_broker.py)
+and the real test database: odd events, odd configurations, and what the runtime role may do to the
+publication state by hand."""
+
+import json
+import re
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from platform_events.kafka import relay
+from platform_events.management.commands.publish_events import Relay
+from tests.platform_events.kafka.test_relay import read_topic
+from tests.platform_events.outbox.test_triggers import activate, provision
+from tests.support import analyze, connect, connect_as_owner
+
+pytestmark = [pytest.mark.attack, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def kafka_settings(settings, kafka_broker):
+    settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
+    settings.KAFKA_TOPIC_PARTITIONS = 3
+    settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 3
+    return settings
+
+
+def append(conn, aggregate_id: str, data: dict, event_type: str = "account.updated") -> None:
+    """An event as the database's triggers append it (outbox_append_many(), the owner's)."""
+    conn.execute(
+        "SELECT outbox_append_many('account', ARRAY[%s], %s, ARRAY[%s::jsonb])",
+        [aggregate_id, event_type, json.dumps(data)],
+    )
+
+
+def test_an_event_larger_than_a_message_may_be_is_refused_alone_and_the_others_go_out(kafka_settings):
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+    with connect_as_owner(autocommit=True) as owner:
+        append(owner, "huge", {"blob": "x" * 2_000_000})
+    with connect(autocommit=True) as conn:
+        john = provision(conn, "john")
+        activate(conn, jane)
+
+    result = relay.publish()
+
+    assert (result.published, result.refused, result.outage) == (3, 1, None)
+    with connect(autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT p.ordering_key, p.status, p.attempts, p.last_error, p.claim FROM event_publications p"
+            " ORDER BY p.event_seq"
+        ).fetchall()
+    huge = [row for row in rows if row[0] == "account:huge"]
+    assert [(status, attempts, claim) for _, status, attempts, _, claim in huge] == [("PENDING", 1, None)]
+    assert "MSG_SIZE_TOO_LARGE" in huge[0][3]
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 3)
+    assert sorted(m["key"] for m in read) == sorted([str(jane), str(jane), str(john)])
+
+
+def test_an_event_whose_transaction_rolled_back_is_never_published_nor_waited_for(kafka_settings):
+    relay.start_stream()
+    with connect() as conn:
+        provision(conn, "ghost")
+        conn.rollback()
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+
+    result = relay.publish()
+
+    assert (result.claimed, result.published, result.outage) == (1, 1, None)
+    assert [m["key"] for m in read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 1)] == [str(jane)]
+    assert relay.publish().claimed == 0  # nothing left behind to claim again and again
+
+
+def test_an_aggregate_id_of_odd_characters_is_the_key_and_subject_as_it_is(kafka_settings):
+    odd = "ünï cödé:/\t\"😀'%s\\"
+    relay.start_stream()
+    with connect_as_owner(autocommit=True) as owner:
+        append(owner, odd, {"id": odd})
+        append(owner, odd, {"id": odd, "n": 2})
+
+    result = relay.publish()
+
+    assert (result.published, result.outage) == (2, None)
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2)
+    assert [(m["key"], m["headers"]["ce_subject"], m["value"]["data"]) for m in read] == [
+        (odd, odd, {"id": odd}),
+        (odd, odd, {"id": odd, "n": 2}),
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Nothing records which topics the stream publishes to: a relay started with another"
+    " KAFKA_TOPIC_PREFIX (a staging .env, a half-done rename) takes its share of the same events and"
+    " sends them to other topics, so each topic misses events and an account's history is split. A"
+    " fix records the prefix in event_stream at its start and refuses a relay with another one"
+    " (a new migration and a way to change it on purpose): too large for this review.",
+)
+def test_a_relay_with_another_topic_prefix_does_not_take_the_streams_events(kafka_settings):
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+    relay.publish()
+    kafka_settings.KAFKA_TOPIC_PREFIX = "staging."
+    with connect(autocommit=True) as conn:
+        activate(conn, jane)
+
+    try:
+        relay.publish()
+    except Exception:  # a refusal of any kind would do
+        pass
+
+    kafka_settings.KAFKA_TOPIC_PREFIX = "lifecycle."
+    relay.publish()
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2)
+    assert [m["value"]["type"] for m in read] == ["account.created", "account.activated"]
+
+
+class FailingForGood:
+    """A real producer that fails for good after ``sent`` messages, as librdkafka's idempotent producer
+    does after a fatal error (a fenced producer id, a sequence the broker cannot accept): every later
+    message is refused with _FATAL."""
+
+    def __init__(self, sent: int):
+        self.real, self.sent = relay.new_producer(), sent
+
+    def produce(self, *args, **kwargs):
+        if self.sent == 0:
+            raise KafkaException(KafkaError(KafkaError._FATAL, "Fatal error: producer fenced", fatal=True))
+        self.sent -= 1
+        return self.real.produce(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_a_producer_failed_for_good_counts_no_attempt_and_is_replaced(kafka_settings):
+    """A fatal error is the producer's: counted against the events, it would put off every one of them
+    again and again; kept, the producer would refuse every message from then on."""
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        for login in ("jane", "john", "joan"):
+            provision(conn, login)
+    worker = Relay()
+    worker.producer = FailingForGood(sent=1)
+    worker.backoff = relay.Backoff(first=0.01)
+
+    worker.run_pass()
+
+    with connect(autocommit=True) as conn:
+        states = conn.execute("SELECT status, attempts, claim FROM event_publications ORDER BY event_seq")
+        assert states.fetchall() == [("PUBLISHED", 0, None), ("PENDING", 0, None), ("PENDING", 0, None)]
+    assert isinstance(worker.producer, Producer)  # a new one
+    worker.run_pass()
+    assert len(read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 3)) == 3
+
+
+def test_a_webhook_test_event_is_never_published_not_even_with_its_period(kafka_settings, webhook_settings):
+    """Staff's test event to one endpoint is no account's event: no row when sent, none when its period
+    is published or published again, nothing on any topic."""
+    from tests.platform_events.webhooks.test_dispatch import make_endpoint
+
+    relay.start_stream()
+    endpoint, _ = make_endpoint("http://127.0.0.1:9/hook")
+    with connect(autocommit=True) as conn:
+        conn.execute("SELECT webhook_send_test(%s)", [endpoint.pk])
+        jane = provision(conn, "jane")
+        assert conn.execute("SELECT event_publications_backfill('-infinity', 'infinity')").fetchone() == (0,)
+        assert conn.execute("SELECT event_publications_republish('-infinity', 'infinity')").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM event_publications").fetchone() == (1,)
+
+    assert relay.publish().published == 1
+    assert [m["key"] for m in read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2, wait_rounds=10)] == [str(jane)]
+
+
+def test_a_wrong_key_password_is_not_repeated_in_the_clients_refusal(settings, tmp_path):
+    """librdkafka loads the client key as the relay starts: its refusal of a key the password does not
+    open says so without the password."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from tests.platform_events.kafka.test_relay import self_signed_pem
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"the-right-one"),
+        )
+    )
+    settings.KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:1"
+    settings.KAFKA_SECURITY = {
+        "security.protocol": "ssl",
+        "ssl.certificate.location": self_signed_pem(tmp_path),
+        "ssl.key.location": str(tmp_path / "key.pem"),
+        "ssl.key.password": "kattack-Wrong-91d2",
+    }
+    with pytest.raises(relay.ClientRefused) as refusal:
+        relay.new_producer()
+    assert "kattack-Wrong-91d2" not in str(refusal.value)
+    assert str(refusal.value).startswith("The Kafka client refused its configuration: ")
+    assert "\n" not in str(refusal.value)
+
+
+def test_a_relay_process_behind_an_event_too_large_retries_it_slowly_and_publishes_the_rest(kafka_broker, tmp_path):
+    """The listener with an event no broker will take: the others go out at once, the large one is
+    tried again 1 s, 2 s, 4 s later (no busy loop, no traceback), and holds only its own account back."""
+    import signal
+    import time
+
+    from tests.support import database_url_for_tests, start_manage
+
+    with connect(autocommit=True) as conn:
+        conn.execute("SELECT event_stream_start()")
+    with connect_as_owner(autocommit=True) as owner:
+        append(owner, "huge", {"blob": "x" * 2_000_000})
+        append(owner, "huge", {"n": 2})
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+    log = tmp_path / "relay.log"
+    with log.open("w") as out:
+        process = start_manage(
+            "publish_events",
+            stdout=out,
+            DATABASE_URL=database_url_for_tests(),
+            KAFKA_BOOTSTRAP_SERVERS=kafka_broker.bootstrap,
+            KAFKA_TOPIC_PARTITIONS="1",
+        )
+        try:
+            time.sleep(6)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+    output = log.read_text()
+    assert "Traceback" not in output
+    assert 2 <= output.count("refused by the broker") <= 4, output
+    assert [m["key"] for m in read_topic(kafka_broker.bootstrap, 1, wait_rounds=10)] == [str(jane)]
+    with connect(autocommit=True) as conn:
+        waiting = conn.execute(
+            "SELECT ordering_key, attempts > 0 FROM event_publications WHERE status = 'PENDING' ORDER BY event_seq"
+        ).fetchall()
+    assert waiting == [("account:huge", True), ("account:huge", False)]
+
+
+def claim_buffers(conn, size: int = 100) -> int:
+    """The pages one claim reads (EXPLAIN ANALYZE's shared buffers, a count that does not depend on the
+    machine's speed), its changes rolled back."""
+    with conn.transaction(force_rollback=True):
+        (plan,) = conn.execute(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + relay.CLAIM,
+            {"size": size, "claim": uuid.uuid4(), "lease": timedelta(seconds=60)},
+        ).fetchone()
+    top = plan[0]["Plan"]
+    return top["Shared Hit Blocks"] + top["Shared Read Blocks"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="The claim walks the due index in seq order and skips, row by row, every PENDING event held"
+    " back by an earlier one of its account: an account with many events behind one the broker refuses"
+    " (or one whose claim is in flight) makes every claim of every relay cost what that account has"
+    " waiting (20,000 held back: some 60,000 pages read; 200,000: 1.4 to 1.8 s a claim, each poll). The"
+    " planner also checks the hold-back through event_publications_due, not event_publications_order."
+    " A fix claims only each account's first waiting event (a skip scan of event_publications_order, or"
+    " a table of account heads): a change of the claim's design, for the claim's benchmark to judge.",
+)
+def test_an_account_with_many_events_behind_a_refused_one_does_not_slow_every_claim():
+    relay.start_stream()
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute(
+            "SELECT outbox_append_many('account', array_fill('stuck'::text, ARRAY[20000]), 'account.updated',"
+            " array_fill('{}'::jsonb, ARRAY[20000]))"
+        )
+    with connect(autocommit=True) as conn:
+        for n in range(5):
+            provision(conn, f"u{n}")
+        head = conn.execute("SELECT min(event_seq) FROM event_publications").fetchone()[0]
+        claim = uuid.uuid4()
+        conn.execute(
+            "UPDATE event_publications SET claim = %s, lease_until = now() + interval '1 minute' WHERE event_seq = %s",
+            [claim, head],
+        )
+        conn.execute(  # refused once: due again in 5 minutes, its 19,999 later events held back meanwhile
+            "UPDATE event_publications SET attempts = 1, next_attempt_at = now() + interval '5 minutes',"
+            " last_error = 'MSG_SIZE_TOO_LARGE', claim = NULL, lease_until = NULL WHERE claim = %s",
+            [claim],
+        )
+    analyze("event_publications")
+    with connect(autocommit=True) as conn:
+        assert claim_buffers(conn) < 1_000
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        datetime(2026, 11, 26, 10, 0, 0, 0, tzinfo=UTC),  # on the second: isoformat() dropped ".000000"
+        datetime(2026, 11, 26, 11, 0, 0, 120, tzinfo=timezone(timedelta(hours=1))),  # a session not in UTC
+    ],
+)
+def test_ce_time_is_always_utc_with_microseconds(written):
+    """A consumer that parses ce_time with the documented shape (RFC 3339, UTC, microseconds) never
+    meets another one."""
+    event = relay.Event(uuid.uuid4(), 1, "account", "7", "account.created", written, "{}")
+    headers = dict(event.headers())
+    assert headers["ce_time"] == written.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ").encode()
+    assert re.fullmatch(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", headers["ce_time"])
