@@ -62,6 +62,7 @@ class AuditAction(models.TextChoices):
     # period published (again, after a broker lost it), a publication changed with the owner's key.
     EVENT_STREAM_STARTED = "event.stream_started", "event.stream_started"
     EVENT_STREAM_STOPPED = "event.stream_stopped", "event.stream_stopped"
+    EVENT_STREAM_TOPICS_MOVED = "event.stream_topics_moved", "event.stream_topics_moved"
     EVENT_PUBLICATION_BACKFILLED = "event.publication_backfilled", "event.publication_backfilled"
     EVENT_PUBLICATION_REWRITTEN = "event.publication_rewritten", "event.publication_rewritten"
     EVENT_PUBLICATION_REPUBLISHED = "event.publication_republished", "event.publication_republished"

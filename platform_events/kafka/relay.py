@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
 logger = logging.getLogger(__name__)
 
@@ -290,15 +290,57 @@ def publish_batch(producer: Producer, topics: Topics, size: int | None = None) -
     return result
 
 
+class StreamElsewhere(Exception):
+    """The stream publishes to topics named with another prefix than this relay's (one sentence)."""
+
+
 def start_stream() -> datetime:
-    """Switch publication on (audited the first time): from now on every event gets a row."""
+    """Switch publication on for this relay's topics (audited the first time), or join the stream on:
+    from now on every event gets a row. A stream recorded with another topic prefix is refused."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT event_stream_start()")
+        try:
+            cursor.execute("SELECT event_stream_start(%s)", [settings.KAFKA_TOPIC_PREFIX])
+        except DatabaseError as error:
+            if getattr(error.__cause__, "sqlstate", None) != "LP004":
+                raise
+            raise StreamElsewhere(_sentence(error)) from None
         return cursor.fetchone()[0]
 
 
+def move_topics() -> str | None:
+    """Record KAFKA_TOPIC_PREFIX as the stream's topics from now on (audited); the prefix it had."""
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute("SELECT event_stream_move_topics(%s)", [settings.KAFKA_TOPIC_PREFIX])
+        except DatabaseError as error:
+            if getattr(error.__cause__, "sqlstate", None) != "LP004":
+                raise
+            raise StreamElsewhere(_sentence(error)) from None
+        return cursor.fetchone()[0]
+
+
+def _stream_prefix() -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT topic_prefix FROM event_stream")
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _sentence(error: DatabaseError) -> str:
+    text = str(error).split("platform_events: ", 1)[-1].strip().splitlines()[0]
+    return text[:1].upper() + text[1:] + "."
+
+
 def publish(*, max_batches: int | None = None, producer: Producer | None = None) -> BatchResult:
-    """Publish until nothing is due, an outage, or ``max_batches``: one pass of the relay."""
+    """Publish until nothing is due, an outage, or ``max_batches``: one pass of the relay. Nothing is
+    claimed while the stream is recorded with other topics than this relay's."""
+    recorded = _stream_prefix()
+    if recorded is not None and recorded != settings.KAFKA_TOPIC_PREFIX:
+        raise StreamElsewhere(
+            f"The event stream publishes to topics prefixed {recorded!r}, not {settings.KAFKA_TOPIC_PREFIX!r}:"
+            f" set KAFKA_TOPIC_PREFIX={recorded} here, or move the stream with manage.py publish_events"
+            " --move-topics once every relay is stopped."
+        )
     producer = producer or new_producer()
     topics = Topics()
     total = BatchResult()

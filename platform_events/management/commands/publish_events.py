@@ -20,9 +20,17 @@ class Relay:
     def __init__(self):
         self.producer = relay.new_producer()
         self.backoff = relay.Backoff()
+        self.elsewhere = ""  # why this relay is not publishing, said once until it changes
 
     def run_pass(self) -> None:
-        result = relay.publish(producer=self.producer)
+        try:
+            result = relay.publish(producer=self.producer)
+        except relay.StreamElsewhere as error:
+            if str(error) != self.elsewhere:
+                logger.error("kafka: publishing nothing: %s", error)
+                self.elsewhere = str(error)
+            return
+        self.elsewhere = ""
         if result.claimed:
             logger.info("kafka: %s claimed, %s published, %s refused", result.claimed, result.published, result.refused)
         if result.fatal:
@@ -73,14 +81,22 @@ class Command(BaseCommand):
             "--off", action="store_true", help="stop keeping events for Kafka and drop the unpublished ones"
         )
         parser.add_argument(
+            "--move-topics",
+            action="store_true",
+            help="publish the waiting events to KAFKA_TOPIC_PREFIX's topics from now on (every relay stopped first)",
+        )
+        parser.add_argument(
             "--poll-seconds", type=float, help="publish at least this often (default KAFKA_POLL_SECONDS)"
         )
 
-    def handle(self, *args, once, since, until, again, off, poll_seconds, **options):
+    def handle(self, *args, once, since, until, again, off, move_topics, poll_seconds, **options):
         # Refused before anything starts: a refused command leaves publication as it was. An option the
         # chosen run would ignore is refused too (an empty one is given: it is no date).
-        if off and (once or again or since is not None or until is not None or poll_seconds is not None):
+        others = once or again or since is not None or until is not None or poll_seconds is not None
+        if off and (others or move_topics):
             raise CommandError("--off takes no other option: it switches publication off and publishes nothing.")
+        if move_topics and others:
+            raise CommandError("--move-topics takes no other option: it records the topics and publishes nothing.")
         if until is not None and since is None:
             raise CommandError("--until needs --since: the period to publish starts somewhere.")
         if again and since is None:
@@ -104,6 +120,16 @@ class Command(BaseCommand):
                 dropped = cursor.fetchone()[0]
             self.stdout.write(f"Publication to Kafka is off; {dropped} unpublished events dropped.")
             return
+        if move_topics:
+            try:
+                before = relay.move_topics()
+            except relay.StreamElsewhere as error:
+                raise CommandError(str(error)) from None
+            self.stdout.write(
+                f"The stream's waiting events go to the topics prefixed {settings.KAFKA_TOPIC_PREFIX!r} from now on"
+                f" (they were {before!r}); start the relays with this KAFKA_TOPIC_PREFIX."
+            )
+            return
         if not settings.KAFKA_BOOTSTRAP_SERVERS:
             if once or period:
                 raise CommandError(
@@ -122,9 +148,9 @@ class Command(BaseCommand):
             return
         try:
             worker = Relay()
-        except relay.ClientRefused as error:
+            started = relay.start_stream()
+        except (relay.ClientRefused, relay.StreamElsewhere) as error:
             raise CommandError(str(error)) from None
-        started = relay.start_stream()
         if period:
             function = "event_publications_republish" if again else "event_publications_backfill"
             with connection.cursor() as cursor:

@@ -2,6 +2,7 @@
 and the real test database: odd events, odd configurations, and what the runtime role may do to the
 publication state by hand."""
 
+import io
 import json
 import re
 import uuid
@@ -9,6 +10,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
+from django.core.management import call_command
 
 from platform_events.kafka import relay
 from platform_events.management.commands.publish_events import Relay
@@ -92,14 +94,6 @@ def test_an_aggregate_id_of_odd_characters_is_the_key_and_subject_as_it_is(kafka
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Nothing records which topics the stream publishes to: a relay started with another"
-    " KAFKA_TOPIC_PREFIX (a staging .env, a half-done rename) takes its share of the same events and"
-    " sends them to other topics, so each topic misses events and an account's history is split. A"
-    " fix records the prefix in event_stream at its start and refuses a relay with another one"
-    " (a new migration and a way to change it on purpose): too large for this review.",
-)
 def test_a_relay_with_another_topic_prefix_does_not_take_the_streams_events(kafka_settings):
     relay.start_stream()
     with connect(autocommit=True) as conn:
@@ -109,15 +103,57 @@ def test_a_relay_with_another_topic_prefix_does_not_take_the_streams_events(kafk
     with connect(autocommit=True) as conn:
         activate(conn, jane)
 
-    try:
+    with pytest.raises(
+        relay.StreamElsewhere, match=r"^The event stream publishes to topics prefixed 'lifecycle\.', not"
+    ):
         relay.publish()
-    except Exception:  # a refusal of any kind would do
-        pass
+    with pytest.raises(relay.StreamElsewhere, match=r"prefixed 'lifecycle\.', not 'staging\.': set KAFKA_TOPIC_PREFIX"):
+        relay.start_stream()
 
     kafka_settings.KAFKA_TOPIC_PREFIX = "lifecycle."
     relay.publish()
     read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 2)
     assert [m["value"]["type"] for m in read] == ["account.created", "account.activated"]
+
+
+def test_the_stream_moves_to_other_topics_only_when_told_and_says_so_in_the_trail(kafka_settings):
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+    relay.publish()
+    kafka_settings.KAFKA_TOPIC_PREFIX = "renamed."
+    with connect(autocommit=True) as conn:
+        activate(conn, jane)
+    out = io.StringIO()
+    call_command("publish_events", "--move-topics", stdout=out)
+    assert "prefixed 'renamed.' from now on (they were 'lifecycle.')" in out.getvalue()
+    relay.publish()
+    assert [m["value"]["type"] for m in read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 1)] == ["account.created"]
+    moved = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 1, topic="renamed.account")
+    assert [m["value"]["type"] for m in moved] == ["account.activated"]
+    with connect(autocommit=True) as conn:
+        trail = conn.execute(
+            "SELECT diff_before::text, diff_after::text FROM audit_events WHERE action = 'event.stream_topics_moved'"
+        ).fetchall()
+    assert [tuple(map(json.loads, row)) for row in trail] == [
+        ({"topic_prefix": "lifecycle."}, {"topic_prefix": "renamed."})
+    ]
+
+
+def test_a_running_relay_with_other_topics_says_why_once_and_publishes_nothing(kafka_settings, caplog):
+    from platform_events.management.commands.publish_events import Relay
+
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        provision(conn, "jane")
+    kafka_settings.KAFKA_TOPIC_PREFIX = "staging."
+    worker = Relay()
+    worker.run_pass()
+    worker.run_pass()
+    said = [r.getMessage() for r in caplog.records if "publishing nothing" in r.getMessage()]
+    assert len(said) == 1 and "prefixed 'lifecycle.', not 'staging.'" in said[0]
+    with connect(autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM event_publications WHERE status = 'PENDING'").fetchone() == (1,)
 
 
 class FailingForGood:
