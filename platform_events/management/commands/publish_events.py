@@ -15,16 +15,17 @@ logger = logging.getLogger("platform_events.kafka")
 
 
 class Relay:
-    """One process's relay: its producer, and the wait after an outage."""
+    """One process's relay: its producer, the topics it knows exist, and the wait after an outage."""
 
     def __init__(self):
         self.producer = relay.new_producer()
+        self.topics = relay.Topics()
         self.backoff = relay.Backoff()
         self.elsewhere = ""  # why this relay is not publishing, said once until it changes
 
     def run_pass(self) -> None:
         try:
-            result = relay.publish(producer=self.producer)
+            result = relay.publish(producer=self.producer, topics=self.topics)
         except relay.StreamElsewhere as error:
             if str(error) != self.elsewhere:
                 logger.error("kafka: publishing nothing: %s", error)
@@ -163,7 +164,7 @@ class Command(BaseCommand):
             return
 
         if once:
-            result = relay.publish(producer=worker.producer)
+            result = relay.publish(producer=worker.producer, topics=worker.topics)
             self.stdout.write(f"{result.published} events published.")
             if result.outage:
                 raise CommandError(f"The broker is unavailable: {result.outage}.")
