@@ -40,6 +40,11 @@ class Relay:
             logger.error("kafka: the producer failed for good (%s); starting a new one", result.outage)
             self.producer = relay.new_producer()
         if result.outage:
+            # A producer that lived through an outage can stay stuck after it (measured: once the broker
+            # came back empty, its every message timed out): it gives up what it holds, a new one follows.
+            self.producer.purge()
+            self.producer.flush(0)
+            self.producer = relay.new_producer()
             waited = self.backoff.wait()
             logger.warning("kafka: broker unavailable (%s); waited %.1f s before trying again", result.outage, waited)
         else:
