@@ -35,20 +35,22 @@ class Relay:
         if result.claimed:
             logger.info("kafka: %s claimed, %s published, %s refused", result.claimed, result.published, result.refused)
         if result.fatal:
-            # librdkafka's idempotent producer stops for good after a fatal error: every later message
-            # would fail with it. A new one starts a new producer id.
             logger.error("kafka: the producer failed for good (%s); starting a new one", result.outage)
-            self.producer = relay.new_producer()
         if result.outage:
-            # A producer that lived through an outage can stay stuck after it (measured: once the broker
-            # came back empty, its every message timed out): it gives up what it holds, a new one follows.
-            self.producer.purge()
-            self.producer.flush(0)
-            self.producer = relay.new_producer()
+            self.new_producer()
             waited = self.backoff.wait()
             logger.warning("kafka: broker unavailable (%s); waited %.1f s before trying again", result.outage, waited)
         else:
             self.backoff.reset()
+
+    def new_producer(self) -> None:
+        """After an outage: librdkafka's idempotent producer stops for good after a fatal error (every later
+        message would fail with it), and one that lived through an outage can stay stuck after it (measured:
+        once the broker came back empty, its every message timed out). The old one gives up what it still
+        holds, so it sends nothing more once its claims are given back; the new one has a new producer id."""
+        self.producer.purge()
+        self.producer.flush(0)
+        self.producer = relay.new_producer()
 
 
 def wait_for_stop_signal() -> None:
