@@ -290,32 +290,47 @@ def publish_batch(producer: Producer, topics: Topics, size: int | None = None) -
     return result
 
 
-class StreamElsewhere(Exception):
-    """The stream publishes to topics named with another prefix than this relay's (one sentence)."""
+class StreamRefusal(Exception):
+    """The database refused a change of the stream (one sentence): a period that ends before it
+    starts, a stream that is off, another relay's topics."""
+
+
+class StreamElsewhere(StreamRefusal):
+    """The stream publishes to topics named with another prefix than this relay's."""
 
 
 def start_stream() -> datetime:
     """Switch publication on for this relay's topics (audited the first time), or join the stream on:
     from now on every event gets a row. A stream recorded with another topic prefix is refused."""
-    with connection.cursor() as cursor:
-        try:
-            cursor.execute("SELECT event_stream_start(%s)", [settings.KAFKA_TOPIC_PREFIX])
-        except DatabaseError as error:
-            if getattr(error.__cause__, "sqlstate", None) != "LP004":
-                raise
-            raise StreamElsewhere(_sentence(error)) from None
-        return cursor.fetchone()[0]
+    return _stream_function("event_stream_start(%s)", [settings.KAFKA_TOPIC_PREFIX], refusal=StreamElsewhere)
 
 
 def move_topics() -> str | None:
     """Record KAFKA_TOPIC_PREFIX as the stream's topics from now on (audited); the prefix it had."""
+    return _stream_function("event_stream_move_topics(%s)", [settings.KAFKA_TOPIC_PREFIX])
+
+
+def stop_stream() -> int:
+    """Publication off for good (audited): no more rows; how many unpublished ones were dropped."""
+    return _stream_function("event_stream_stop()", [])
+
+
+def queue_period(since: datetime, until: datetime | None, *, again: bool = False) -> int:
+    """Give the kept events written in [since, until or now) publication rows (audited); ``again``:
+    their published ones too, after a broker lost them. How many were queued."""
+    function = "event_publications_republish" if again else "event_publications_backfill"
+    return _stream_function(f"{function}(%s, coalesce(%s, now()))", [since, until])
+
+
+def _stream_function(call: str, params: list, *, refusal: type[StreamRefusal] = StreamRefusal):
+    """One of the stream's owner functions; its refusals (LP004) as one sentence."""
     with connection.cursor() as cursor:
         try:
-            cursor.execute("SELECT event_stream_move_topics(%s)", [settings.KAFKA_TOPIC_PREFIX])
+            cursor.execute(f"SELECT {call}", params)
         except DatabaseError as error:
             if getattr(error.__cause__, "sqlstate", None) != "LP004":
                 raise
-            raise StreamElsewhere(_sentence(error)) from None
+            raise refusal(_sentence(error)) from None
         return cursor.fetchone()[0]
 
 

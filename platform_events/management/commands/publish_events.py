@@ -4,7 +4,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError, connection
+from django.db import connection
 from django.utils import timezone
 
 from platform_events.db.listener import listen_until_signalled, poll_seconds_problem
@@ -98,8 +98,48 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, once, since, until, again, off, move_topics, poll_seconds, **options):
-        # Refused before anything starts: a refused command leaves publication as it was. An option the
-        # chosen run would ignore is refused too (an empty one is given: it is no date).
+        # Everything is checked before anything starts: a refused command leaves publication as it was.
+        period, poll_seconds = self.checked(once, since, until, again, off, move_topics, poll_seconds)
+        try:
+            if off:
+                self.stdout.write(f"Publication to Kafka is off; {relay.stop_stream()} unpublished events dropped.")
+            elif move_topics:
+                before = relay.move_topics()
+                self.stdout.write(
+                    f"The stream's waiting events go to the topics prefixed {settings.KAFKA_TOPIC_PREFIX!r} from now"
+                    f" on (they were {before!r}); start the relays with this KAFKA_TOPIC_PREFIX."
+                )
+            elif not settings.KAFKA_BOOTSTRAP_SERVERS:
+                if once or period:
+                    raise CommandError(
+                        "KAFKA_BOOTSTRAP_SERVERS is unset: set it to the broker's host:port to publish events."
+                    )
+                self.wait_while_off()
+            else:
+                worker = Relay()
+                started = relay.start_stream()
+                if period:
+                    made = relay.queue_period(*period, again=again)
+                    self.stdout.write(f"{made} kept events queued for publication{' again' if again else ''}.")
+                elif once:
+                    self.publish_once(worker)
+                else:
+                    self.stdout.write(
+                        f"Kafka relay started (publishing since {started:%Y-%m-%d %H:%M:%S %Z});"
+                        f" polling every {poll_seconds:g}s."
+                    )
+                    listen_until_signalled(
+                        "event_publication", worker.run_pass, poll_seconds=poll_seconds, what="kafka run"
+                    )
+                    self.stdout.write("Kafka relay stopped.")
+        except (relay.ClientRefused, relay.StreamRefusal) as error:
+            raise CommandError(str(error)) from None
+
+    @staticmethod
+    def checked(once, since, until, again, off, move_topics, poll_seconds):
+        """The options, refused in one sentence when they do not go together (an option the chosen run
+        would ignore is refused too; an empty one is given: it is no date). The period, and how often
+        the relay polls."""
         others = once or again or since is not None or until is not None or poll_seconds is not None
         if off and (others or move_topics):
             raise CommandError("--off takes no other option: it switches publication off and publishes nothing.")
@@ -122,62 +162,22 @@ class Command(BaseCommand):
         period = (_moment(since), _moment(until) if until is not None else None) if since is not None else None
         if period and period[0] >= (period[1] or timezone.now()):
             raise CommandError(f"A period to publish starts before it ends; {since} is not before {until or 'now'}.")
-        if off:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT event_stream_stop()")
-                dropped = cursor.fetchone()[0]
-            self.stdout.write(f"Publication to Kafka is off; {dropped} unpublished events dropped.")
-            return
-        if move_topics:
-            try:
-                before = relay.move_topics()
-            except relay.StreamElsewhere as error:
-                raise CommandError(str(error)) from None
-            self.stdout.write(
-                f"The stream's waiting events go to the topics prefixed {settings.KAFKA_TOPIC_PREFIX!r} from now on"
-                f" (they were {before!r}); start the relays with this KAFKA_TOPIC_PREFIX."
-            )
-            return
-        if not settings.KAFKA_BOOTSTRAP_SERVERS:
-            if once or period:
-                raise CommandError(
-                    "KAFKA_BOOTSTRAP_SERVERS is unset: set it to the broker's host:port to publish events."
-                )
-            # As a Procfile's process: off is a state, not a failure, and an exit would stop the
-            # processes beside it (honcho) or restart this one in a loop (a platform).
-            self.stdout.write(
-                "Publication to Kafka is off (KAFKA_BOOTSTRAP_SERVERS unset); the relay waits for a stop signal."
-            )
-            for warning in check_stream_has_a_broker(None, databases=["default"]):
-                logger.warning("kafka: %s %s", warning.msg, warning.hint)
-            connection.close()  # nothing to ask the database while waiting
-            self.stdout.flush()
-            wait_for_stop_signal()
-            return
-        try:
-            worker = Relay()
-            started = relay.start_stream()
-        except (relay.ClientRefused, relay.StreamElsewhere) as error:
-            raise CommandError(str(error)) from None
-        if period:
-            function = "event_publications_republish" if again else "event_publications_backfill"
-            with connection.cursor() as cursor:
-                try:
-                    cursor.execute(f"SELECT {function}(%s, coalesce(%s, now()))", list(period))
-                except DatabaseError as error:
-                    raise CommandError(str(error).split("platform_events: ")[-1].strip()) from None
-                made = cursor.fetchone()[0]
-            self.stdout.write(f"{made} kept events queued for publication{' again' if again else ''}.")
-            return
+        return period, poll_seconds
 
-        if once:
-            result = relay.publish(producer=worker.producer, topics=worker.topics)
-            self.stdout.write(f"{result.published} events published.")
-            if result.outage:
-                raise CommandError(f"The broker is unavailable: {result.outage}.")
-            return
+    def wait_while_off(self) -> None:
+        """As a Procfile's process with no broker configured: off is a state, not a failure, and an exit
+        would stop the processes beside it (honcho) or restart this one in a loop (a platform)."""
         self.stdout.write(
-            f"Kafka relay started (publishing since {started:%Y-%m-%d %H:%M:%S %Z}); polling every {poll_seconds:g}s."
+            "Publication to Kafka is off (KAFKA_BOOTSTRAP_SERVERS unset); the relay waits for a stop signal."
         )
-        listen_until_signalled("event_publication", worker.run_pass, poll_seconds=poll_seconds, what="kafka run")
-        self.stdout.write("Kafka relay stopped.")
+        for warning in check_stream_has_a_broker(None, databases=["default"]):
+            logger.warning("kafka: %s %s", warning.msg, warning.hint)
+        connection.close()  # nothing to ask the database while waiting
+        self.stdout.flush()
+        wait_for_stop_signal()
+
+    def publish_once(self, worker: Relay) -> None:
+        result = relay.publish(producer=worker.producer, topics=worker.topics)
+        self.stdout.write(f"{result.published} events published.")
+        if result.outage:
+            raise CommandError(f"The broker is unavailable: {result.outage}.")
