@@ -346,9 +346,12 @@ def _sentence(error: DatabaseError) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
-def publish(*, max_batches: int | None = None, producer: Producer | None = None) -> BatchResult:
+def publish(
+    *, max_batches: int | None = None, producer: Producer | None = None, topics: Topics | None = None
+) -> BatchResult:
     """Publish until nothing is due, an outage, or ``max_batches``: one pass of the relay. Nothing is
-    claimed while the stream is recorded with other topics than this relay's."""
+    claimed while the stream is recorded with other topics than this relay's. A running relay passes
+    its ``topics`` from pass to pass: looking them up costs a broker connection (~50 ms)."""
     recorded = _stream_prefix()
     if recorded is not None and recorded != settings.KAFKA_TOPIC_PREFIX:
         raise StreamElsewhere(
@@ -357,7 +360,7 @@ def publish(*, max_batches: int | None = None, producer: Producer | None = None)
             " --move-topics once every relay is stopped."
         )
     producer = producer or new_producer()
-    topics = Topics()
+    topics = topics if topics is not None else Topics()
     total = BatchResult()
     batches = 0
     while max_batches is None or batches < max_batches:

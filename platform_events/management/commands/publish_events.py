@@ -15,16 +15,17 @@ logger = logging.getLogger("platform_events.kafka")
 
 
 class Relay:
-    """One process's relay: its producer, and the wait after an outage."""
+    """One process's relay: its producer, the topics it knows exist, and the wait after an outage."""
 
     def __init__(self):
         self.producer = relay.new_producer()
+        self.topics = relay.Topics()
         self.backoff = relay.Backoff()
         self.elsewhere = ""  # why this relay is not publishing, said once until it changes
 
     def run_pass(self) -> None:
         try:
-            result = relay.publish(producer=self.producer)
+            result = relay.publish(producer=self.producer, topics=self.topics)
         except relay.StreamElsewhere as error:
             if str(error) != self.elsewhere:
                 logger.error("kafka: publishing nothing: %s", error)
@@ -34,15 +35,22 @@ class Relay:
         if result.claimed:
             logger.info("kafka: %s claimed, %s published, %s refused", result.claimed, result.published, result.refused)
         if result.fatal:
-            # librdkafka's idempotent producer stops for good after a fatal error: every later message
-            # would fail with it. A new one starts a new producer id.
             logger.error("kafka: the producer failed for good (%s); starting a new one", result.outage)
-            self.producer = relay.new_producer()
         if result.outage:
+            self.new_producer()
             waited = self.backoff.wait()
             logger.warning("kafka: broker unavailable (%s); waited %.1f s before trying again", result.outage, waited)
         else:
             self.backoff.reset()
+
+    def new_producer(self) -> None:
+        """After an outage: librdkafka's idempotent producer stops for good after a fatal error (every later
+        message would fail with it), and one that lived through an outage can stay stuck after it (measured:
+        once the broker came back empty, its every message timed out). The old one gives up what it still
+        holds, so it sends nothing more once its claims are given back; the new one has a new producer id."""
+        self.producer.purge()
+        self.producer.flush(0)
+        self.producer = relay.new_producer()
 
 
 def wait_for_stop_signal() -> None:
@@ -169,7 +177,7 @@ class Command(BaseCommand):
         wait_for_stop_signal()
 
     def publish_once(self, worker: Relay) -> None:
-        result = relay.publish(producer=worker.producer)
+        result = relay.publish(producer=worker.producer, topics=worker.topics)
         self.stdout.write(f"{result.published} events published.")
         if result.outage:
             raise CommandError(f"The broker is unavailable: {result.outage}.")

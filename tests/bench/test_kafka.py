@@ -1,0 +1,55 @@
+"""bench/kafka.py in miniature: a broker of its own, a scratch database of the test database's server,
+every figure printed. Its figures are measured, never asserted: this checks that every part ran."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.support import ROOT, database_url_for_tests, environment
+
+TINY = ["--events", "300", "--repeat", "1", "--latency-samples", "3", "--kept", "3000", "--due", "300"]
+TINY += ["--claims", "5", "--hot", "30", "--others", "100"]
+
+LINES = (
+    "relay to the broker",
+    "bare confluent-kafka producer",
+    "claim + mark, broker stubbed",
+    "commit -> consumer, publish_events",
+    "claim of 100 due events with 3,000 kept:",
+    "claim of 100, rolled back",
+    "Update on event_publications",
+    "one account with 30 unpublished events, then 100 events of 100 accounts:",
+    "drained in 30 batches",
+)
+
+
+@pytest.mark.django_db
+def test_a_tiny_run_prints_every_figure():
+    env = environment(DATABASE_URL=database_url_for_tests(), DATABASE_OWNER_URL=database_url_for_tests("owner"))
+    done = subprocess.run(
+        [sys.executable, "bench/kafka.py", *TINY], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    for line in LINES:
+        assert line in done.stdout, (line, report)
+    assert "relay / bare = " in done.stdout and "(median of 1 rounds)" in done.stdout, report
+
+
+def test_a_part_it_does_not_know_is_refused_in_one_sentence():
+    done = subprocess.run(
+        [sys.executable, "bench/kafka.py", "--parts", "rate,speed"],
+        cwd=ROOT,
+        env=environment(DATABASE_URL=database_url_for_tests()),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith("--parts takes some of rate, latency, claim, hot, separated by commas.")
+    )
+    assert "Traceback" not in done.stderr
