@@ -235,3 +235,61 @@ def test_a_period_needs_a_valid_start(settings, kafka_broker):
         call_command("publish_events", "--since", "yesterday")
     with pytest.raises(CommandError, match=r"^A period to publish starts before it ends; 2030-01-01 is not before now"):
         call_command("publish_events", "--since", "2030-01-01")
+
+
+@pytest.fixture
+def relay_settings(settings, kafka_broker):
+    settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
+    settings.KAFKA_TOPIC_PARTITIONS = 1
+    settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 3
+    return settings
+
+
+def pending() -> int:
+    with connect(autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM event_publications WHERE status = 'PENDING'").fetchone()[0]
+
+
+def test_a_running_relay_looks_its_topics_up_once_not_at_every_pass(relay_settings, monkeypatch):
+    """Each wake-up would otherwise open an admin connection to the broker (some 50 ms of latency)."""
+    from platform_events.kafka import relay
+    from platform_events.management.commands.publish_events import Relay
+
+    lookups = []
+    real = relay.AdminClient
+
+    def counting(config):
+        lookups.append(1)
+        return real(config)
+
+    monkeypatch.setattr(relay, "AdminClient", counting)
+    relay.start_stream()
+    worker = Relay()
+    for login in ("first", "second"):
+        with connect(autocommit=True) as conn:
+            conn.execute("INSERT INTO accounts (email, login) VALUES (%s, %s)", [f"{login}@example.com", login])
+        worker.run_pass()
+    assert pending() == 0
+    assert len(lookups) == 1
+
+
+def test_a_relay_whose_broker_came_back_empty_publishes_again(relay_settings, kafka_broker):
+    """librdkafka's producer that lived through the outage stays stuck once the broker is back empty
+    (its every message timed out): the relay starts a new one after an outage."""
+    from platform_events.kafka import relay
+    from platform_events.management.commands.publish_events import Relay
+
+    relay.start_stream()
+    worker = Relay()
+    with connect(autocommit=True) as conn:
+        conn.execute("INSERT INTO accounts (email, login) VALUES ('before@example.com', 'before')")
+    worker.run_pass()
+    assert pending() == 0
+    kafka_broker.stop()
+    with connect(autocommit=True) as conn:
+        conn.execute("INSERT INTO accounts (email, login) VALUES ('during@example.com', 'during')")
+    worker.run_pass()  # the outage: given back, a new producer
+    assert pending() == 1
+    kafka_broker.start()
+    wait_for(lambda: worker.run_pass() or pending() == 0, timeout=90, interval=0.1, message="published after")
+    assert [m["value"]["data"]["login"] for m in read_topic(kafka_broker.bootstrap, 1)] == ["during"]
