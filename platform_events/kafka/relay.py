@@ -138,6 +138,9 @@ def producer_config() -> dict:
         "acks": "all",
         # The Java client's partitioner: another producer keyed by the account id picks the same partition.
         "partitioner": "murmur2_random",
+        # A topic is made by the relay (KAFKA_CREATE_TOPICS, KAFKA_TOPIC_PARTITIONS), never by a produce:
+        # the broker's auto-creation would give it the broker's default partition count.
+        "allow.auto.create.topics": False,
         "message.timeout.ms": settings.KAFKA_MESSAGE_TIMEOUT_SECONDS * 1000,
         "linger.ms": 5,
         # librdkafka's own lines (a refused connection during an outage) go to logging, not to stderr.

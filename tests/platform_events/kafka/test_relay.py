@@ -205,3 +205,18 @@ def test_a_ca_file_that_holds_no_certificate_is_one_sentence(settings, tmp_path)
     settings.KAFKA_SECURITY = {"security.protocol": "ssl", "ssl.ca.location": str(tmp_path / "ca.pem")}
     with pytest.raises(relay.ClientRefused, match=r"^The Kafka client refused its configuration: .*ssl\.ca\.location"):
         relay.new_producer()
+
+
+def test_a_message_never_makes_its_topic_a_missing_topic_is_an_outage(kafka_settings):
+    """The broker would make the topic on a produce with its own default partition count; the relay
+    makes it (KAFKA_TOPIC_PARTITIONS) or says what is missing (KAFKA_CREATE_TOPICS off)."""
+    kafka_settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 1
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        provision(conn, "jane")
+    _, events = relay.claim_batch(10)
+
+    outcome = relay.produce(relay.new_producer(), events)
+
+    assert (outcome.acknowledged, [event.id for event, _ in outcome.undelivered]) == ([], [events[0].id])
+    assert TOPIC not in AdminClient({"bootstrap.servers": kafka_settings.KAFKA_BOOTSTRAP_SERVERS}).list_topics().topics
