@@ -254,12 +254,17 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
     failure = None
     try:
         producer.flush(settings.KAFKA_MESSAGE_TIMEOUT_SECONDS + 5)
-    except KafkaException as error:
+    except (KafkaException, SystemError) as error:
         # librdkafka raises the idempotent producer's fatal error out of flush() (a broker restarted
         # empty no longer knows the producer's id): what it refused meanwhile is no fault of the events.
-        if not fatal(error.args[0]):
+        # The Python client sometimes surfaces that moment as a SystemError (a call that returned
+        # without its exception): the producer is as unusable.
+        if isinstance(error, SystemError):
+            failure = KafkaError(KafkaError._FATAL, f"the Kafka client failed: {error}", fatal=True)
+        elif fatal(error.args[0]):
+            failure = error.args[0]
+        else:
             raise
-        failure = error.args[0]
         outcome.undelivered += [(event, failure) for event, _ in outcome.refused]
         outcome.refused = []
     # A report that never came (the flush ran out) is an outage too: the claim is given back.

@@ -224,8 +224,9 @@ def test_a_message_never_makes_its_topic_a_missing_topic_is_an_outage(kafka_sett
 
 class FailedForGood:
     """A producer that failed for good, as a real idempotent producer does once the broker it talks to
-    restarted empty and no longer knows its producer id: flush() raises the fatal error, and every
-    later produce() is refused with _FATAL (without librdkafka's fatal flag)."""
+    restarted empty and no longer knows its producer id: flush() raises the fatal error (or the Python
+    client's SystemError, at times, at that moment), and every later produce() is refused with _FATAL
+    (without librdkafka's fatal flag)."""
 
     def __init__(self, where: str):
         self.where = where
@@ -237,9 +238,11 @@ class FailedForGood:
     def flush(self, timeout=None):
         if self.where == "flush":
             raise KafkaException(KafkaError(KafkaError.UNKNOWN_PRODUCER_ID, "unknown producer id", fatal=True))
+        if self.where == "flush, as a SystemError":
+            raise SystemError("<method 'flush' of 'cimpl.Producer' objects> returned NULL without setting an exception")
 
 
-@pytest.mark.parametrize("where", ["flush", "produce"])
+@pytest.mark.parametrize("where", ["flush", "flush, as a SystemError", "produce"])
 def test_a_producer_failed_for_good_gives_the_batch_back_as_an_outage(kafka_settings, where):
     relay.start_stream()
     with connect(autocommit=True) as conn:
