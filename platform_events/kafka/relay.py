@@ -138,6 +138,9 @@ def producer_config() -> dict:
         "acks": "all",
         # The Java client's partitioner: another producer keyed by the account id picks the same partition.
         "partitioner": "murmur2_random",
+        # A topic is made by the relay (KAFKA_CREATE_TOPICS, KAFKA_TOPIC_PARTITIONS), never by a produce:
+        # the broker's auto-creation would give it the broker's default partition count.
+        "allow.auto.create.topics": False,
         "message.timeout.ms": settings.KAFKA_MESSAGE_TIMEOUT_SECONDS * 1000,
         "linger.ms": 5,
         # librdkafka's own lines (a refused connection during an outage) go to logging, not to stderr.
@@ -198,31 +201,38 @@ def claim_batch(size: int) -> tuple[uuid.UUID, list[Event]]:
     return claim, [Event(*row) for row in rows]
 
 
+def fatal(error: KafkaError) -> bool:
+    """The producer's own failure (its idempotence state is lost): it sends nothing more."""
+    return error.fatal() or error.code() == KafkaError._FATAL
+
+
 def produce(producer: Producer, events: list[Event]) -> Outcome:
     """Send every event and wait for each one's delivery report."""
     outcome = Outcome()
-    reported: set[uuid.UUID] = set()
+    # By position in ``events``: librdkafka may call a report while it raises a fatal error, and then
+    # no Python code (a UUID's __hash__) may run in it.
+    reported: set[int] = set()
 
-    def settle(event: Event, error: KafkaError) -> None:
-        reported.add(event.id)
-        # A fatal error is the producer's (its idempotence state is lost), not the event's: an outage
-        # for the batch, and the caller makes a new producer.
-        if error.code() in OUTAGE or error.retriable() or error.fatal():
+    def settle(position: int, event: Event, error: KafkaError) -> None:
+        reported.add(position)
+        # A fatal error is the producer's, not the event's: an outage for the batch, and the caller
+        # makes a new producer.
+        if error.code() in OUTAGE or error.retriable() or fatal(error):
             outcome.undelivered.append((event, error))
         else:
             outcome.refused.append((event, error))
 
-    def report(event: Event):
+    def report(position: int, event: Event):
         def on_delivery(error, message):
             if error is None:
-                reported.add(event.id)
+                reported.add(position)
                 outcome.acknowledged.append((event, message.partition(), message.offset()))
             else:
-                settle(event, error)
+                settle(position, event, error)
 
         return on_delivery
 
-    for event in events:
+    for position, event in enumerate(events):
         while True:
             try:
                 producer.produce(
@@ -231,7 +241,7 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
                     value=event.body.encode(),
                     headers=event.headers(),
                     timestamp=int(event.created_at.timestamp() * 1000),
-                    on_delivery=report(event),
+                    on_delivery=report(position, event),
                 )
                 break
             except BufferError:  # the local queue is full: let some reports in
@@ -239,11 +249,26 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
             except KafkaException as error:
                 # Refused before it left (larger than message.max.bytes, say): that message alone, as the
                 # broker's refusal of it would be; the batch's others go out.
-                settle(event, error.args[0])
+                settle(position, event, error.args[0])
                 break
-    producer.flush(settings.KAFKA_MESSAGE_TIMEOUT_SECONDS + 5)
+    failure = None
+    try:
+        producer.flush(settings.KAFKA_MESSAGE_TIMEOUT_SECONDS + 5)
+    except (KafkaException, SystemError) as error:
+        # librdkafka raises the idempotent producer's fatal error out of flush() (a broker restarted
+        # empty no longer knows the producer's id): what it refused meanwhile is no fault of the events.
+        # The Python client sometimes surfaces that moment as a SystemError (a call that returned
+        # without its exception): the producer is as unusable.
+        if isinstance(error, SystemError):
+            failure = KafkaError(KafkaError._FATAL, f"the Kafka client failed: {error}", fatal=True)
+        elif fatal(error.args[0]):
+            failure = error.args[0]
+        else:
+            raise
+        outcome.undelivered += [(event, failure) for event, _ in outcome.refused]
+        outcome.refused = []
     # A report that never came (the flush ran out) is an outage too: the claim is given back.
-    outcome.undelivered += [(event, None) for event in events if event.id not in reported]
+    outcome.undelivered += [(event, failure) for position, event in enumerate(events) if position not in reported]
     return outcome
 
 
@@ -285,7 +310,7 @@ def publish_batch(producer: Producer, topics: Topics, size: int | None = None) -
     if outcome.undelivered:
         topics.forget()
         first = next((error for _, error in outcome.undelivered if error is not None), None)
-        result.fatal = any(error is not None and error.fatal() for _, error in outcome.undelivered)
+        result.fatal = any(error is not None and fatal(error) for _, error in outcome.undelivered)
         result.outage = first.str() if first else "no delivery report within the message timeout"
     return result
 

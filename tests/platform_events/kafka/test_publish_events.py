@@ -1,17 +1,30 @@
-"""manage.py publish_events as processes against the real broker: several relays at once, commits that
-land out of order, a relay killed mid-batch; and the command's one-sentence refusals."""
+"""manage.py publish_events as processes against the real broker: several relays at once over
+thousands of events, commits that land out of order, a relay killed mid-batch, the broker stopped and
+started again empty; and the command's one-sentence refusals.
+
+The relay processes' tests run one after another in one xdist worker (the group below): they are the
+suite's heaviest Kafka tests, and the outage's waits must not be starved of the machine's cores. Each
+test has a broker of its own (the kafka_broker fixture is per test), so stopping one empties no other
+test's topics."""
 
 import io
+import re
 import signal
+import subprocess
 import threading
+import time
+from collections import Counter
 
 import pytest
+from confluent_kafka.admin import AdminClient
 from django.core.management import CommandError, call_command
 
 from tests.platform_events.kafka.test_relay import read_topic
 from tests.support import connect, connect_as_owner, database_url_for_tests, start_manage, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+relay_processes = pytest.mark.xdist_group("kafka_relays")
 
 ACCOUNTS = 200
 CHANGES = 4  # e-mail changes per account, after its creation
@@ -27,40 +40,92 @@ def relay_env(broker, **extra) -> dict:
     }
 
 
-def write_events_with_late_commits() -> list[tuple[str, int, str]]:
-    """ACCOUNTS accounts, then CHANGES rounds of e-mail changes; in each round the first half's
-    transaction takes its seqs first and commits after the second half's. Returns (id, seq, account)."""
+CHANGE = "UPDATE accounts SET email = 'r{round}.' || login || '@example.com' WHERE id % {writers} = {share}"
+
+
+def write_events_with_late_commits(
+    changes: int = CHANGES, writers: int = 2, long_open: dict[int, int] | None = None
+) -> list[tuple[str, int, str]]:
+    """ACCOUNTS accounts, then ``changes`` rounds of e-mail changes by ``writers`` connections, each
+    changing its share of the accounts (id % writers). In each round the writers take their seqs one
+    after another and commit in the reverse order: the seqs taken first commit last. A writer of
+    ``long_open`` (writer: rounds) keeps its transaction open over that many rounds while the others
+    commit round after round.
+    Returns (id, seq, account) of every event."""
     with connect(autocommit=True) as conn:
         conn.execute(
             "INSERT INTO accounts (email, login) SELECT 'u' || n || '@example.com', 'u' || n"
             " FROM generate_series(1, %s) n",
             [ACCOUNTS],
         )
-    for round_ in range(CHANGES):
-        with connect() as early, connect() as late:
-            change = "UPDATE accounts SET email = 'r{r}.' || login || '@example.com' WHERE id % 2 = {half}"
-            early.execute(change.format(r=round_, half=0))  # seqs taken first...
-            late.execute(change.format(r=round_, half=1))
-            late.commit()
-            early.commit()  # ...committed last
+    conns = [connect() for _ in range(writers)]
+    try:
+        for round_ in range(changes):
+            for share, conn in enumerate(conns):
+                conn.execute(CHANGE.format(round=round_, writers=writers, share=share))
+            for share in reversed(range(writers)):
+                if (round_ + 1) % (long_open or {}).get(share, 1) and round_ < changes - 1:
+                    continue  # the long-open transaction: its seqs are long taken when it commits
+                conns[share].commit()
+    finally:
+        for conn in conns:
+            conn.close()
     with connect(autocommit=True) as conn:
         return conn.execute("SELECT id::text, seq, aggregate_id FROM outbox_events ORDER BY seq").fetchall()
 
 
 def check_stream(read, events, *, duplicates_at_most: int) -> None:
-    """Every event read; each account's in seq order (the first copy of each); repeats only up to a bound."""
+    """Every event read; each account's in seq order; a repeat only right after its first copy (before
+    the account's next event), with the same key, value and headers; repeats only up to a bound."""
     seq_of = {event_id: seq for event_id, seq, _ in events}
     ids = [m["headers"]["ce_id"] for m in read]
     assert set(ids) == set(seq_of)
     assert len(ids) - len(set(ids)) <= duplicates_at_most
-    seen, last = set(), {}
+    first, last = {}, {}
     for message, event_id in zip(read, ids, strict=True):
-        if event_id in seen:
-            continue
-        seen.add(event_id)
         account = message["key"]
-        assert last.get(account, -1) < seq_of[event_id], f"account {account}: {event_id} out of order"
-        last[account] = seq_of[event_id]
+        if event_id in first:
+            assert last[account] == event_id, f"account {account}: {event_id} repeated after a later event"
+            copy = {name: message[name] for name in ("key", "body", "headers")}
+            assert copy == first[event_id], f"{event_id} repeated with another key, value or headers"
+            continue
+        first[event_id] = {name: message[name] for name in ("key", "body", "headers")}
+        if account in last:
+            assert seq_of[last[account]] < seq_of[event_id], f"account {account}: {event_id} out of order"
+        last[account] = event_id
+
+
+def check_marks(read, *, published_before: set[str] = frozenset()) -> None:
+    """Every PUBLISHED row names, by partition and offset, the message of its event that was read
+    (those of ``published_before`` excepted: marked before a broker that lost them)."""
+    at = {(m["partition"], m["offset"]): m["headers"]["ce_id"] for m in read}
+    with connect(autocommit=True) as conn:
+        marks = conn.execute(
+            "SELECT event_id::text, kafka_partition, kafka_offset FROM event_publications WHERE status = 'PUBLISHED'"
+        ).fetchall()
+    wrong = [
+        (event_id, partition, offset)
+        for event_id, partition, offset in marks
+        if event_id not in published_before and at.get((partition, offset)) != event_id
+    ]
+    assert not wrong, f"{len(wrong)} marked PUBLISHED where the broker holds no such message: {wrong[:3]}"
+
+
+def listening(log: str) -> bool:
+    """Whether the relay whose output is in the file ``log`` listens for new events."""
+    with open(log) as lines:
+        return "listening on event_publication" in lines.read()
+
+
+def published_ids() -> set[str]:
+    with connect(autocommit=True) as conn:
+        rows = conn.execute("SELECT event_id::text FROM event_publications WHERE status = 'PUBLISHED'").fetchall()
+    return {event_id for (event_id,) in rows}
+
+
+def published_count() -> int:
+    with connect(autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM event_publications WHERE status = 'PUBLISHED'").fetchone()[0]
 
 
 def all_published() -> bool:
@@ -69,47 +134,39 @@ def all_published() -> bool:
 
 
 def stop(processes) -> None:
+    """SIGTERM, and SIGKILL for a relay that did not stop (stuck on a lock in a failing test)."""
     for process in processes:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
     for process in processes:
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
 
 
-def test_four_relays_publish_every_event_once_each_account_in_order(kafka_broker, tmp_path):
-    with connect(autocommit=True) as conn:
-        conn.execute("SELECT event_stream_start()")
-    logs = [open(tmp_path / f"relay{n}.log", "w") for n in range(4)]  # noqa: SIM115
-    relays = [start_manage("publish_events", stdout=log, **relay_env(kafka_broker)) for log in logs]
-    try:
-        writer = threading.Thread(target=lambda: events.extend(write_events_with_late_commits()))
-        events: list = []
-        writer.start()
-        writer.join()
-        wait_for(all_published, timeout=120, interval=0.5, message="every event published")
-    finally:
-        stop(relays)
-        for log in logs:
-            log.close()
-
-    read = read_topic(kafka_broker.bootstrap, len(events))
-    assert len(events) == ACCOUNTS * (1 + CHANGES)
-    check_stream(read, events, duplicates_at_most=0)
-
-
-# Holds a relay's mark (the UPDATE to PUBLISHED) on an advisory lock the test holds, and fails it once
-# the test says the relay is dead: a relay killed between the broker's acknowledgement and its mark.
+# The relay processes named "held" (PGAPPNAME) have their claims logged, and their marks (the UPDATE to
+# PUBLISHED) held on an advisory lock the test holds; a mark fails once the test says the relay is dead:
+# a relay killed between the broker's acknowledgement and its mark. Other relays are left alone.
 HOLD_MARK = """
 CREATE TABLE test_mark_hold (relay_dead boolean NOT NULL);
 INSERT INTO test_mark_hold VALUES (false);
+CREATE TABLE test_held_claims (
+    n bigserial PRIMARY KEY, relay int NOT NULL DEFAULT pg_backend_pid(), claim uuid NOT NULL, event_id uuid NOT NULL
+);
 CREATE FUNCTION test_mark_hold() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
 AS $$
 BEGIN
-    IF NEW.status = 'PUBLISHED' THEN
-        PERFORM pg_advisory_xact_lock_shared(4242);
-        IF (SELECT relay_dead FROM test_mark_hold) THEN
-            RAISE EXCEPTION 'the relay was killed before its mark';
+    IF current_setting('application_name') = 'held' THEN
+        IF NEW.status = 'PUBLISHED' THEN
+            PERFORM pg_advisory_xact_lock_shared(4242);
+            IF (SELECT relay_dead FROM test_mark_hold) THEN
+                RAISE EXCEPTION 'the relay was killed before its mark';
+            END IF;
+        ELSIF NEW.claim IS NOT NULL AND NEW.claim IS DISTINCT FROM OLD.claim THEN
+            INSERT INTO test_held_claims (claim, event_id) VALUES (NEW.claim, NEW.event_id);
         END IF;
     END IF;
     RETURN NEW;
@@ -118,10 +175,79 @@ $$;
 CREATE TRIGGER test_mark_hold BEFORE UPDATE ON event_publications FOR EACH ROW EXECUTE FUNCTION test_mark_hold();
 """
 RELEASE_MARK = (
-    "DROP TRIGGER test_mark_hold ON event_publications; DROP FUNCTION test_mark_hold(); DROP TABLE test_mark_hold"
+    "DROP TRIGGER test_mark_hold ON event_publications; DROP FUNCTION test_mark_hold();"
+    " DROP TABLE test_mark_hold, test_held_claims"
 )
+# How many "held" relays wait on the test's advisory lock, their mark acknowledged and not yet made.
+HELD = """
+SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+WHERE l.locktype = 'advisory' AND NOT l.granted AND a.application_name = 'held'
+"""
+# The last claim of each "held" relay, and its events: the batches they hold while their marks wait.
+HELD_CLAIMS = "SELECT DISTINCT ON (relay) claim FROM test_held_claims ORDER BY relay, n DESC"
+HELD_BATCHES = f"SELECT event_id::text FROM test_held_claims WHERE claim IN ({HELD_CLAIMS})"
+# How many rows those claims still hold: not yet marked (nor given back).
+STILL_HELD = f"SELECT count(*) FROM event_publications WHERE claim IN ({HELD_CLAIMS})"
 
 
+def kill_held_relay(owner, process) -> None:
+    """SIGKILL the held relay and let its waiting mark fail, as the dead process's would never come."""
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    owner.execute("UPDATE test_mark_hold SET relay_dead = true")
+    owner.execute("SELECT pg_advisory_unlock(4242)")
+
+
+@relay_processes
+@pytest.mark.attack
+def test_four_relays_one_killed_mid_batch_publish_every_event_in_order_repeating_only_the_batch_it_held(
+    kafka_broker, tmp_path
+):
+    """5,000 events of 200 accounts, written by four connections whose commits land out of seq order
+    (two of them keep theirs open over eight and three rounds), while four relays publish. One relay is stopped in the
+    mark of its first batch (acknowledged, not marked), its lease lapses, and it is killed once the
+    others have published a thousand events."""
+    with connect(autocommit=True) as conn:
+        conn.execute("SELECT event_stream_start()")
+    env = relay_env(kafka_broker, KAFKA_MESSAGE_TIMEOUT_SECONDS="1", KAFKA_LEASE_SECONDS="2")
+    events: list = []
+    writer = threading.Thread(
+        target=lambda: events.extend(write_events_with_late_commits(changes=24, writers=4, long_open={0: 8, 2: 3}))
+    )
+    logs = [open(tmp_path / f"relay{n}.log", "w") for n in range(4)]  # noqa: SIM115
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute(HOLD_MARK)
+        relays = [
+            start_manage("publish_events", stdout=log, **env, PGAPPNAME="held" if n == 0 else f"relay{n}")
+            for n, log in enumerate(logs)
+        ]
+        try:
+            wait_for(lambda: all(listening(log.name) for log in logs), timeout=60, message="the relays listening")
+            owner.execute("SELECT pg_advisory_lock(4242)")
+            writer.start()
+            wait_for(lambda: owner.execute(HELD).fetchone()[0], timeout=60, message="the held relay's mark waiting")
+            wait_for(lambda: published_count() >= 1000, timeout=120, interval=0.1, message="a fifth published")
+            in_flight = {event_id for (event_id,) in owner.execute(HELD_BATCHES)}
+            kill_held_relay(owner, relays[0])
+            writer.join(timeout=120)
+            wait_for(all_published, timeout=120, interval=0.5, message="every event published after the kill")
+        finally:
+            owner.execute("SELECT pg_advisory_unlock_all()")
+            stop(relays)
+            owner.execute(RELEASE_MARK)
+            for log in logs:
+                log.close()
+
+    assert len(events) == ACCOUNTS * 25
+    assert in_flight, "the killed relay held a batch"
+    read = read_topic(kafka_broker.bootstrap, len(events) + len(in_flight))
+    check_stream(read, events, duplicates_at_most=len(in_flight))
+    copies = Counter(m["headers"]["ce_id"] for m in read)
+    assert {event_id: n for event_id, n in copies.items() if n > 1} == dict.fromkeys(in_flight, 2)
+    check_marks(read)
+
+
+@relay_processes
 def test_a_relay_killed_between_the_acknowledgement_and_its_mark_loses_nothing_and_repeats_only_that_batch(
     kafka_broker, tmp_path
 ):
@@ -133,14 +259,11 @@ def test_a_relay_killed_between_the_acknowledgement_and_its_mark_loses_nothing_a
         owner.execute(HOLD_MARK)
         try:
             owner.execute("SELECT pg_advisory_lock(4242)")
-            killed = start_manage("publish_events", stdout=log, **env)
-            held = "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-            wait_for(lambda: owner.execute(held).fetchone()[0], timeout=60, message="the relay's mark waiting")
-            killed.send_signal(signal.SIGKILL)
-            killed.wait(timeout=30)
-            owner.execute("UPDATE test_mark_hold SET relay_dead = true")
-            owner.execute("SELECT pg_advisory_unlock(4242)")
+            killed = start_manage("publish_events", stdout=log, **env, PGAPPNAME="held")
+            wait_for(lambda: owner.execute(HELD).fetchone()[0], timeout=60, message="the relay's mark waiting")
+            kill_held_relay(owner, killed)
         finally:
+            owner.execute("SELECT pg_advisory_unlock_all()")
             owner.execute(RELEASE_MARK)
         with connect(autocommit=True) as conn:
             assert conn.execute("SELECT count(*) FROM event_publications WHERE status = 'PUBLISHED'").fetchone() == (0,)
@@ -153,6 +276,75 @@ def test_a_relay_killed_between_the_acknowledgement_and_its_mark_loses_nothing_a
     read = read_topic(kafka_broker.bootstrap, len(events) + 150)
     check_stream(read, events, duplicates_at_most=150)  # the batch the killed relay held, no more
     assert len(read) - len({m["headers"]["ce_id"] for m in read}) == 150  # each of them, once more
+
+
+WAITED = re.compile(r"kafka: broker unavailable \(.*\); waited ([0-9.]+) s before trying again$")
+
+
+@relay_processes
+@pytest.mark.attack
+def test_a_broker_stopped_and_started_again_empty_holds_every_event_until_it_is_back(kafka_broker, tmp_path):
+    """Two relays over 1,000 events; the broker stops with part of them published and a batch of each
+    relay acknowledged and not yet marked; 200 more are written during the 10 s outage; it comes back
+    without its messages and topics."""
+    with connect(autocommit=True) as conn:
+        conn.execute("SELECT event_stream_start()")
+    events = write_events_with_late_commits()
+    env = relay_env(
+        kafka_broker,
+        KAFKA_BATCH_SIZE="25",
+        KAFKA_MESSAGE_TIMEOUT_SECONDS="1",
+        KAFKA_LEASE_SECONDS="2",
+        PGAPPNAME="held",
+    )
+    paths = [tmp_path / f"relay{n}.log" for n in range(2)]
+    logs = [open(path, "w") for path in paths]  # noqa: SIM115
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute(HOLD_MARK)
+        relays = [start_manage("publish_events", stdout=log, **env) for log in logs]
+        try:
+            wait_for(lambda: published_count() >= 100, timeout=60, interval=0.05, message="some published")
+            owner.execute("SELECT pg_advisory_lock(4242)")
+            wait_for(lambda: owner.execute(HELD).fetchone()[0] == 2, timeout=60, message="both relays' marks waiting")
+            with connect(autocommit=True) as conn:
+                (acknowledged,) = conn.execute(
+                    "SELECT count(*) FROM event_publications WHERE status = 'PUBLISHED' OR claim IS NOT NULL"
+                ).fetchone()
+            before = read_topic(kafka_broker.bootstrap, acknowledged)  # all the broker acknowledged so far
+            kafka_broker.process.kill()  # a crash: gone at once, and its messages and topics with it
+            kafka_broker.stop()
+            owner.execute("SELECT pg_advisory_unlock(4242)")  # the marks of what it acknowledged go through
+            wait_for(lambda: not owner.execute(STILL_HELD).fetchone()[0], timeout=60, message="the held marks made")
+            published_before = published_ids()
+            check_marks(before)  # nothing marked that the broker did not hold
+            with connect(autocommit=True) as conn:
+                conn.execute("UPDATE accounts SET email = 'outage.' || login || '@example.com'")
+            time.sleep(10)  # the outage
+            assert published_ids() == published_before  # nothing marked while no broker acknowledged anything
+            with connect(autocommit=True) as conn:
+                events = conn.execute("SELECT id::text, seq, aggregate_id FROM outbox_events ORDER BY seq").fetchall()
+            kafka_broker.start()
+            wait_for(all_published, timeout=120, interval=0.5, message="every event published after the outage")
+        finally:
+            owner.execute("SELECT pg_advisory_unlock_all()")
+            stop(relays)
+            owner.execute(RELEASE_MARK)
+            for log in logs:
+                log.close()
+
+    assert len(events) == ACCOUNTS * (2 + CHANGES)
+    assert 0 < len(published_before) < ACCOUNTS * (1 + CHANGES), "the outage came with events still to publish"
+    due = [event for event in events if event[0] not in published_before]
+    read = read_topic(kafka_broker.bootstrap, len(due))
+    check_stream(read, due, duplicates_at_most=0)  # every one of them, once, each account's in order
+    check_marks(read, published_before=published_before)
+    topics = AdminClient({"bootstrap.servers": kafka_broker.bootstrap}).list_topics(timeout=10).topics
+    assert len(topics["lifecycle.account"].partitions) == 3  # made again by a relay, not by a produce
+    for path in paths:
+        log = path.read_text()
+        assert "Traceback" not in log
+        waits = [float(match[1]) for line in log.splitlines() if (match := WAITED.search(line))]
+        assert len(waits) >= 2 and waits[-1] > waits[0], f"no backoff in {log}"
 
 
 def test_without_a_broker_configured_the_command_says_so(settings):

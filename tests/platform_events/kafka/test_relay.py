@@ -5,7 +5,7 @@ outage and published after it."""
 import json
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from django.db import connection
 
@@ -205,3 +205,53 @@ def test_a_ca_file_that_holds_no_certificate_is_one_sentence(settings, tmp_path)
     settings.KAFKA_SECURITY = {"security.protocol": "ssl", "ssl.ca.location": str(tmp_path / "ca.pem")}
     with pytest.raises(relay.ClientRefused, match=r"^The Kafka client refused its configuration: .*ssl\.ca\.location"):
         relay.new_producer()
+
+
+def test_a_message_never_makes_its_topic_a_missing_topic_is_an_outage(kafka_settings):
+    """The broker would make the topic on a produce with its own default partition count; the relay
+    makes it (KAFKA_TOPIC_PARTITIONS) or says what is missing (KAFKA_CREATE_TOPICS off)."""
+    kafka_settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 1
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        provision(conn, "jane")
+    _, events = relay.claim_batch(10)
+
+    outcome = relay.produce(relay.new_producer(), events)
+
+    assert (outcome.acknowledged, [event.id for event, _ in outcome.undelivered]) == ([], [events[0].id])
+    assert TOPIC not in AdminClient({"bootstrap.servers": kafka_settings.KAFKA_BOOTSTRAP_SERVERS}).list_topics().topics
+
+
+class FailedForGood:
+    """A producer that failed for good, as a real idempotent producer does once the broker it talks to
+    restarted empty and no longer knows its producer id: flush() raises the fatal error (or the Python
+    client's SystemError, at times, at that moment), and every later produce() is refused with _FATAL
+    (without librdkafka's fatal flag)."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def produce(self, *args, **kwargs):
+        if self.where == "produce":
+            raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error"))
+
+    def flush(self, timeout=None):
+        if self.where == "flush":
+            raise KafkaException(KafkaError(KafkaError.UNKNOWN_PRODUCER_ID, "unknown producer id", fatal=True))
+        if self.where == "flush, as a SystemError":
+            raise SystemError("<method 'flush' of 'cimpl.Producer' objects> returned NULL without setting an exception")
+
+
+@pytest.mark.parametrize("where", ["flush", "flush, as a SystemError", "produce"])
+def test_a_producer_failed_for_good_gives_the_batch_back_as_an_outage(kafka_settings, where):
+    relay.start_stream()
+    with connect(autocommit=True) as conn:
+        provision(conn, "jane")
+        provision(conn, "john")
+
+    result = relay.publish(producer=FailedForGood(where))
+
+    assert (result.claimed, result.published, result.refused, result.fatal) == (2, 0, 0, True)
+    with connect(autocommit=True) as conn:
+        states = conn.execute("SELECT status, attempts, claim FROM event_publications ORDER BY event_seq").fetchall()
+    assert states == [("PENDING", 0, None)] * 2  # no attempt counted, the claims given back
