@@ -56,6 +56,9 @@ def test_the_documented_consumer_handles_each_event_once_and_skips_a_repeat(sett
         lambda event_type, body: handled.append((event_type, body["data"]["login"])),
         seen,
         stop=lambda: seen.asked >= 3,
+        # With librdkafka's default session timeout (45 s) the test broker takes some 20 s to let a
+        # consumer join its group; with a short one, a few seconds.
+        **{"session.timeout.ms": 6000, "heartbeat.interval.ms": 500},
     )
     assert sorted(handled) == [("account.created", "c1"), ("account.created", "c2")]
     assert seen.asked == 3
