@@ -206,6 +206,24 @@ def fatal(error: KafkaError) -> bool:
     return error.fatal() or error.code() == KafkaError._FATAL
 
 
+def send(producer: Producer, event: Event, on_delivery) -> None:
+    """Queue one event's message (topic, key, the webhook body, ce_* headers, its time); when the
+    local queue is full, let some delivery reports in first."""
+    while True:
+        try:
+            producer.produce(
+                event.topic(),
+                key=event.aggregate_id.encode(),
+                value=event.body.encode(),
+                headers=event.headers(),
+                timestamp=int(event.created_at.timestamp() * 1000),
+                on_delivery=on_delivery,
+            )
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
 def produce(producer: Producer, events: list[Event]) -> Outcome:
     """Send every event and wait for each one's delivery report."""
     outcome = Outcome()
@@ -233,24 +251,12 @@ def produce(producer: Producer, events: list[Event]) -> Outcome:
         return on_delivery
 
     for position, event in enumerate(events):
-        while True:
-            try:
-                producer.produce(
-                    event.topic(),
-                    key=event.aggregate_id.encode(),
-                    value=event.body.encode(),
-                    headers=event.headers(),
-                    timestamp=int(event.created_at.timestamp() * 1000),
-                    on_delivery=report(position, event),
-                )
-                break
-            except BufferError:  # the local queue is full: let some reports in
-                producer.poll(0.1)
-            except KafkaException as error:
-                # Refused before it left (larger than message.max.bytes, say): that message alone, as the
-                # broker's refusal of it would be; the batch's others go out.
-                settle(position, event, error.args[0])
-                break
+        try:
+            send(producer, event, report(position, event))
+        except KafkaException as error:
+            # Refused before it left (larger than message.max.bytes, say): that message alone, as the
+            # broker's refusal of it would be; the batch's others go out.
+            settle(position, event, error.args[0])
     failure = None
     try:
         producer.flush(settings.KAFKA_MESSAGE_TIMEOUT_SECONDS + 5)

@@ -190,6 +190,15 @@ HELD_BATCHES = f"SELECT event_id::text FROM test_held_claims WHERE claim IN ({HE
 STILL_HELD = f"SELECT count(*) FROM event_publications WHERE claim IN ({HELD_CLAIMS})"
 
 
+def release_held_relay(owner, relays, logs) -> None:
+    """After the test, also when it failed: the held mark let go, every relay stopped, the hold removed."""
+    owner.execute("SELECT pg_advisory_unlock_all()")
+    stop(relays)
+    owner.execute(RELEASE_MARK)
+    for log in logs:
+        log.close()
+
+
 def kill_held_relay(owner, process) -> None:
     """SIGKILL the held relay and let its waiting mark fail, as the dead process's would never come."""
     process.send_signal(signal.SIGKILL)
@@ -232,11 +241,7 @@ def test_four_relays_one_killed_mid_batch_publish_every_event_in_order_repeating
             writer.join(timeout=120)
             wait_for(all_published, timeout=120, interval=0.5, message="every event published after the kill")
         finally:
-            owner.execute("SELECT pg_advisory_unlock_all()")
-            stop(relays)
-            owner.execute(RELEASE_MARK)
-            for log in logs:
-                log.close()
+            release_held_relay(owner, relays, logs)
 
     assert len(events) == ACCOUNTS * 25
     assert in_flight, "the killed relay held a batch"
@@ -326,11 +331,7 @@ def test_a_broker_stopped_and_started_again_empty_holds_every_event_until_it_is_
             kafka_broker.start()
             wait_for(all_published, timeout=120, interval=0.5, message="every event published after the outage")
         finally:
-            owner.execute("SELECT pg_advisory_unlock_all()")
-            stop(relays)
-            owner.execute(RELEASE_MARK)
-            for log in logs:
-                log.close()
+            release_held_relay(owner, relays, logs)
 
     assert len(events) == ACCOUNTS * (2 + CHANGES)
     assert 0 < len(published_before) < ACCOUNTS * (1 + CHANGES), "the outage came with events still to publish"
@@ -429,20 +430,12 @@ def test_a_period_needs_a_valid_start(settings, kafka_broker):
         call_command("publish_events", "--since", "2030-01-01")
 
 
-@pytest.fixture
-def relay_settings(settings, kafka_broker):
-    settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
-    settings.KAFKA_TOPIC_PARTITIONS = 1
-    settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 3
-    return settings
-
-
 def pending() -> int:
     with connect(autocommit=True) as conn:
         return conn.execute("SELECT count(*) FROM event_publications WHERE status = 'PENDING'").fetchone()[0]
 
 
-def test_a_running_relay_looks_its_topics_up_once_not_at_every_pass(relay_settings, monkeypatch):
+def test_a_running_relay_looks_its_topics_up_once_not_at_every_pass(kafka_settings, monkeypatch):
     """Each wake-up would otherwise open an admin connection to the broker (some 50 ms of latency)."""
     from platform_events.kafka import relay
     from platform_events.management.commands.publish_events import Relay
@@ -465,7 +458,7 @@ def test_a_running_relay_looks_its_topics_up_once_not_at_every_pass(relay_settin
     assert len(lookups) == 1
 
 
-def test_a_relay_whose_broker_came_back_empty_publishes_again(relay_settings, kafka_broker):
+def test_a_relay_whose_broker_came_back_empty_publishes_again(kafka_settings, kafka_broker):
     """librdkafka's producer that lived through the outage stays stuck once the broker is back empty
     (its every message timed out): the relay starts a new one after an outage."""
     from platform_events.kafka import relay

@@ -18,14 +18,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TOPIC = "lifecycle.account"
 
 
-@pytest.fixture
-def kafka_settings(settings, kafka_broker):
-    settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
-    settings.KAFKA_TOPIC_PARTITIONS = 3
-    settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 3
-    return settings
-
-
 def read_topic(bootstrap: str, expected: int, topic: str = TOPIC, wait_rounds: int = 50) -> list[dict]:
     """Every message of the topic, oldest first per partition (partitions assigned: no group join); none
     when the topic is not there yet."""

@@ -21,14 +21,6 @@ from tests.support import analyze, connect, connect_as_owner
 pytestmark = [pytest.mark.attack, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def kafka_settings(settings, kafka_broker):
-    settings.KAFKA_BOOTSTRAP_SERVERS = kafka_broker.bootstrap
-    settings.KAFKA_TOPIC_PARTITIONS = 3
-    settings.KAFKA_MESSAGE_TIMEOUT_SECONDS = 3
-    return settings
-
-
 def append(conn, aggregate_id: str, data: dict, event_type: str = "account.updated") -> None:
     """An event as the database's triggers append it (outbox_append_many(), the owner's)."""
     conn.execute(
