@@ -21,6 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -29,30 +30,76 @@ from django.db import DatabaseError, connection
 
 logger = logging.getLogger(__name__)
 
+# Walks the due index (which leaves parked events out) in seq order, taking up to ``size`` rows no
+# other relay holds; of those, claims each with no earlier unpublished event of its account and parks
+# the others. Returns the claimed events, then one row with how many were parked (its id NULL).
 CLAIM = """
-WITH due AS (
-    SELECT p.event_id FROM event_publications p
-    WHERE p.status = 'PENDING' AND p.next_attempt_at <= now()
+WITH walked AS MATERIALIZED (
+    SELECT p.ctid AS row_id, (
+        -- Not EXISTS: the planner may answer an EXISTS by a seq scan it expects to stop early (when one
+        -- account has most of the rows); ordered, it takes event_publications_order.
+        SELECT earlier.event_seq FROM event_publications earlier
+        WHERE earlier.ordering_key = p.ordering_key AND earlier.event_seq < p.event_seq
+          AND earlier.status = 'PENDING'
+        ORDER BY earlier.event_seq DESC LIMIT 1) IS NOT NULL AS held
+    FROM event_publications p
+    WHERE p.status = 'PENDING' AND NOT p.parked AND p.next_attempt_at <= now()
       AND (p.lease_until IS NULL OR p.lease_until < now())
-      AND NOT EXISTS (
-          SELECT FROM event_publications earlier
-          WHERE earlier.ordering_key = p.ordering_key AND earlier.event_seq < p.event_seq
-            AND earlier.status = 'PENDING')
     ORDER BY p.event_seq
     LIMIT %(size)s
     FOR UPDATE OF p SKIP LOCKED
+), parked AS (
+    UPDATE event_publications p SET parked = true
+    WHERE p.ctid = ANY(ARRAY(SELECT row_id FROM walked WHERE held))
+    RETURNING 1
+), claimed AS (
+    UPDATE event_publications p SET claim = %(claim)s, lease_until = now() + %(lease)s
+    WHERE p.ctid = ANY(ARRAY(SELECT row_id FROM walked WHERE NOT held))
+    RETURNING p.event_id
 )
-UPDATE event_publications p SET claim = %(claim)s, lease_until = now() + %(lease)s
-FROM due, outbox_events e
-WHERE p.event_id = due.event_id AND e.id = p.event_id
-RETURNING p.event_id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.created_at, e.payload::text
+SELECT e.id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type, e.created_at, e.payload::text
+FROM claimed JOIN outbox_events e ON e.id = claimed.event_id
+UNION ALL
+SELECT NULL, count(*), NULL, NULL, NULL, NULL, NULL FROM parked
 """
 
+# Marks what the broker acknowledged (only rows this claim holds), and unparks the first parked event
+# of each account published. Returns how many were marked.
 MARK = """
-UPDATE event_publications p SET status = 'PUBLISHED', published_at = now(), kafka_partition = a.partition,
-    kafka_offset = a.kafka_offset, claim = NULL, lease_until = NULL
-FROM jsonb_to_recordset(%s::jsonb) AS a(event_id uuid, partition int, kafka_offset bigint)
-WHERE p.event_id = a.event_id AND p.claim = %s
+WITH acknowledged AS (
+    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS a(event_id uuid, partition int, kafka_offset bigint)
+), marked AS (
+    UPDATE event_publications p SET status = 'PUBLISHED', published_at = now(), kafka_partition = a.partition,
+        kafka_offset = a.kafka_offset, claim = NULL, lease_until = NULL, parked = false
+    FROM acknowledged a
+    WHERE p.event_id = a.event_id AND p.claim = %(claim)s
+    RETURNING p.ordering_key
+), unparked AS (
+    UPDATE event_publications n SET parked = false
+    WHERE n.ctid = ANY(ARRAY(
+        SELECT (SELECT x.ctid FROM event_publications x
+                WHERE x.ordering_key = m.ordering_key AND x.status = 'PENDING' AND x.parked
+                ORDER BY x.event_seq LIMIT 1)
+        FROM marked m))
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM unparked)
+"""
+
+# The first parked event of an account with no earlier unpublished one is due: unpark it.
+SWEEP = """
+UPDATE event_publications p SET parked = false
+WHERE p.ctid = ANY(ARRAY(
+    SELECT first.row_id FROM (
+        SELECT DISTINCT ON (ordering_key) ctid AS row_id, ordering_key, event_seq FROM event_publications
+        WHERE status = 'PENDING' AND parked
+        ORDER BY ordering_key, event_seq
+    ) first
+    WHERE NOT EXISTS (
+        SELECT FROM event_publications earlier
+        WHERE earlier.ordering_key = first.ordering_key AND earlier.event_seq < first.event_seq
+          AND earlier.status = 'PENDING')))
+  AND p.parked
 """
 
 RELEASE = "UPDATE event_publications SET claim = NULL, lease_until = NULL WHERE event_id = ANY(%s) AND claim = %s"
@@ -114,6 +161,7 @@ class BatchResult:
     published: int = 0
     refused: int = 0
     lost_claims: int = 0  # acknowledged, but another relay took the claim over meanwhile
+    parked: int = 0  # walked past by the claim, held back by an earlier event of the account
     outage: str | None = None  # the broker's error when the batch was given back
     fatal: bool = False  # the producer can send no more: replace it
 
@@ -196,12 +244,25 @@ class Topics:
         self.known |= missing
 
 
-def claim_batch(size: int) -> tuple[uuid.UUID, list[Event]]:
+class Claimed(NamedTuple):
+    claim: uuid.UUID
+    events: list[Event]
+    parked: int
+
+
+def claim_batch(size: int) -> Claimed:
     claim = uuid.uuid4()
     with connection.cursor() as cursor:
         cursor.execute(CLAIM, {"size": size, "claim": claim, "lease": timedelta(seconds=settings.KAFKA_LEASE_SECONDS)})
-        rows = cursor.fetchall()
-    return claim, [Event(*row) for row in rows]
+        *rows, (_, parked, *_) = cursor.fetchall()
+    return Claimed(claim, [Event(*row) for row in rows], parked)
+
+
+def sweep() -> int:
+    """Unpark each account's first parked event that nothing holds back any more; how many."""
+    with connection.cursor() as cursor:
+        cursor.execute(SWEEP)
+        return cursor.rowcount
 
 
 def fatal(error: KafkaError) -> bool:
@@ -289,9 +350,10 @@ def record(claim: uuid.UUID, outcome: Outcome, result: BatchResult) -> None:
                 {"event_id": str(event.id), "partition": partition, "kafka_offset": offset}
                 for event, partition, offset in outcome.acknowledged
             ]
-            cursor.execute(MARK, [json.dumps(rows), claim])
-            result.published += cursor.rowcount
-            result.lost_claims += len(rows) - cursor.rowcount
+            cursor.execute(MARK, {"rows": json.dumps(rows), "claim": claim})
+            marked, _ = cursor.fetchone()
+            result.published += marked
+            result.lost_claims += len(rows) - marked
         for event, error in outcome.refused:
             cursor.execute(REFUSED, [f"{error.name()}: {error.str()}", event.id, claim])
             result.refused += cursor.rowcount
@@ -303,7 +365,7 @@ def record(claim: uuid.UUID, outcome: Outcome, result: BatchResult) -> None:
 def publish_batch(producer: Producer, topics: Topics, size: int | None = None) -> BatchResult:
     """Claim one batch, produce it, record what the broker said."""
     result = BatchResult()
-    claim, events = claim_batch(size or settings.KAFKA_BATCH_SIZE)
+    claim, events, result.parked = claim_batch(size or settings.KAFKA_BATCH_SIZE)
     result.claimed = len(events)
     if not events:
         return result
@@ -380,6 +442,11 @@ def _sentence(error: DatabaseError) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
+# A pass sweeps when it starts and then every so many batches, so that under a steady load an event
+# parked by a race still becomes due within a few seconds.
+SWEEP_EVERY = 100
+
+
 def publish(
     *, max_batches: int | None = None, producer: Producer | None = None, topics: Topics | None = None
 ) -> BatchResult:
@@ -398,14 +465,16 @@ def publish(
     total = BatchResult()
     batches = 0
     while max_batches is None or batches < max_batches:
+        if batches % SWEEP_EVERY == 0:
+            sweep()
         result = publish_batch(producer, topics)
         batches += 1
-        for name in ("claimed", "published", "refused", "lost_claims"):
+        for name in ("claimed", "published", "refused", "lost_claims", "parked"):
             setattr(total, name, getattr(total, name) + getattr(result, name))
         if result.outage:
             total.outage, total.fatal = result.outage, result.fatal
             break
-        if result.claimed == 0:
+        if result.claimed == 0 and result.parked == 0:
             break
     return total
 

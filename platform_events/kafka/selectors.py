@@ -3,8 +3,9 @@ figures /metrics shows, and one event's publication for the admin. Nothing here 
 moves are relay.py's, and the runtime role may only read the table otherwise.
 
 Each figure costs what waits or what was published lately, never every publication kept: the
-unpublished rows through their partial index (event_publications_due), the recent ones through
-event_publications_published_at (platform_events/sql/0023_kafka_metrics.sql)."""
+unpublished rows through their partial indexes (event_publications_order counts them all, parked or
+not; event_publications_due finds the oldest), the recent ones through event_publications_published_at
+(platform_events/sql/0023_kafka_metrics.sql)."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -15,7 +16,7 @@ FIGURES = """
 SELECT
     (SELECT count(*) FROM (SELECT FROM event_publications WHERE status = 'PENDING' LIMIT %(up_to)s) pending),
     (SELECT e.created_at FROM event_publications p JOIN outbox_events e ON e.id = p.event_id
-     WHERE p.status = 'PENDING' ORDER BY p.event_seq LIMIT 1),
+     WHERE p.status = 'PENDING' AND NOT p.parked ORDER BY p.event_seq LIMIT 1),
     (SELECT count(*) FROM (SELECT FROM event_publications
                            WHERE status = 'PUBLISHED' AND published_at >= now() - %(window)s
                            LIMIT %(up_to)s) recent)
@@ -37,8 +38,9 @@ def stream_figures(*, up_to: int, window: timedelta) -> StreamFigures:
     """The relay's figures; all zero while the stream is off (stopping it drops what was unpublished).
 
     The oldest unpublished event is the one with the lowest seq, the first the relays claim: found
-    through the partial index in one row, and at least as old as any other waiting (a seq is taken
-    when an event is written), a period being published included."""
+    through the due index in one row, and at least as old as any other waiting (a seq is taken
+    when an event is written), a period being published included. A parked event is never the
+    oldest: an earlier one of its account waits, unparked (a park by a race lasts until the sweep)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT EXISTS (SELECT FROM event_stream)")
         if not cursor.fetchone()[0]:
@@ -60,6 +62,7 @@ class Publication:
     published_at: datetime | None
     partition: int | None
     offset: int | None
+    held_back_by: int | None = None  # the seq of the account's first unpublished event, when earlier
 
 
 def publication_of(event_id) -> Publication | None:
@@ -67,11 +70,15 @@ def publication_of(event_id) -> Publication | None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT status, attempts, next_attempt_at, lease_until > now(), last_error, published_at,"
-            " kafka_partition, kafka_offset FROM event_publications WHERE event_id = %s",
+            " kafka_partition, kafka_offset,"
+            " (SELECT min(earlier.event_seq) FROM event_publications earlier"
+            "  WHERE earlier.ordering_key = p.ordering_key AND earlier.event_seq < p.event_seq"
+            "    AND earlier.status = 'PENDING' AND p.status = 'PENDING')"
+            " FROM event_publications p WHERE event_id = %s",
             [event_id],
         )
         row = cursor.fetchone()
     if row is None:
         return None
-    status, attempts, next_attempt_at, claimed, last_error, published_at, partition, offset = row
-    return Publication(status, attempts, next_attempt_at, bool(claimed), last_error, published_at, partition, offset)
+    status, attempts, next_attempt_at, claimed, *rest = row
+    return Publication(status, attempts, next_attempt_at, bool(claimed), *rest)

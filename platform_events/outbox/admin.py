@@ -170,6 +170,8 @@ def publication_table(event: OutboxEvent, publication: Publication) -> str:
     if publication.status != "PUBLISHED":
         if publication.claimed:
             due = "a relay is sending it now"
+        elif publication.held_back_by is not None:
+            due = f"after the account's earlier event #{publication.held_back_by}, still unpublished"
         elif publication.next_attempt_at <= timezone.now():
             due = "due now, for the next relay to claim"
         else:

@@ -18,6 +18,8 @@ LINES = (
     "commit -> consumer, publish_events",
     "claim of 100 due events with 3,000 kept:",
     "claim of 100, rolled back",
+    "claim of 100 before any parking, rolled back",
+    "claim of 100 once parked, rolled back",
     "Update on event_publications",
     "one account with 30 unpublished events, then 100 events of 100 accounts:",
     "drained in 30 batches",

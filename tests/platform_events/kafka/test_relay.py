@@ -3,6 +3,7 @@ order, with the CloudEvents headers; marked only with the broker's acknowledgeme
 outage and published after it."""
 
 import json
+from unittest import mock
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -11,7 +12,7 @@ from django.db import connection
 
 from platform_events.kafka import relay
 from tests.platform_events.outbox.test_triggers import activate, provision
-from tests.support import connect
+from tests.support import connect, connect_as_owner
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -139,11 +140,95 @@ def test_a_claim_skips_the_rows_another_relay_is_claiming_instead_of_waiting_for
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '2s'")
         try:
-            _, events = relay.claim_batch(10)
+            events = relay.claim_batch(10).events
         finally:
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
     assert [event.aggregate_id for event in events] == [str(john)]
+
+
+def append_events(aggregate_id: str, count: int) -> None:
+    """``count`` events of one account, as the database's triggers append them (the owner's function)."""
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute(
+            "SELECT outbox_append_many('account', array_fill(%s::text, ARRAY[%s]), 'account.updated',"
+            " array_fill('{}'::jsonb, ARRAY[%s]))",
+            [aggregate_id, count, count],
+        )
+
+
+def parked_seqs() -> list[int]:
+    with connect(autocommit=True) as conn:
+        return [seq for (seq,) in conn.execute("SELECT event_seq FROM event_publications WHERE parked ORDER BY 1")]
+
+
+def seqs_of(aggregate_id: str) -> list[int]:
+    with connect(autocommit=True) as conn:
+        return [
+            seq
+            for (seq,) in conn.execute(
+                "SELECT event_seq FROM event_publications WHERE ordering_key = 'account:' || %s ORDER BY 1",
+                [aggregate_id],
+            )
+        ]
+
+
+def acknowledge(claimed: relay.Claimed, *events: relay.Event) -> relay.BatchResult:
+    """What the relay records when the broker acknowledged ``events`` of the claim."""
+    result = relay.BatchResult()
+    relay.record(claimed.claim, relay.Outcome(acknowledged=[(e, 0, n) for n, e in enumerate(events)]), result)
+    return result
+
+
+def test_a_claim_parks_what_it_walks_past_held_back_and_each_mark_unparks_the_accounts_next():
+    relay.start_stream()
+    append_events("busy", 3)
+    with connect(autocommit=True) as conn:
+        jane = provision(conn, "jane")
+    first, second, third = seqs_of("busy")
+
+    claimed = relay.claim_batch(10)
+
+    assert [e.aggregate_id for e in claimed.events] == ["busy", str(jane)]
+    assert claimed.parked == 2 and parked_seqs() == [second, third]
+    assert relay.claim_batch(10) == (mock.ANY, [], 0)  # nothing left to walk past again
+
+    assert acknowledge(claimed, claimed.events[0]).published == 1
+    assert parked_seqs() == [third]  # the account's next is due, the one after it still waits
+    (later,) = relay.claim_batch(10).events
+    assert later.seq == second
+    acknowledge(relay.Claimed(claimed.claim, [], 0), later)  # another claim's mark changes nothing
+    assert parked_seqs() == [third]
+
+
+def test_the_sweep_unparks_an_accounts_first_parked_event_and_no_other():
+    """A park the mark cannot see (made while the event holding it back was being marked, by another
+    relay), or made by hand: the sweep finds it."""
+    relay.start_stream()
+    append_events("busy", 2)
+    with connect(autocommit=True) as conn:
+        conn.execute("UPDATE event_publications SET parked = true")  # the runtime role's own UPDATE
+    assert relay.claim_batch(10).events == []
+
+    first, second = seqs_of("busy")
+
+    assert relay.sweep() == 1
+    assert parked_seqs() == [second]
+    assert [e.seq for e in relay.claim_batch(10).events] == [first]
+    assert relay.sweep() == 0  # the second still waits behind the first, claimed
+
+
+def test_a_pass_sweeps_first_and_the_parked_events_go_out_in_order(kafka_settings):
+    relay.start_stream()
+    append_events("busy", 3)
+    with connect(autocommit=True) as conn:
+        conn.execute("UPDATE event_publications SET parked = true")
+
+    result = relay.publish()
+
+    assert (result.published, result.outage) == (3, None)
+    read = read_topic(kafka_settings.KAFKA_BOOTSTRAP_SERVERS, 3)
+    assert [int(m["headers"]["ce_sequence"]) for m in read] == sorted(int(m["headers"]["ce_sequence"]) for m in read)
 
 
 def self_signed_pem(tmp_path) -> str:
@@ -206,7 +291,7 @@ def test_a_message_never_makes_its_topic_a_missing_topic_is_an_outage(kafka_sett
     relay.start_stream()
     with connect(autocommit=True) as conn:
         provision(conn, "jane")
-    _, events = relay.claim_batch(10)
+    events = relay.claim_batch(10).events
 
     outcome = relay.produce(relay.new_producer(), events)
 

@@ -122,6 +122,20 @@ def test_an_events_page_shows_its_publication_beside_its_deliveries(published_an
 
 
 @pytest.mark.django_db
+def test_an_event_held_back_by_its_accounts_earlier_one_says_which(admin_client):
+    start_stream()
+    account = AccountFactory()
+    account.status = "active"
+    account.save()
+    created, activated = OutboxEvent.objects.order_by("seq")
+    page = unescape(admin_client.get(event_page(activated)).content.decode())
+    assert f"after the account's earlier event #{created.seq}, still unpublished" in page
+    claim_and_publish([created.id], partition=0, first_offset=0)
+    page = unescape(admin_client.get(event_page(activated)).content.decode())
+    assert "due now, for the next relay to claim" in page
+
+
+@pytest.mark.django_db
 def test_an_event_written_while_publication_was_off_shows_no_publication(admin_client):
     AccountFactory()
     page = admin_client.get(event_page(OutboxEvent.objects.get())).content.decode()
