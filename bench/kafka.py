@@ -8,8 +8,10 @@ Prints, in one run:
 - the relay's publishing rate (claim, produce, wait for the acknowledgements, mark) against a bare
   confluent-kafka producer sending the very same messages (topic, key, value, headers, timestamp) to
   the same broker with the same producer settings (idempotent, acks=all), ``--repeat`` rounds measured
-  back to back: each side's median and their ratio (the aim is at least 0.7); and the relay with the
-  broker stubbed out (claim and mark alone: the most the relay can reach on this database);
+  back to back: each side's median and their ratio (the aim is at least 0.7); the CPU time each side
+  costs the machine per event (this process, the relay's PostgreSQL backend, the broker: Linux /proc),
+  which the waits do not move; and the relay with the broker stubbed out (claim and mark alone: the
+  most the relay can reach on this database);
 - latency from the commit of a new account to a consumer reading its event, with
   ``manage.py publish_events`` running (woken by NOTIFY), accounts committed one at a time;
 - the claim of 100 due events with ``--kept`` events kept (most published, some due), each claim
@@ -20,6 +22,7 @@ Prints, in one run:
 """
 
 import argparse
+import os
 import statistics
 import sys
 import threading
@@ -122,9 +125,40 @@ def stubbed_rate(count: int) -> float:
         relay.produce = real_produce
 
 
-def publishing(events: int, repeat: int) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process of this machine has used (Linux /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuUse:
+    """The CPU time used while the block runs by this process (Python and librdkafka's threads), the
+    runtime connection's PostgreSQL backend and the broker: what a side costs the machine, waits aside."""
+
+    PARTS = ("python", "postgres", "broker")
+
+    def __init__(self, broker_pid: int):
+        self.broker_pid = broker_pid
+
+    def now(self) -> dict[str, float]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+        return {"python": time.process_time(), "postgres": cpu_seconds(backend), "broker": cpu_seconds(self.broker_pid)}
+
+    def __enter__(self) -> "CpuUse":
+        self.started = self.now()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        ended = self.now()
+        self.used = {part: ended[part] - self.started[part] for part in self.PARTS}
+
+
+def publishing(events: int, repeat: int, broker_pid: int) -> None:
     print(f"relay: {events:,} events of {events:,} accounts, batches of {settings.KAFKA_BATCH_SIZE}")
     rounds = []
+    cpu = {"relay": [], "bare": []}
     for round_ in range(repeat):
         queue(events)
         messages = kept_events()
@@ -133,10 +167,12 @@ def publishing(events: int, repeat: int) -> None:
         for name in ("relay", "bare") if round_ % 2 == 0 else ("bare", "relay"):
             producer = relay.new_producer()
             producer.list_topics(timeout=10)  # connected before the clock starts, on both sides
-            if name == "relay":
-                rates[name] = relay_rate(events, producer)
-            else:
-                rates[name] = bare_rate(messages, producer)
+            with CpuUse(broker_pid) as use:
+                if name == "relay":
+                    rates[name] = relay_rate(events, producer)
+                else:
+                    rates[name] = bare_rate(messages, producer)
+            cpu[name].append(use.used)
         ours, bare = rates["relay"], rates["bare"]
         rounds.append((ours / bare, ours, bare))
         print(f"  round {round_ + 1}: relay {ours:8,.0f}/s, bare producer {bare:8,.0f}/s ({ours / bare:.2f}x)")
@@ -147,6 +183,18 @@ def publishing(events: int, repeat: int) -> None:
     print(
         f"bare confluent-kafka producer      {bare:9,.0f} messages/s     relay / bare = {ours / bare:.2f}x"
         f" (medians; rounds {ratios[0]:.2f}-{ratios[-1]:.2f}x)"
+    )
+    totals = {}
+    for name, label in (("relay", "relay"), ("bare", "bare producer")):
+        parts = {part: statistics.median(u[part] for u in cpu[name]) * 1e6 / events for part in CpuUse.PARTS}
+        totals[name] = sum(parts.values())
+        print(
+            f"CPU an event, {label + ':':14} {totals[name]:6.1f} µs (medians: Python and librdkafka"
+            f" {parts['python']:.1f}, PostgreSQL backend {parts['postgres']:.1f}, broker {parts['broker']:.1f})"
+        )
+    print(
+        f"  bare / relay CPU = {totals['bare'] / totals['relay']:.2f}x: the relay's rate over the bare producer's"
+        " where both are bound by the CPU"
     )
     queue(events)
     stubbed = stubbed_rate(events)
@@ -375,7 +423,7 @@ def main() -> None:
             print(cursor.fetchone()[0].split(" on ")[0], f"- broker Tansu (in memory) at {broker.bootstrap}")
         relay.start_stream()
         if "rate" in parts:
-            publishing(args.events, args.repeat)
+            publishing(args.events, args.repeat, broker.process.pid)
         if "latency" in parts:
             latency(args.latency_samples)
         if "claim" in parts:

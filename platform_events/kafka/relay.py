@@ -191,8 +191,8 @@ def producer_config() -> dict:
         "allow.auto.create.topics": False,
         "message.timeout.ms": settings.KAFKA_MESSAGE_TIMEOUT_SECONDS * 1000,
         "linger.ms": 5,
-        # A request goes out whole at once: with Nagle's algorithm on, a small request can wait for the
-        # broker's delayed ACK (40 ms on Linux), and the relay sat idle for most of a batch.
+        # A request goes out at once: with Nagle's algorithm on, a small request can wait for the broker's
+        # (delayed, up to 40 ms on Linux) ACK of the one before it.
         "socket.nagle.disable": True,
         # librdkafka's own lines (a refused connection during an outage) go to logging, not to stderr.
         "logger": logging.getLogger("platform_events.kafka.librdkafka"),

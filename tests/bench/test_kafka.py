@@ -15,6 +15,8 @@ LINES = (
     "relay to the broker",
     "bare confluent-kafka producer",
     "claim + mark, broker stubbed",
+    "CPU an event, relay:",
+    "CPU an event, bare producer:",
     "commit -> consumer, publish_events",
     "claim of 100 due events with 3,000 kept:",
     "claim of 100, rolled back",
