@@ -1,6 +1,6 @@
 """An event's publication to Kafka in a real browser: an Integrator lists the events still waiting for
-the relay, opens one the broker refused and one it published, and reads where each went or why it
-waits, beside the event's deliveries.
+the relay, opens one the broker refused, one it published and one held back by its account's earlier
+event, and reads where each went or why it waits, beside the event's deliveries.
 
 With SCREENSHOTS set, each page is also saved there at 1366×768."""
 
@@ -20,6 +20,10 @@ def test_an_integrator_reads_each_events_publication(browser, live_server, setti
     start_stream()
     AccountFactory.create_batch(3)
     published, refused, _ = OutboxEvent.objects.order_by("seq")
+    later = AccountFactory()
+    later.status = "active"
+    later.save()  # its activation waits for its creation to be published
+    created, activated = OutboxEvent.objects.filter(aggregate_id=str(later.pk)).order_by("seq")
     claim_and_publish([published.id], partition=4, first_offset=1207)
     refuse(refused.id, "MSG_SIZE_TOO_LARGE: Broker: Message size too large")
     staff_user("integrator1", "Integrator")
@@ -27,10 +31,10 @@ def test_an_integrator_reads_each_events_publication(browser, live_server, setti
     log_in(page, live_server, "integrator1")
 
     page.goto(f"{live_server.url}/admin/platform_events/outboxevent/")
-    assert page.locator("#result_list tbody tr").count() == 3
+    assert page.locator("#result_list tbody tr").count() == 5
     shoot(page, "kafka-event-list")
     navigating(page, lambda: page.click("#changelist-filter a[href*='kafka=waiting']"))
-    assert page.locator("#result_list tbody tr").count() == 2
+    assert page.locator("#result_list tbody tr").count() == 4
     shoot(page, "kafka-event-list-waiting")
 
     page.goto(f"{live_server.url}/admin/platform_events/outboxevent/{refused.pk}/change/")
@@ -44,3 +48,8 @@ def test_an_integrator_reads_each_events_publication(browser, live_server, setti
     assert page.locator(".field-deliveries").is_visible()
     assert not page.locator(".field-kafka input, .field-kafka select, .field-kafka textarea").count()
     shoot(page, "kafka-event-published")
+
+    page.goto(f"{live_server.url}/admin/platform_events/outboxevent/{activated.pk}/change/")
+    kafka = page.locator(".field-kafka").inner_text()
+    assert "waiting" in kafka and f"after the account's earlier event #{created.seq}, still unpublished" in kafka
+    shoot(page, "kafka-event-held-back")
