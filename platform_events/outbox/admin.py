@@ -160,7 +160,7 @@ def publication_table(event: OutboxEvent, publication: Publication) -> str:
         state = "retrying" if publication.attempts else "waiting"
     rows = [
         ("status", badge(state, KAFKA_TONES[state])),
-        ("topic", settings.KAFKA_TOPIC_PREFIX + event.aggregate_type),
+        ("topic", (publication.topic_prefix or settings.KAFKA_TOPIC_PREFIX) + event.aggregate_type),
         ("partition", "—" if publication.partition is None else publication.partition),
         ("offset", "—" if publication.offset is None else publication.offset),
         ("attempts", f"{publication.attempts} refused by the broker" if publication.attempts else "0"),

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from lifecycle.demo.factories import AccountFactory
+from platform_events.kafka import relay
 from platform_events.outbox.admin import HIDDEN, shown_payload
 from platform_events.outbox.models import OutboxEvent
 from tests.platform_events.kafka.test_selectors import claim_and_publish, start_stream
@@ -195,3 +196,24 @@ def test_nobody_changes_or_deletes_a_publication_from_the_admin(published_and_re
     assert OutboxEvent.objects.count() == 3
     if who in ("Support", "Auditor"):  # they read no event: nor its publication
         assert client.get(event_page(published)).status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_events_topic_is_the_one_the_stream_had_when_it_was_published(admin_client, settings):
+    """Each statement commits on its own here, so that the stream's start, its move and each mark have
+    a moment of their own, as in production."""
+    settings.KAFKA_TOPIC_PREFIX = "lifecycle."
+    relay.start_stream()
+    AccountFactory.create_batch(3)
+    before, after, waiting = OutboxEvent.objects.order_by("seq")
+    claim_and_publish([before.id])
+    settings.KAFKA_TOPIC_PREFIX = "moved."
+    relay.move_topics()
+    claim_and_publish([after.id])
+    settings.KAFKA_TOPIC_PREFIX = "a-relay-elsewhere."  # not the stream's: the admin names the stream's
+
+    def topic(event) -> str:
+        page = unescape(admin_client.get(event_page(event)).content.decode())
+        return re.search(r'<th scope="row">topic</th><td>([^<]+)</td>', page).group(1)
+
+    assert [topic(before), topic(after), topic(waiting)] == ["lifecycle.account", "moved.account", "moved.account"]
