@@ -86,20 +86,26 @@ WITH acknowledged AS (
 SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM unparked)
 """
 
-# The first parked event of an account with no earlier unpublished one is due: unpark it.
+# The first parked event of an account with no earlier unpublished one is due: unpark it. The firsts
+# are found by skipping from account to account through event_publications_parked (one probe each),
+# not by reading every parked row: an account may have hundreds of thousands parked.
 SWEEP = """
+WITH RECURSIVE firsts AS (
+    (SELECT ordering_key, event_seq FROM event_publications
+     WHERE status = 'PENDING' AND parked ORDER BY ordering_key, event_seq LIMIT 1)
+    UNION ALL
+    SELECT following.ordering_key, following.event_seq FROM firsts, LATERAL (
+        SELECT ordering_key, event_seq FROM event_publications
+        WHERE status = 'PENDING' AND parked AND ordering_key > firsts.ordering_key
+        ORDER BY ordering_key, event_seq LIMIT 1) following
+)
 UPDATE event_publications p SET parked = false
-WHERE p.ctid = ANY(ARRAY(
-    SELECT first.row_id FROM (
-        SELECT DISTINCT ON (ordering_key) ctid AS row_id, ordering_key, event_seq FROM event_publications
-        WHERE status = 'PENDING' AND parked
-        ORDER BY ordering_key, event_seq
-    ) first
-    WHERE NOT EXISTS (
-        SELECT FROM event_publications earlier
-        WHERE earlier.ordering_key = first.ordering_key AND earlier.event_seq < first.event_seq
-          AND earlier.status = 'PENDING')))
-  AND p.parked
+FROM firsts
+WHERE p.ordering_key = firsts.ordering_key AND p.event_seq = firsts.event_seq AND p.status = 'PENDING' AND p.parked
+  AND (SELECT earlier.event_seq FROM event_publications earlier  -- ordered, as the claim's check
+       WHERE earlier.ordering_key = firsts.ordering_key AND earlier.event_seq < firsts.event_seq
+         AND earlier.status = 'PENDING'
+       ORDER BY earlier.event_seq DESC LIMIT 1) IS NULL
 """
 
 RELEASE = "UPDATE event_publications SET claim = NULL, lease_until = NULL WHERE event_id = ANY(%s) AND claim = %s"
