@@ -63,7 +63,12 @@ def test_each_figure_is_read_through_an_index_not_the_whole_table():
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN {FIGURES}", {"up_to": 100, "window": WINDOW})
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    for index in ("event_publications_order", "event_publications_due", "event_publications_published_at"):
+    for index in (
+        "event_publications_order",
+        "event_publications_due",
+        "event_publications_parked",
+        "event_publications_published_at",
+    ):
         assert index in plan, plan
     assert "Seq Scan" not in plan, plan
 
