@@ -337,6 +337,31 @@ def test_an_account_with_many_events_behind_a_refused_one_does_not_slow_every_cl
         assert claim_buffers(conn) < 1_000
 
 
+def test_the_sweep_reads_each_account_with_parked_events_once_not_every_parked_event():
+    """The sweep runs at every pass's start (a pass runs at each notification, and every second): with
+    one account's 20,000 events parked behind a refused one, it reads the account's first parked event,
+    not all 20,000 of them, as the claim no longer walks them."""
+    relay.start_stream()
+    with connect_as_owner(autocommit=True) as owner:
+        owner.execute(
+            "SELECT outbox_append_many('account', array_fill('stuck'::text, ARRAY[20000]), 'account.updated',"
+            " array_fill('{}'::jsonb, ARRAY[20000]))"
+        )
+    with connect(autocommit=True) as conn:
+        for n in range(5):
+            provision(conn, f"u{n}")
+        conn.execute(  # as the claims leave them: all but the account's first parked
+            "UPDATE event_publications SET parked = true WHERE ordering_key = 'account:stuck'"
+            " AND event_seq > (SELECT min(event_seq) FROM event_publications)"
+        )
+    analyze("event_publications")
+    with connect(autocommit=True) as conn, conn.transaction(force_rollback=True):
+        (plan,) = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + relay.SWEEP).fetchone()
+    top = plan[0]["Plan"]
+    assert top["Shared Hit Blocks"] + top["Shared Read Blocks"] < 50
+    assert relay.sweep() == 0  # the account's first parked event still waits behind the first
+
+
 @pytest.mark.parametrize(
     "written",
     [
