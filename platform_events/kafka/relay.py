@@ -86,15 +86,22 @@ WITH acknowledged AS (
 SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM unparked)
 """
 
-# The first parked event of an account with no earlier unpublished one is due: unpark it.
+# The first parked event of an account with no earlier unpublished one is due: unpark it. The accounts'
+# first parked events are found by hopping from one account to the next in event_publications_parked
+# (one descent per account), not by reading every parked event: one account can have thousands.
 SWEEP = """
+WITH RECURSIVE first AS (
+    (SELECT ordering_key, event_seq, ctid AS row_id FROM event_publications
+     WHERE status = 'PENDING' AND parked ORDER BY ordering_key, event_seq LIMIT 1)
+    UNION ALL
+    SELECT next.* FROM first, LATERAL (
+        SELECT ordering_key, event_seq, ctid AS row_id FROM event_publications
+        WHERE status = 'PENDING' AND parked AND ordering_key > first.ordering_key
+        ORDER BY ordering_key, event_seq LIMIT 1) next
+)
 UPDATE event_publications p SET parked = false
 WHERE p.ctid = ANY(ARRAY(
-    SELECT first.row_id FROM (
-        SELECT DISTINCT ON (ordering_key) ctid AS row_id, ordering_key, event_seq FROM event_publications
-        WHERE status = 'PENDING' AND parked
-        ORDER BY ordering_key, event_seq
-    ) first
+    SELECT first.row_id FROM first
     WHERE NOT EXISTS (
         SELECT FROM event_publications earlier
         WHERE earlier.ordering_key = first.ordering_key AND earlier.event_seq < first.event_seq

@@ -360,6 +360,9 @@ def test_the_sweep_reads_each_account_with_parked_events_once_not_every_parked_e
     top = plan[0]["Plan"]
     assert top["Shared Hit Blocks"] + top["Shared Read Blocks"] < 50
     assert relay.sweep() == 0  # the account's first parked event still waits behind the first
+    with connect(autocommit=True) as conn:
+        conn.execute("UPDATE event_publications SET parked = true WHERE ordering_key <> 'account:stuck'")
+    assert relay.sweep() == 5  # every other account's first, parked by hand: each found
 
 
 @pytest.mark.parametrize(
