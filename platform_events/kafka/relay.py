@@ -64,7 +64,8 @@ SELECT NULL, count(*), NULL, NULL, NULL, NULL, NULL FROM parked
 """
 
 # Marks what the broker acknowledged (only rows this claim holds), and unparks the first parked event
-# of each account published. Returns how many were marked.
+# of each account published, the published one aside (this statement's snapshot still shows it
+# PENDING, and parked if the runtime role parked it meanwhile). Returns how many were marked.
 MARK = """
 WITH acknowledged AS (
     SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS a(event_id uuid, partition int, kafka_offset bigint)
@@ -73,12 +74,13 @@ WITH acknowledged AS (
         kafka_offset = a.kafka_offset, claim = NULL, lease_until = NULL, parked = false
     FROM acknowledged a
     WHERE p.event_id = a.event_id AND p.claim = %(claim)s
-    RETURNING p.ordering_key
+    RETURNING p.ordering_key, p.event_id
 ), unparked AS (
     UPDATE event_publications n SET parked = false
     WHERE n.ctid = ANY(ARRAY(
         SELECT (SELECT x.ctid FROM event_publications x
-                WHERE x.ordering_key = m.ordering_key AND x.status = 'PENDING' AND x.parked
+                WHERE x.ordering_key = m.ordering_key AND x.event_id <> m.event_id AND x.status = 'PENDING'
+                  AND x.parked
                 ORDER BY x.event_seq LIMIT 1)
         FROM marked m))
     RETURNING 1
@@ -89,7 +91,7 @@ SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM unparked)
 # The first parked event of an account with no earlier unpublished one is due: unpark it. The firsts
 # are found by skipping from account to account through event_publications_parked (one probe each),
 # not by reading every parked row: an account may have hundreds of thousands parked.
-SWEEP = """
+PARKED_FIRSTS = """
 WITH RECURSIVE firsts AS (
     (SELECT ordering_key, event_seq FROM event_publications
      WHERE status = 'PENDING' AND parked ORDER BY ordering_key, event_seq LIMIT 1)
@@ -98,7 +100,9 @@ WITH RECURSIVE firsts AS (
         SELECT ordering_key, event_seq FROM event_publications
         WHERE status = 'PENDING' AND parked AND ordering_key > firsts.ordering_key
         ORDER BY ordering_key, event_seq LIMIT 1) following
-)
+)"""
+
+SWEEP = f"""{PARKED_FIRSTS}
 UPDATE event_publications p SET parked = false
 FROM firsts
 WHERE p.ordering_key = firsts.ordering_key AND p.event_seq = firsts.event_seq AND p.status = 'PENDING' AND p.parked

@@ -4,19 +4,26 @@ moves are relay.py's, and the runtime role may only read the table otherwise.
 
 Each figure costs what waits or what was published lately, never every publication kept: the
 unpublished rows through their partial indexes (event_publications_order counts them all, parked or
-not; event_publications_due finds the oldest), the recent ones through event_publications_published_at
-(platform_events/sql/0023_kafka_metrics.sql)."""
+not; event_publications_due and event_publications_parked, one row an account, find the oldest), the
+recent ones through event_publications_published_at (platform_events/sql/0023_kafka_metrics.sql)."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection
 
-FIGURES = """
+from platform_events.kafka.relay import PARKED_FIRSTS
+
+FIGURES = f"""
 SELECT
     (SELECT count(*) FROM (SELECT FROM event_publications WHERE status = 'PENDING' LIMIT %(up_to)s) pending),
-    (SELECT e.created_at FROM event_publications p JOIN outbox_events e ON e.id = p.event_id
-     WHERE p.status = 'PENDING' AND NOT p.parked ORDER BY p.event_seq LIMIT 1),
+    least(
+        (SELECT e.created_at FROM event_publications p JOIN outbox_events e ON e.id = p.event_id
+         WHERE p.status = 'PENDING' AND NOT p.parked ORDER BY p.event_seq LIMIT 1),
+        -- Of the parked, only an account's first can be older than every unparked one.
+        (SELECT e.created_at FROM event_publications p JOIN outbox_events e ON e.id = p.event_id
+         WHERE (p.ordering_key, p.event_seq) = ({PARKED_FIRSTS} SELECT ordering_key, event_seq FROM firsts
+                                                ORDER BY event_seq LIMIT 1))),
     (SELECT count(*) FROM (SELECT FROM event_publications
                            WHERE status = 'PUBLISHED' AND published_at >= now() - %(window)s
                            LIMIT %(up_to)s) recent)
@@ -39,8 +46,9 @@ def stream_figures(*, up_to: int, window: timedelta) -> StreamFigures:
 
     The oldest unpublished event is the one with the lowest seq, the first the relays claim: found
     through the due index in one row, and at least as old as any other waiting (a seq is taken
-    when an event is written), a period being published included. A parked event is never the
-    oldest: an earlier one of its account waits, unparked (a park by a race lasts until the sweep)."""
+    when an event is written), a period being published included. A parked event can be the oldest:
+    one parked by a race waits for a relay's sweep, and with every relay stopped that is the wait
+    the alert is for; of the parked, each account's first is read through their index."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT EXISTS (SELECT FROM event_stream)")
         if not cursor.fetchone()[0]:

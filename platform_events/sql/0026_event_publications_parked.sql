@@ -9,9 +9,11 @@
 --   runtime role made by hand.
 -- Parking is an index's business only: the claim still checks the hold-back itself, so an event
 -- unparked too early is parked again, never published out of order. The trigger's WHEN (0022) lets
--- the runtime role change `parked` with any routine move; a parked row is PENDING.
+-- the runtime role change `parked` with any routine move. The flag means nothing once an event is
+-- published (every index that reads it is on PENDING rows), and no constraint ties it to PENDING: a
+-- relay of the release before this one, still running after the migration, neither parks nor
+-- unparks, and its mark of a row parked meanwhile must not fail.
 ALTER TABLE event_publications ADD COLUMN parked boolean NOT NULL DEFAULT false;
-ALTER TABLE event_publications ADD CONSTRAINT ck_event_publications_parked CHECK (NOT parked OR status = 'PENDING');
 
 DROP INDEX event_publications_due;
 CREATE INDEX event_publications_due ON event_publications (event_seq) WHERE status = 'PENDING' AND NOT parked;

@@ -201,6 +201,22 @@ def test_a_claim_parks_what_it_walks_past_held_back_and_each_mark_unparks_the_ac
     assert parked_seqs() == [third]
 
 
+def test_the_mark_unparks_the_accounts_next_event_even_when_the_one_it_marks_was_parked_by_hand():
+    """The runtime role may park any waiting row (a routine move), the claimed one too: its mark then
+    unparks the account's next event, not the one it has just published."""
+    relay.start_stream()
+    append_events("busy", 3)
+    claimed = relay.claim_batch(10)
+    first, second, third = seqs_of("busy")
+    with connect(autocommit=True) as conn:
+        conn.execute("UPDATE event_publications SET parked = true WHERE event_seq = %s", [first])
+
+    assert acknowledge(claimed, claimed.events[0]).published == 1
+
+    assert parked_seqs() == [third]
+    assert [e.seq for e in relay.claim_batch(10).events] == [second]
+
+
 def test_the_sweep_unparks_an_accounts_first_parked_event_and_no_other():
     """A park the mark cannot see (made while the event holding it back was being marked, by another
     relay), or made by hand: the sweep finds it."""

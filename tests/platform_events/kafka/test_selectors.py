@@ -63,7 +63,12 @@ def test_each_figure_is_read_through_an_index_not_the_whole_table():
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN {FIGURES}", {"up_to": 100, "window": WINDOW})
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    for index in ("event_publications_order", "event_publications_due", "event_publications_published_at"):
+    for index in (
+        "event_publications_order",
+        "event_publications_due",
+        "event_publications_parked",
+        "event_publications_published_at",
+    ):
         assert index in plan, plan
     assert "Seq Scan" not in plan, plan
 
@@ -80,3 +85,37 @@ def test_an_events_publication_is_read_whole_and_none_without_one():
     published = publication_of(after.id)
     assert (published.status, published.partition, published.offset) == ("PUBLISHED", 2, 41)
     assert published.published_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_parked_by_a_race_still_counts_as_the_oldest_unpublished_while_no_relay_sweeps():
+    """Two relays: one marks an account's event while the other's claim parks the account's next one
+    (neither statement sees the other's change), then every relay stops. The next event waits, parked,
+    until a relay starts and sweeps: the age of the oldest unpublished event is the alert that says so."""
+    import json
+
+    from platform_events.kafka import relay
+    from tests.platform_events.kafka.test_relay import append_events, seqs_of
+    from tests.support import connect
+
+    relay.start_stream()
+    append_events("busy", 1)
+    claimed = relay.claim_batch(10)
+    append_events("busy", 1)
+    first, second = seqs_of("busy")
+    with connect() as marking:  # the first relay's mark, not committed yet
+        rows = [{"event_id": str(claimed.events[0].id), "partition": 0, "kafka_offset": 0}]
+        assert marking.execute(relay.MARK, {"rows": json.dumps(rows), "claim": claimed.claim}).fetchone() == (1, 0)
+        assert relay.claim_batch(10).parked == 1  # the second relay's claim parks the second event
+        marking.commit()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT status, parked FROM event_publications ORDER BY event_seq")
+        assert cursor.fetchall() == [("PUBLISHED", False), ("PENDING", True)]
+        cursor.execute("SELECT created_at FROM outbox_events WHERE seq = %s", [second])
+        (written,) = cursor.fetchone()
+
+    figures = stream_figures(up_to=100, window=WINDOW)
+
+    assert figures.unpublished == 1
+    assert figures.oldest_unpublished_at == written
+    assert first < second

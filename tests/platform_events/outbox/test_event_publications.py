@@ -135,6 +135,23 @@ def test_the_relay_claims_marks_what_the_broker_acknowledged_and_counts_a_refusa
         assert trail(conn, "event.publication_rewritten") == []
 
 
+def test_a_mark_that_knows_nothing_of_parking_publishes_a_row_parked_meanwhile():
+    """A relay of the release before parking (0026), still running after the migration, neither parks
+    nor unparks; its mark of a row another relay parked meanwhile must publish it all the same."""
+    with connect(autocommit=True) as conn:
+        start(conn)
+        provision(conn, "jane")
+        claim = conn.execute("SELECT gen_random_uuid()").fetchone()[0]
+        (event,) = [row[0] for row in conn.execute(CLAIM, [claim])]
+        conn.execute("UPDATE event_publications SET parked = true WHERE event_id = %s", [event])
+        conn.execute(
+            "UPDATE event_publications SET status = 'PUBLISHED', published_at = now(), kafka_partition = 0,"
+            " kafka_offset = 7, claim = NULL, lease_until = NULL WHERE event_id = %s AND claim = %s",
+            [event, claim],
+        )
+        assert conn.execute("SELECT status, kafka_offset FROM event_publications").fetchall() == [("PUBLISHED", 7)]
+
+
 @pytest.mark.parametrize(
     "change",
     [

@@ -1,5 +1,5 @@
 """Attacks by the runtime role, in raw SQL, on the Kafka relay's publication state
-(platform_events/sql/0022_event_publications.sql, 0024_event_republish.sql, 0026_event_publications_parked.sql): every change that is not one
+(platform_events/sql/0022_event_publications.sql, 0024_event_republish.sql): every change that is not one
 of the relay's moves is refused, and the owner functions that switch or refill the stream are audited."""
 
 import psycopg
@@ -54,8 +54,6 @@ def published_and_waiting():
         ("waiting", "last_error = 'made up'"),
         ("waiting", "attempts = 5"),
         ("waiting", "next_attempt_at = now() + interval '1 hour'"),
-        # A published event parked: only a waiting one is (0026).
-        ("published", "parked = true"),
     ],
 )
 def test_a_change_that_is_no_relay_move_is_refused(published_and_waiting, which, change):
