@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from platform_events.kafka import relay
 from platform_events.management.commands.publish_events import Relay
-from tests.platform_events.kafka.test_relay import read_topic
+from tests.platform_events.kafka.test_relay import append_events, read_topic
 from tests.platform_events.outbox.test_triggers import activate, provision
 from tests.support import analyze, connect, connect_as_owner
 
@@ -287,28 +287,30 @@ def test_a_relay_process_behind_an_event_too_large_retries_it_slowly_and_publish
     assert waiting == [("account:huge", True), ("account:huge", False)]
 
 
-def claim_buffers(conn, size: int = 100) -> int:
-    """The pages one claim reads (EXPLAIN ANALYZE's shared buffers, a count that does not depend on the
-    machine's speed), its changes rolled back."""
+def pages_read(conn, statement: str, params=None) -> int:
+    """The pages one statement reads (EXPLAIN ANALYZE's shared buffers, a count that does not depend on
+    the machine's speed), its changes rolled back."""
     with conn.transaction(force_rollback=True):
-        (plan,) = conn.execute(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + relay.CLAIM,
-            {"size": size, "claim": uuid.uuid4(), "lease": timedelta(seconds=60)},
-        ).fetchone()
+        (plan,) = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, params).fetchone()
     top = plan[0]["Plan"]
     return top["Shared Hit Blocks"] + top["Shared Read Blocks"]
 
 
-def test_an_account_with_many_events_behind_a_refused_one_does_not_slow_every_claim():
+def claim_buffers(conn, size: int = 100) -> int:
+    return pages_read(conn, relay.CLAIM, {"size": size, "claim": uuid.uuid4(), "lease": timedelta(seconds=60)})
+
+
+def one_account_with_20000_events_and_five_with_one():
     relay.start_stream()
-    with connect_as_owner(autocommit=True) as owner:
-        owner.execute(
-            "SELECT outbox_append_many('account', array_fill('stuck'::text, ARRAY[20000]), 'account.updated',"
-            " array_fill('{}'::jsonb, ARRAY[20000]))"
-        )
+    append_events("stuck", 20_000)
     with connect(autocommit=True) as conn:
         for n in range(5):
             provision(conn, f"u{n}")
+
+
+def test_an_account_with_many_events_behind_a_refused_one_does_not_slow_every_claim():
+    one_account_with_20000_events_and_five_with_one()
+    with connect(autocommit=True) as conn:
         head = conn.execute("SELECT min(event_seq) FROM event_publications").fetchone()[0]
         claim = uuid.uuid4()
         conn.execute(
@@ -341,24 +343,15 @@ def test_the_sweep_reads_each_account_with_parked_events_once_not_every_parked_e
     """The sweep runs at every pass's start (a pass runs at each notification, and every second): with
     one account's 20,000 events parked behind a refused one, it reads the account's first parked event,
     not all 20,000 of them, as the claim no longer walks them."""
-    relay.start_stream()
-    with connect_as_owner(autocommit=True) as owner:
-        owner.execute(
-            "SELECT outbox_append_many('account', array_fill('stuck'::text, ARRAY[20000]), 'account.updated',"
-            " array_fill('{}'::jsonb, ARRAY[20000]))"
-        )
+    one_account_with_20000_events_and_five_with_one()
     with connect(autocommit=True) as conn:
-        for n in range(5):
-            provision(conn, f"u{n}")
         conn.execute(  # as the claims leave them: all but the account's first parked
             "UPDATE event_publications SET parked = true WHERE ordering_key = 'account:stuck'"
             " AND event_seq > (SELECT min(event_seq) FROM event_publications)"
         )
     analyze("event_publications")
-    with connect(autocommit=True) as conn, conn.transaction(force_rollback=True):
-        (plan,) = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + relay.SWEEP).fetchone()
-    top = plan[0]["Plan"]
-    assert top["Shared Hit Blocks"] + top["Shared Read Blocks"] < 50
+    with connect(autocommit=True) as conn:
+        assert pages_read(conn, relay.SWEEP) < 50
     assert relay.sweep() == 0  # the account's first parked event still waits behind the first
     with connect(autocommit=True) as conn:
         conn.execute("UPDATE event_publications SET parked = true WHERE ordering_key <> 'account:stuck'")
