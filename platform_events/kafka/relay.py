@@ -7,7 +7,9 @@ Any number of relays may run at once:
   reads by a cursor, so an event whose transaction committed late is claimed when it is visible.
 * An account's events are published in order: a row is not due while an earlier event of the same
   account is unpublished, whoever holds it. A batch therefore holds at most one event per account,
-  and one message failing cannot let the account's next one overtake it.
+  and one message failing cannot let the account's next one overtake it. The claim parks the rows it
+  finds held back, so that no later claim walks them; the mark of an account's event unparks the
+  account's next, and a sweep unparks what a race left parked.
 * A row is marked PUBLISHED only with the broker's acknowledgement (partition and offset), and only by
   the relay that holds its claim. A relay killed between the acknowledgement and the mark leaves the
   claim to lapse: the event is published again, with the same ce_id.
@@ -30,18 +32,24 @@ from django.db import DatabaseError, connection
 
 logger = logging.getLogger(__name__)
 
+
+def earlier_unpublished(row: str) -> str:
+    """SQL: the seq of an unpublished event of ``row``'s account before ``row``, or NULL. An ordered
+    subquery, not EXISTS: the planner may answer an EXISTS with a seq scan it expects to stop early
+    (when one account has most of the rows); ordered, it takes event_publications_order."""
+    return f"""(
+        SELECT earlier.event_seq FROM event_publications earlier
+        WHERE earlier.ordering_key = {row}.ordering_key AND earlier.event_seq < {row}.event_seq
+          AND earlier.status = 'PENDING'
+        ORDER BY earlier.event_seq DESC LIMIT 1)"""
+
+
 # Walks the due index (which leaves parked events out) in seq order, taking up to ``size`` rows no
 # other relay holds; of those, claims each with no earlier unpublished event of its account and parks
 # the others. Returns the claimed events, then one row with how many were parked (its id NULL).
-CLAIM = """
+CLAIM = f"""
 WITH walked AS MATERIALIZED (
-    SELECT p.ctid AS row_id, (
-        -- Not EXISTS: the planner may answer an EXISTS by a seq scan it expects to stop early (when one
-        -- account has most of the rows); ordered, it takes event_publications_order.
-        SELECT earlier.event_seq FROM event_publications earlier
-        WHERE earlier.ordering_key = p.ordering_key AND earlier.event_seq < p.event_seq
-          AND earlier.status = 'PENDING'
-        ORDER BY earlier.event_seq DESC LIMIT 1) IS NOT NULL AS held
+    SELECT p.ctid AS row_id, {earlier_unpublished("p")} IS NOT NULL AS held
     FROM event_publications p
     WHERE p.status = 'PENDING' AND NOT p.parked AND p.next_attempt_at <= now()
       AND (p.lease_until IS NULL OR p.lease_until < now())
@@ -106,10 +114,7 @@ SWEEP = f"""{PARKED_FIRSTS}
 UPDATE event_publications p SET parked = false
 FROM firsts
 WHERE p.ordering_key = firsts.ordering_key AND p.event_seq = firsts.event_seq AND p.status = 'PENDING' AND p.parked
-  AND (SELECT earlier.event_seq FROM event_publications earlier  -- ordered, as the claim's check
-       WHERE earlier.ordering_key = firsts.ordering_key AND earlier.event_seq < firsts.event_seq
-         AND earlier.status = 'PENDING'
-       ORDER BY earlier.event_seq DESC LIMIT 1) IS NULL
+  AND {earlier_unpublished("firsts")} IS NULL
 """
 
 RELEASE = "UPDATE event_publications SET claim = NULL, lease_until = NULL WHERE event_id = ANY(%s) AND claim = %s"
