@@ -74,6 +74,9 @@ SELECT NULL, count(*), NULL, NULL, NULL, NULL, NULL FROM parked
 # Marks what the broker acknowledged (only rows this claim holds), and unparks the first parked event
 # of each account published, the published one aside (this statement's snapshot still shows it
 # PENDING, and parked if the runtime role parked it meanwhile). Returns how many were marked.
+# Neither the mark's unpark nor the sweep waits for a row another transaction holds (SKIP LOCKED):
+# each waiting for a row the other had taken, a mark and a sweep deadlocked, and the mark's batch,
+# acknowledged, went out again. A row skipped so stays parked until the next sweep.
 MARK = """
 WITH acknowledged AS (
     SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS a(event_id uuid, partition int, kafka_offset bigint)
@@ -83,14 +86,18 @@ WITH acknowledged AS (
     FROM acknowledged a
     WHERE p.event_id = a.event_id AND p.claim = %(claim)s
     RETURNING p.ordering_key, p.event_id
-), unparked AS (
-    UPDATE event_publications n SET parked = false
+), next_parked AS (
+    SELECT n.ctid AS row_id FROM event_publications n
     WHERE n.ctid = ANY(ARRAY(
         SELECT (SELECT x.ctid FROM event_publications x
                 WHERE x.ordering_key = m.ordering_key AND x.event_id <> m.event_id AND x.status = 'PENDING'
                   AND x.parked
                 ORDER BY x.event_seq LIMIT 1)
         FROM marked m))
+    FOR UPDATE SKIP LOCKED
+), unparked AS (
+    UPDATE event_publications n SET parked = false
+    WHERE n.ctid = ANY(ARRAY(SELECT row_id FROM next_parked))
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM marked), (SELECT count(*) FROM unparked)
@@ -110,11 +117,13 @@ WITH RECURSIVE firsts AS (
         ORDER BY ordering_key, event_seq LIMIT 1) following
 )"""
 
-SWEEP = f"""{PARKED_FIRSTS}
-UPDATE event_publications p SET parked = false
-FROM firsts
-WHERE p.ordering_key = firsts.ordering_key AND p.event_seq = firsts.event_seq AND p.status = 'PENDING' AND p.parked
-  AND {earlier_unpublished("firsts")} IS NULL
+SWEEP = f"""{PARKED_FIRSTS}, due AS (
+    SELECT p.ctid AS row_id FROM event_publications p
+    JOIN firsts ON p.ordering_key = firsts.ordering_key AND p.event_seq = firsts.event_seq
+    WHERE p.status = 'PENDING' AND p.parked AND {earlier_unpublished("firsts")} IS NULL
+    FOR UPDATE OF p SKIP LOCKED
+)
+UPDATE event_publications p SET parked = false WHERE p.ctid = ANY(ARRAY(SELECT row_id FROM due))
 """
 
 RELEASE = "UPDATE event_publications SET claim = NULL, lease_until = NULL WHERE event_id = ANY(%s) AND claim = %s"

@@ -234,6 +234,56 @@ def test_the_sweep_unparks_an_accounts_first_parked_event_and_no_other():
     assert relay.sweep() == 0  # the second still waits behind the first, claimed
 
 
+def holding(seq: int):
+    """Another transaction holding the row of ``seq`` (a sweep or a mark of another relay, mid-way)."""
+    other = connect()
+    other.execute("SELECT 1 FROM event_publications WHERE event_seq = %s FOR UPDATE", [seq])
+    return other
+
+
+def waiting_at_most(seconds: int):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = '{seconds}s'")
+
+
+def test_a_mark_never_waits_for_the_parked_row_it_would_unpark():
+    """A mark that waited for a row a sweep holds, while the sweep waited for one the mark holds, was
+    a deadlock: the acknowledged batch went out again. The row it skips waits for the next sweep."""
+    relay.start_stream()
+    append_events("busy", 2)
+    first, second = seqs_of("busy")
+    claimed = relay.claim_batch(10)
+    assert parked_seqs() == [second]
+    other = holding(second)
+    try:
+        waiting_at_most(2)
+        assert acknowledge(claimed, *claimed.events).published == 1
+    finally:
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert parked_seqs() == [second]
+    assert relay.sweep() == 1
+
+
+def test_a_sweep_never_waits_for_a_row_another_transaction_holds():
+    relay.start_stream()
+    append_events("busy", 1)
+    append_events("other", 1)
+    with connect(autocommit=True) as conn:
+        conn.execute("UPDATE event_publications SET parked = true")  # both firsts, parked by hand
+    (busy,) = seqs_of("busy")
+    other = holding(busy)
+    try:
+        waiting_at_most(2)
+        assert relay.sweep() == 1  # the one it could take
+    finally:
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert parked_seqs() == [busy]
+
+
 def test_a_pass_sweeps_first_and_the_parked_events_go_out_in_order(kafka_settings):
     relay.start_stream()
     append_events("busy", 3)
