@@ -74,13 +74,14 @@ class Publication:
     topic_prefix: str | None = None  # the stream's, when it was published (or now, while it waits)
 
 
-# The stream's topic prefix at a moment: the last start or move of the stream audited by then (the trail
-# keeps each, with the prefix after it), else the one it records now.
-TOPIC_PREFIX_AT = """coalesce(
+# The stream's topic prefix when publication p was published (or now, while it waits): the last start
+# or move of the stream audited by then (the trail keeps each, with the prefix after it), else the one
+# the stream records now.
+TOPIC_PREFIX_OF_P = """coalesce(
     (SELECT a.diff_after ->> 'topic_prefix' FROM audit_events a
      WHERE a.resource_type = 'event_stream' AND a.resource_id = 'kafka'
        AND a.action IN ('event.stream_started', 'event.stream_topics_moved')
-       AND a.diff_after ->> 'topic_prefix' IS NOT NULL AND a.occurred_at <= {moment}
+       AND a.diff_after ->> 'topic_prefix' IS NOT NULL AND a.occurred_at <= coalesce(p.published_at, now())
      ORDER BY a.occurred_at DESC LIMIT 1),
     (SELECT topic_prefix FROM event_stream))"""
 
@@ -94,7 +95,7 @@ def publication_of(event_id) -> Publication | None:
             " (SELECT min(earlier.event_seq) FROM event_publications earlier"
             "  WHERE earlier.ordering_key = p.ordering_key AND earlier.event_seq < p.event_seq"
             "    AND earlier.status = 'PENDING' AND p.status = 'PENDING'),"
-            f" {TOPIC_PREFIX_AT.format(moment='coalesce(p.published_at, now())')}"
+            f" {TOPIC_PREFIX_OF_P}"
             " FROM event_publications p WHERE event_id = %s",
             [event_id],
         )
