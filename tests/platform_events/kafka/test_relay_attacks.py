@@ -86,14 +86,20 @@ def test_an_aggregate_id_of_odd_characters_is_the_key_and_subject_as_it_is(kafka
     ]
 
 
-def test_a_relay_with_another_topic_prefix_does_not_take_the_streams_events(kafka_settings):
+def jane_published_then_activated_under(kafka_settings, prefix: str) -> None:
+    """Jane's creation published to the stream's topics; her activation written once this process's
+    KAFKA_TOPIC_PREFIX is ``prefix``."""
     relay.start_stream()
     with connect(autocommit=True) as conn:
         jane = provision(conn, "jane")
     relay.publish()
-    kafka_settings.KAFKA_TOPIC_PREFIX = "staging."
+    kafka_settings.KAFKA_TOPIC_PREFIX = prefix
     with connect(autocommit=True) as conn:
         activate(conn, jane)
+
+
+def test_a_relay_with_another_topic_prefix_does_not_take_the_streams_events(kafka_settings):
+    jane_published_then_activated_under(kafka_settings, "staging.")
 
     with pytest.raises(
         relay.StreamElsewhere, match=r"^The event stream publishes to topics prefixed 'lifecycle\.', not"
@@ -109,13 +115,7 @@ def test_a_relay_with_another_topic_prefix_does_not_take_the_streams_events(kafk
 
 
 def test_the_stream_moves_to_other_topics_only_when_told_and_says_so_in_the_trail(kafka_settings):
-    relay.start_stream()
-    with connect(autocommit=True) as conn:
-        jane = provision(conn, "jane")
-    relay.publish()
-    kafka_settings.KAFKA_TOPIC_PREFIX = "renamed."
-    with connect(autocommit=True) as conn:
-        activate(conn, jane)
+    jane_published_then_activated_under(kafka_settings, "renamed.")
     out = io.StringIO()
     call_command("publish_events", "--move-topics", stdout=out)
     assert "prefixed 'renamed.' from now on (they were 'lifecycle.')" in out.getvalue()
