@@ -65,3 +65,13 @@ class AccountGone(Refused):
     code = "account-gone"
     status = 404
     default_reason = "deleted meanwhile"
+
+
+class AlreadyDeprovisioned(IllegalTransition):
+    code = "already-deprovisioned"
+    default_reason = "already deprovisioned"
+
+
+class NotDeprovisioned(IllegalTransition):
+    code = "not-deprovisioned"
+    default_reason = "not deprovisioned"

@@ -13,18 +13,22 @@ class AccountStatus(models.TextChoices):
     PROVISIONED = "provisioned"
     ACTIVE = "active"
     SUSPENDED = "suspended"
+    # The reversible end of the lifecycle (docs/rules.md, "Deprovisioning"): only reprovisioning leaves it.
+    DEPROVISIONED = "deprovisioned"
 
 
 class Account(models.Model):
     id = models.BigAutoField(primary_key=True)
     email = models.CharField(max_length=254)
-    status = models.CharField(max_length=11, choices=AccountStatus, db_default=AccountStatus.PROVISIONED)
+    status = models.CharField(max_length=13, choices=AccountStatus, db_default=AccountStatus.PROVISIONED)
     login = models.CharField(max_length=254)
     created_at = models.DateTimeField(db_default=Now())
     status_changed_at = models.DateTimeField(null=True, blank=True)
     activated_at = models.DateTimeField(null=True, blank=True)
     suspended_at = models.DateTimeField(null=True, blank=True)
     unsuspended_at = models.DateTimeField(null=True, blank=True)
+    deprovisioned_at = models.DateTimeField(null=True, blank=True)
+    reprovisioned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         managed = False
@@ -34,6 +38,8 @@ class Account(models.Model):
             ("suspend_account", "Can suspend and unsuspend accounts"),
             ("resend_activation", "Can resend activation e-mails"),
             ("send_password_recovery", "Can send password-recovery e-mails"),
+            ("deprovision_account", "Can deprovision accounts"),
+            ("reprovision_account", "Can reprovision deprovisioned accounts"),
         ]
 
     # An account acting on itself is audited as account:<id>, apart from staff:<id> (platform_events/audit/context.py).

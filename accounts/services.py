@@ -17,10 +17,12 @@ from django.db.models import F
 
 from accounts.errors import (
     AccountGone,
+    AlreadyDeprovisioned,
     AlreadySuspended,
     EmailAlreadyClaimed,
     InvalidEmail,
     InvalidLogin,
+    NotDeprovisioned,
     NotSuspended,
 )
 from accounts.models import Account, AccountPassword, AccountStatus
@@ -97,8 +99,10 @@ def account_password_verify(*, identifier: str, password: str) -> tuple[Account 
     """The account a login or e-mail names (for an address several sign-ups share, the activated one,
     else the newest), and whether ``password`` is its password. For a name nobody has, or an account
     without a password, (account or None, False) after the same work: a password is hashed either
-    way, so the time taken does not say whether the account exists."""
-    account = accounts_by_identifier(identifier).order_by(F("activated_at").asc(nulls_last=True), "-id").first()
+    way, so the time taken does not say whether the account exists. A deprovisioned account is
+    nobody's: its password is not checked (docs/rules.md, "Deprovisioning")."""
+    named = accounts_by_identifier(identifier).exclude(status=AccountStatus.DEPROVISIONED)
+    account = named.order_by(F("activated_at").asc(nulls_last=True), "-id").first()
     # Account 0 is nobody's: the same statement whether or not the name was found.
     stored = AccountPassword.objects.filter(account_id=account.pk if account else 0).values_list("password", flat=True)
     stored = stored.first()
@@ -139,6 +143,31 @@ def account_unsuspend(*, account: Account, actor) -> Account:
     if not changed:
         raise NotSuspended(
             f"accounts: account {account.pk} is not suspended", account_id=account.pk, state=account.status
+        )
+    return account
+
+
+def account_deprovision(*, account: Account, actor) -> Account:
+    """Deprovision an account from any state: the database replaces its live tokens, retires its node
+    assignments and keeps its address for it until it is reprovisioned or erased (docs/rules.md,
+    "Deprovisioning")."""
+    changed = _set_status(account, actor=actor, status=AccountStatus.DEPROVISIONED, only_from=None)
+    if not changed:
+        raise AlreadyDeprovisioned(
+            f"accounts: account {account.pk} is already deprovisioned",
+            account_id=account.pk,
+            state=AccountStatus.DEPROVISIONED,
+        )
+    return account
+
+
+def account_reprovision(*, account: Account, actor) -> Account:
+    """Bring a deprovisioned account back to provisioned; the database issues a fresh activation token,
+    which the mailroom sends."""
+    changed = _set_status(account, actor=actor, status=AccountStatus.PROVISIONED, only_from=AccountStatus.DEPROVISIONED)
+    if not changed:
+        raise NotDeprovisioned(
+            f"accounts: account {account.pk} is not deprovisioned", account_id=account.pk, state=account.status
         )
     return account
 

@@ -43,6 +43,14 @@ class AccountSuspended(Refused):
     code = "account-suspended"
 
 
+@raised_as(sqlstate="LT009")
+class AccountDeprovisioned(Refused):
+    """The token's account is deprovisioned: none of its tokens is used or issued (docs/rules.md,
+    "Deprovisioning"). The public pages answer it as a link that is not valid."""
+
+    code = "account-deprovisioned"
+
+
 @raised_as(sqlstate="LT006")
 class WrongAccountState(Refused):
     """The account is not in the state the token's action needs (``needed``, when known)."""

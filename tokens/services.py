@@ -107,6 +107,8 @@ def token_by_secret(secret: str | bytes, *, action: TokenAction | None = None) -
     if raw is None:
         return None
     tokens = Token.objects.select_related("account").filter(secret_digest=secret_digest(raw))
+    # A deprovisioned account's link is not valid: the pages answer it as one nobody was sent.
+    tokens = tokens.exclude(account__status=AccountStatus.DEPROVISIONED)
     if action is not None:
         tokens = tokens.filter(action=action)
     return tokens.first()

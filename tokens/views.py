@@ -24,6 +24,7 @@ from platform_events.client_ip import client_key
 from platform_events.limits.counters import LimitExceeded, limits_hit
 from platform_events.refusals import Refused
 from tokens.errors import (
+    AccountDeprovisioned,
     AccountSuspended,
     PasswordNeeded,
     TokenAlreadyUsed,
@@ -78,6 +79,8 @@ REFUSALS = {
         " a new e-mail brings a new link and code, and replaces this one.",
         [ask_again()],
     ),
+    # Answered as a link nobody was sent: the pages do not say that a deprovisioned account exists.
+    AccountDeprovisioned: (404, "This link is not valid", "Check that you copied all of it.", [ask_again()]),
     AccountSuspended: (403, "Account suspended", "This account is suspended. Please contact support.", []),
     WrongAccountState: (409, "Nothing to do", "This account is not in a state where this link applies.", []),
     EmailAlreadyClaimed: (
