@@ -53,8 +53,13 @@ CREATE FUNCTION trg_before_token_insert_account_live() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = public, pg_temp
 AS $$
+DECLARE
+    owner_status account_status;
 BEGIN
-    IF EXISTS (SELECT FROM accounts WHERE id = NEW.account AND status = 'deprovisioned' FOR SHARE) THEN
+    -- The row locked whatever its status (a locking clause with the status in its WHERE would lock
+    -- nothing while the account is live, which is when it matters).
+    SELECT status INTO owner_status FROM accounts WHERE id = NEW.account FOR SHARE;
+    IF owner_status = 'deprovisioned' THEN
         RAISE EXCEPTION 'tokens: account % is deprovisioned; no token is issued for it', NEW.account
             USING ERRCODE = 'LT009';
     END IF;

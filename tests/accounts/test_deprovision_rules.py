@@ -1,0 +1,252 @@
+"""Deprovisioning and reprovisioning as the database keeps them (accounts/sql/0021_deprovision.sql,
+tokens/sql/0018_deprovisioned.sql), tried in raw SQL as the runtime role, as psql would."""
+
+import threading
+
+import psycopg
+import pytest
+
+from tests.support import connect
+
+pytestmark = pytest.mark.django_db
+
+TOMBSTONE = 2**63 - 1
+
+
+def new_account(sql, status="provisioned", email="jane@example.com", login="jane"):
+    """An account in ``status``: activated by its token for active, then suspended for suspended."""
+    (account_id,) = sql("INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [email, login])[0]
+    if status in ("active", "suspended"):
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
+    if status == "suspended":
+        sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [account_id])
+    return account_id
+
+
+def account(sql, account_id) -> dict:
+    names = ["status", "status_changed_at", "activated_at", "suspended_at", "deprovisioned_at", "reprovisioned_at"]
+    (row,) = sql(f"SELECT status::text, {', '.join(names[1:])} FROM accounts WHERE id = %s", [account_id])
+    return dict(zip(names, row, strict=True))
+
+
+def live_tokens(sql, account_id) -> list[tuple]:
+    return sql(
+        "SELECT action::text, mail_state::text FROM tokens"
+        " WHERE account = %s AND consumed_at IS NULL AND superseded_at IS NULL ORDER BY id",
+        [account_id],
+    )
+
+
+def deprovision(sql, account_id, reason="the person asked"):
+    sql("SELECT set_config('lifecycle.reason', %s, true)", [reason])
+    sql("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account_id])
+
+
+@pytest.mark.parametrize("start", ["provisioned", "active", "suspended"])
+def test_every_state_can_be_deprovisioned_and_the_trail_and_outbox_say_so(sql, start):
+    account_id = new_account(sql, start)
+    deprovision(sql, account_id)
+    row = account(sql, account_id)
+    assert row["status"] == "deprovisioned"
+    assert row["deprovisioned_at"] is not None and row["deprovisioned_at"] == row["status_changed_at"]
+    (audit,) = sql(
+        "SELECT reason, diff_before->>'status', diff_after->>'status' FROM audit_events"
+        " WHERE action = 'account.deprovisioned' AND resource_id = %s",
+        [str(account_id)],
+    )
+    assert audit == ("the person asked", start, "deprovisioned")
+    (event,) = sql(
+        "SELECT payload->'data'->>'status' FROM outbox_events"
+        " WHERE event_type = 'account.deprovisioned' AND aggregate_id = %s",
+        [str(account_id)],
+    )
+    assert event == ("deprovisioned",)
+
+
+@pytest.mark.parametrize("target", ["active", "suspended"])
+def test_a_deprovisioned_account_goes_nowhere_but_back_to_provisioned(sql, refused, target):
+    account_id = new_account(sql, "active")
+    deprovision(sql, account_id)
+    before = account(sql, account_id)
+    refused(
+        "UPDATE accounts SET status = %s WHERE id = %s",
+        [target, account_id],
+        match="is deprovisioned; only reprovisioning",
+    )
+    assert account(sql, account_id) == before
+
+
+def test_provisioned_is_still_refused_from_any_other_state(sql, refused):
+    account_id = new_account(sql, "active")
+    refused(
+        "UPDATE accounts SET status = 'provisioned' WHERE id = %s",
+        [account_id],
+        match="cannot be set back to provisioned",
+    )
+
+
+def test_reprovisioning_gives_a_fresh_activation_token_and_keeps_the_address_claimed(sql, refused):
+    account_id = new_account(sql, "suspended")
+    deprovision(sql, account_id)
+    sql("UPDATE accounts SET status = 'provisioned' WHERE id = %s", [account_id])
+    row = account(sql, account_id)
+    assert row["status"] == "provisioned"
+    assert row["reprovisioned_at"] == row["status_changed_at"]
+    assert row["deprovisioned_at"] is None and row["suspended_at"] is None
+    assert row["activated_at"] is not None  # it had activated: the address stays its own
+    assert live_tokens(sql, account_id) == [("activation", "queued")]
+    assert sql(
+        "SELECT count(*) FROM audit_events WHERE action = 'account.reprovisioned' AND resource_id = %s",
+        [str(account_id)],
+    ) == [(1,)]
+    assert sql(
+        "SELECT count(*) FROM outbox_events WHERE event_type = 'account.reprovisioned' AND aggregate_id = %s",
+        [str(account_id)],
+    ) == [(1,)]
+    # Another sign-up with the address cannot activate meanwhile, as while it was deprovisioned.
+    other = new_account(sql, email="JANE@example.com", login="jane2")
+    refused("UPDATE tokens SET consumed_at = now() WHERE account = %s", [other], match="already claimed")
+    # The fresh token activates it again.
+    sql(
+        "UPDATE tokens SET consumed_at = now() WHERE account = %s AND superseded_at IS NULL AND consumed_at IS NULL",
+        [account_id],
+    )
+    assert account(sql, account_id)["status"] == "active"
+
+
+def test_the_address_of_a_deprovisioned_account_stays_claimed(sql, refused):
+    account_id = new_account(sql, "active")
+    deprovision(sql, account_id)
+    other = new_account(sql, email="jane@example.com", login="jane2")
+    refused("UPDATE tokens SET consumed_at = now() WHERE account = %s", [other], match="already claimed")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO accounts (email, login, status) VALUES ('x@example.com', 'x1', 'deprovisioned')",
+        "INSERT INTO accounts (email, login, deprovisioned_at) VALUES ('x@example.com', 'x1', now())",
+        "INSERT INTO accounts (email, login, reprovisioned_at) VALUES ('x@example.com', 'x1', now())",
+    ],
+)
+def test_a_new_account_is_never_born_deprovisioned(sql, refused, statement):
+    refused(statement, match="new account cannot be deprovisioned|cannot be given")
+    assert sql("SELECT count(*) FROM accounts WHERE login = 'x1'") == [(0,)]
+
+
+@pytest.mark.parametrize("column", ["deprovisioned_at", "reprovisioned_at"])
+def test_the_new_timestamps_are_history(sql, refused, column):
+    account_id = new_account(sql, "active")
+    deprovision(sql, account_id)
+    sql("UPDATE accounts SET status = 'provisioned' WHERE id = %s", [account_id])
+    before = account(sql, account_id)
+    refused(
+        f"UPDATE accounts SET {column} = now() - interval '1 year' WHERE id = %s",
+        [account_id],
+        match="cannot be set by hand",
+    )
+    assert account(sql, account_id) == before
+
+
+def test_deprovisioning_replaces_every_live_token_and_its_queued_mail_is_skipped(sql):
+    account_id = new_account(sql, "active")
+    sql("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery')", [account_id])
+    assert live_tokens(sql, account_id) == [("password_recovery", "queued")]
+    deprovision(sql, account_id)
+    assert live_tokens(sql, account_id) == []
+    assert sql(
+        "SELECT mail_state::text, mail_error FROM tokens WHERE account = %s AND action = 'password_recovery'",
+        [account_id],
+    ) == [("skipped", "its account was deprovisioned before it was mailed")]
+
+
+@pytest.mark.parametrize("action", ["activation", "password_recovery"])
+def test_no_token_is_issued_for_a_deprovisioned_account(sql, refused, action):
+    account_id = new_account(sql, "active")
+    deprovision(sql, account_id)
+    refused(
+        "INSERT INTO tokens (account, action) VALUES (%s, %s)", [account_id, action], match="is deprovisioned; no token"
+    )
+    assert live_tokens(sql, account_id) == []
+
+
+def test_no_token_of_a_deprovisioned_account_is_used(sql, refused):
+    """Even one replaced by deprovisioning is refused for its account first: nothing about the token is said."""
+    account_id = new_account(sql)
+    deprovision(sql, account_id)
+    refused(
+        "UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id], match="account .* is deprovisioned"
+    )
+    assert account(sql, account_id)["status"] == "deprovisioned"
+
+
+def test_deprovisioning_retires_the_node_assignments(sql):
+    account_id = new_account(sql, "active")
+    (service,) = sql("INSERT INTO services (service, pattern) VALUES ('sync-1.5', '{node}/1.5/{uid}') RETURNING id")[0]
+    (node,) = sql(
+        "INSERT INTO nodes (service, node, capacity, available) VALUES (%s, 'https://phx12', 10, 10) RETURNING id",
+        [service],
+    )[0]
+    sql("SELECT node_routine_allocate(%s, %s, 0, '', NULL, 0.1)", [service, account_id])
+    deprovision(sql, account_id)
+    assert sql("SELECT generation, replaced_at IS NOT NULL FROM node_assignments WHERE account = %s", [account_id]) == [
+        (TOMBSTONE, True)
+    ]
+    assert sql("SELECT current_load FROM nodes WHERE id = %s", [node]) == [(0,)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_token_issued_while_deprovisioning_is_replaced_too():
+    """The token's insert holds the account FOR SHARE until it commits; the deprovisioning waits for
+    it, then replaces the new token as well: no live token of a deprovisioned account."""
+    with connect(autocommit=True) as setup:
+        (account_id,) = setup.execute(
+            "INSERT INTO accounts (email, login) VALUES ('jane@example.com', 'jane') RETURNING id"
+        ).fetchone()
+        setup.execute("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
+    with connect() as issuing, connect() as deprovisioning:
+        issuing.execute("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery')", [account_id])
+        done = threading.Event()
+
+        def run():
+            deprovisioning.execute("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account_id])
+            deprovisioning.commit()
+            done.set()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        assert not done.wait(1.0), "deprovisioning did not wait for the token being issued"
+        issuing.commit()
+        thread.join(timeout=30)
+        assert done.is_set()
+    with connect(autocommit=True) as check:
+        live = check.execute(
+            "SELECT count(*) FROM tokens WHERE account = %s AND consumed_at IS NULL AND superseded_at IS NULL",
+            [account_id],
+        ).fetchone()
+        assert live == (0,)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_token_issued_after_deprovisioning_committed_is_refused():
+    with connect(autocommit=True) as setup:
+        (account_id,) = setup.execute(
+            "INSERT INTO accounts (email, login) VALUES ('jane@example.com', 'jane') RETURNING id"
+        ).fetchone()
+    with connect() as deprovisioning, connect() as issuing:
+        deprovisioning.execute("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account_id])
+        failure = []
+
+        def run():
+            try:
+                issuing.execute("INSERT INTO tokens (account, action) VALUES (%s, 'activation')", [account_id])
+            except psycopg.Error as error:
+                failure.append(error)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(timeout=1.0)
+        assert thread.is_alive(), "the insert did not wait for the deprovisioning under way"
+        deprovisioning.commit()
+        thread.join(timeout=30)
+        assert failure and failure[0].sqlstate == "LT009"
