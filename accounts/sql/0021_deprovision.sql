@@ -201,17 +201,25 @@ END;
 $$;
 
 -- Deprovisioned: every token of the account still usable is replaced (the mailroom skips those not
--- yet mailed, tokens/sql/0018_deprovisioned.sql), and its node assignments retired.
--- Reprovisioned: a fresh activation token, which the mailroom sends.
+-- yet mailed, tokens/sql/0018_deprovisioned.sql), and its node assignments retired. A token locked
+-- at that moment is skipped, not waited for: its consumption holds it and waits for this account's
+-- row (trg_before_token_consume), so waiting would deadlock; that consumption is then refused, the
+-- account being deprovisioned, and no token of a deprovisioned account is used or mailed.
+-- Reprovisioned: whatever was skipped is replaced now, then a fresh activation token, which the
+-- mailroom sends.
 CREATE FUNCTION trg_after_account_deprovision() RETURNS trigger
     LANGUAGE plpgsql SET search_path = public, pg_temp
 AS $$
 BEGIN
     IF NEW.status = 'deprovisioned' THEN
         UPDATE tokens SET superseded_at = now()
-        WHERE account = NEW.id AND consumed_at IS NULL AND superseded_at IS NULL;
+        WHERE id IN (SELECT id FROM tokens
+                     WHERE account = NEW.id AND consumed_at IS NULL AND superseded_at IS NULL
+                     FOR UPDATE SKIP LOCKED);
         PERFORM node_routine_retire(NEW.id);
     ELSE
+        UPDATE tokens SET superseded_at = now()
+        WHERE account = NEW.id AND consumed_at IS NULL AND superseded_at IS NULL;
         INSERT INTO tokens (account, action) VALUES (NEW.id, 'activation');
     END IF;
     RETURN NULL;

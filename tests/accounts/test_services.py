@@ -7,20 +7,32 @@ from django.db import transaction
 
 from accounts.errors import (
     AccountGone,
+    AlreadyDeprovisioned,
     AlreadySuspended,
     EmailAlreadyClaimed,
     IllegalTransition,
     InvalidEmail,
     InvalidLogin,
     LoginTaken,
+    NotDeprovisioned,
     NotSuspended,
 )
 from accounts.models import Account, AccountStatus
-from accounts.services import account_provision, account_suspend, account_unsuspend
+from accounts.services import (
+    account_deprovision,
+    account_password_hash,
+    account_password_verify,
+    account_provision,
+    account_reprovision,
+    account_set_password,
+    account_suspend,
+    account_unsuspend,
+)
 from lifecycle.demo.factories import AccountFactory
 from tests.support import BAD_EMAILS, BAD_LOGINS, connect, in_threads, wait_until_blocked
+from tokens.errors import AccountDeprovisioned, TokenNotFound
 from tokens.models import Token, TokenAction
-from tokens.selectors import live_token
+from tokens.selectors import due_mail, live_token
 from tokens.services import token_consume
 
 pytestmark = pytest.mark.django_db
@@ -209,3 +221,79 @@ class TestNulBytes:
             token_consume_code(identifier="ja\x00ne", code="12345", actor=None)
         assert token_request_mail(identifier="ja\x00ne", action=TokenAction.PASSWORD_RECOVERY, actor=None) is None
         assert not Token.objects.filter(action="password_recovery").exists()
+
+
+class TestDeprovisioning:
+    """account_deprovision and account_reprovision: the database's moves (tests/accounts/test_deprovision_rules.py)
+    through the services, their refusals in fields."""
+
+    @pytest.mark.parametrize("state", [{}, {"active": True}, {"suspended": True}])
+    def test_any_account_is_deprovisioned_and_reprovisioned_with_a_fresh_activation_token(self, state):
+        account = account_deprovision(account=AccountFactory(**state), actor=None)
+        assert account.status == AccountStatus.DEPROVISIONED and account.deprovisioned_at is not None
+        assert live_token(account=account) is None
+        account = account_reprovision(account=account, actor=None)
+        assert (account.status, account.deprovisioned_at) == (AccountStatus.PROVISIONED, None)
+        assert account.reprovisioned_at is not None
+        fresh = live_token(account=account, action=TokenAction.ACTIVATION)
+        assert token_consume(secret=bytes(fresh.secret), actor=None).account.status == AccountStatus.ACTIVE
+
+    def test_deprovisioning_twice(self):
+        account = account_deprovision(account=AccountFactory(active=True), actor=None)
+        with pytest.raises(AlreadyDeprovisioned, match=f"account {account.pk} is already deprovisioned") as caught:
+            account_deprovision(account=account, actor=None)
+        assert (caught.value.code, caught.value.state) == ("already-deprovisioned", AccountStatus.DEPROVISIONED)
+        assert isinstance(caught.value, IllegalTransition)
+
+    def test_reprovisioning_an_account_that_is_not_deprovisioned(self):
+        account = AccountFactory(active=True)
+        with pytest.raises(NotDeprovisioned, match=f"account {account.pk} is not deprovisioned") as caught:
+            account_reprovision(account=account, actor=None)
+        assert (caught.value.code, caught.value.state) == ("not-deprovisioned", AccountStatus.ACTIVE)
+        assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE
+
+    def test_a_deprovisioned_account_is_neither_suspended_nor_unsuspended(self):
+        account = account_deprovision(account=AccountFactory(active=True), actor=None)
+        with pytest.raises(IllegalTransition, match="only reprovisioning"):
+            account_suspend(account=account, actor=None)
+        with pytest.raises(NotSuspended):
+            account_unsuspend(account=account, actor=None)
+        assert Account.objects.get(pk=account.pk).status == AccountStatus.DEPROVISIONED
+
+    def test_a_deprovisioned_account_has_no_password_to_check(self):
+        """As a name nobody has: (None, False) after the same work, right password or not."""
+        account = AccountFactory(active=True)
+        account_set_password(account=account, password_hash=account_password_hash("correct horse 1"), actor=None)
+        assert account_password_verify(identifier=account.login, password="correct horse 1") == (account, True)
+        account_deprovision(account=account, actor=None)
+        for identifier in (account.login, account.email):
+            assert account_password_verify(identifier=identifier, password="correct horse 1") == (None, False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_consumption_racing_a_deprovisioning_either_activates_first_or_is_refused(psql):
+    """Both wait for the account's row, and neither deadlocks: whichever goes first, the account ends
+    deprovisioned, and a refused consumption says the account is deprovisioned."""
+    account = AccountFactory()
+    secret = bytes(live_token(account=account).secret)
+    with psql.transaction():
+        psql.execute("SELECT 1 FROM accounts WHERE id = %s FOR UPDATE", [account.pk])
+        threads, results = in_threads(
+            lambda: token_consume(secret=secret, actor=None),
+            lambda: account_deprovision(account=account, actor=None),
+        )
+        wait_until_blocked(psql, 2)
+    for thread in threads:
+        thread.join()
+    consumed, deprovisioned = results
+    assert deprovisioned[0], deprovisioned
+    assert consumed[0] or isinstance(consumed[1], AccountDeprovisioned), consumed
+    account.refresh_from_db()
+    assert account.status == AccountStatus.DEPROVISIONED
+    # A token the deprovisioning skipped (its consumption held it) stays unusable and is never mailed...
+    with pytest.raises((AccountDeprovisioned, TokenNotFound)):
+        token_consume(secret=secret, actor=None)
+    assert not due_mail().filter(account=account).exists()
+    # ...and reprovisioning replaces it: one live activation token, the fresh one.
+    account_reprovision(account=account, actor=None)
+    assert Token.objects.filter(account=account, consumed_at=None, superseded_at=None).count() == 1
