@@ -2,13 +2,13 @@
 
 Accounts are made through the services, so every one has lived through the real lifecycle:
 provisioned by INSERT (its activation token made by the trigger), activated by consuming that
-token, suspended by the suspend service.
+token, suspended and deprovisioned by their services.
 """
 
 import factory
 
 from accounts.models import Account, AccountStatus
-from accounts.services import account_provision, account_suspend
+from accounts.services import account_deprovision, account_provision, account_suspend
 from tokens.selectors import live_token
 from tokens.services import token_consume
 
@@ -17,7 +17,7 @@ class AccountFactory(factory.django.DjangoModelFactory):
     email = factory.Sequence(lambda n: f"user{n}@example.com")
     login = factory.Sequence(lambda n: f"user{n}")
     status = AccountStatus.PROVISIONED
-    # Suspended accounts were active first, unless this is False.
+    # Suspended and deprovisioned accounts were active first, unless this is False.
     was_activated = True
 
     class Meta:
@@ -26,6 +26,7 @@ class AccountFactory(factory.django.DjangoModelFactory):
     class Params:
         active = factory.Trait(status=AccountStatus.ACTIVE)
         suspended = factory.Trait(status=AccountStatus.SUSPENDED)
+        deprovisioned = factory.Trait(status=AccountStatus.DEPROVISIONED)
 
     @classmethod
     def _create(cls, model_class, *, email, login, status, was_activated):
@@ -36,5 +37,7 @@ class AccountFactory(factory.django.DjangoModelFactory):
             token_consume(secret=bytes(live_token(account=account).secret), actor=None)
         if status == AccountStatus.SUSPENDED:
             account_suspend(account=account, actor=None)
+        if status == AccountStatus.DEPROVISIONED:
+            account_deprovision(account=account, actor=None)
         account.refresh_from_db()
         return account

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import Account, AccountPassword, AccountStatus
-from accounts.services import account_suspend
+from accounts.services import account_deprovision, account_suspend
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
 from tests.support import (
@@ -131,6 +131,20 @@ class TestActivationLink:
         response = client.post(reverse("activate-link", args=[secret]))
         assert response.status_code == 404
         assert "not valid" in response.content.decode()
+
+    @pytest.mark.parametrize("method", ["get", "post"])
+    def test_a_deprovisioned_accounts_link_is_answered_as_one_nobody_was_sent(self, client, method):
+        """The link's page does not tell that the account exists: the unknown link's 404, nothing consumed."""
+        account = AccountFactory(login="jane")
+        token = live_token(account=account)
+        account_deprovision(account=account, actor=None)
+        response = getattr(client, method)(landing_path(token), NEW_PASSWORD if method == "post" else None)
+        unknown = client.post(reverse("activate-link", args=["A" * 43]))
+        assert (response.status_code, page_text(response)) == (unknown.status_code, page_text(unknown))
+        token.refresh_from_db()
+        assert token.consumed_at is None
+        account.refresh_from_db()
+        assert account.status == AccountStatus.DEPROVISIONED
 
     def test_a_recovery_link_does_not_activate(self, client):
         recovery = recovery_token(AccountFactory(active=True))
@@ -273,12 +287,15 @@ class TestActivationCode:
 
 
 def accounts_in_every_state():
-    """An identifier per kind: unknown, provisioned, active, suspended."""
+    """An identifier per kind: unknown, provisioned, active, suspended, deprovisioned (once active, or never)."""
     AccountFactory(login="waiting", email="waiting@example.com")
     AccountFactory(login="living", email="living@example.com", active=True)
     AccountFactory(login="frozen", email="frozen@example.com", suspended=True)
+    AccountFactory(login="leaving", email="leaving@example.com", deprovisioned=True)
+    AccountFactory(login="leftearly", email="leftearly@example.com", deprovisioned=True, was_activated=False)
     return ["nobody", "nobody@example.com", "waiting", "waiting@example.com", "living", "living@example.com",
-            "frozen", "frozen@example.com"]  # fmt: skip
+            "frozen", "frozen@example.com", "leaving", "leaving@example.com", "leftearly",
+            "leftearly@example.com"]  # fmt: skip
 
 
 class TestNoOracle:
@@ -408,6 +425,13 @@ class TestRecovery:
         assert not Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY).exists()  # not in the request
         run_queued_tasks()
         assert live_token(account=account, action=TokenAction.PASSWORD_RECOVERY) is not None
+
+    def test_a_deprovisioned_account_gets_no_recovery_e_mail(self, client):
+        account = AccountFactory(deprovisioned=True, email="jane@example.com")
+        response = client.post(reverse("recover"), {"identifier": "jane@example.com"})
+        assert response.status_code == 200
+        run_queued_tasks()
+        assert not Token.objects.filter(account=account, action=TokenAction.PASSWORD_RECOVERY).exists()
 
     def test_asking_again_re_sends_the_live_link_instead_of_cancelling_it(self, client):
         """The attack: POSTs to /recover/ that would each cancel the person's previous link (410)."""
