@@ -7,7 +7,11 @@ from django.urls import reverse
 
 from tokens.models import Token, TokenAction
 
-LANDING_PAGES = {TokenAction.ACTIVATION: "activate-link", TokenAction.PASSWORD_RECOVERY: "recover-link"}
+LANDING_PAGES = {
+    TokenAction.ACTIVATION: "activate-link",
+    TokenAction.PASSWORD_RECOVERY: "recover-link",
+    TokenAction.RESTORE: "restore-link",
+}
 
 
 def secret_to_text(secret: bytes) -> str:

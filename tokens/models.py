@@ -23,6 +23,9 @@ class MaxCodeAttempts(models.Func):
 class TokenAction(models.TextChoices):
     ACTIVATION = "activation"
     PASSWORD_RECOVERY = "password_recovery"
+    # Mailed to the address a deprovisioned account keeps; its link reprovisions the account
+    # (docs/rules.md, "Deprovisioning").
+    RESTORE = "restore"
 
 
 class MailState(models.TextChoices):

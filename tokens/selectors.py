@@ -34,6 +34,7 @@ def due_mail() -> QuerySet[Token]:
         .filter(
             Q(action=TokenAction.ACTIVATION, account__status=AccountStatus.PROVISIONED)
             | Q(action=TokenAction.PASSWORD_RECOVERY, account__status=AccountStatus.ACTIVE)
+            | Q(action=TokenAction.RESTORE, account__status=AccountStatus.DEPROVISIONED)
         )
     )
 

@@ -33,7 +33,11 @@ from tokens.models import MailState, MaxCodeAttempts, Token, TokenAction
 TOKEN_HOLDER = "token holder"
 
 # The state an account must be in for each action's e-mail (the consume trigger says the same).
-NEEDS = {TokenAction.ACTIVATION: AccountStatus.PROVISIONED, TokenAction.PASSWORD_RECOVERY: AccountStatus.ACTIVE}
+NEEDS = {
+    TokenAction.ACTIVATION: AccountStatus.PROVISIONED,
+    TokenAction.PASSWORD_RECOVERY: AccountStatus.ACTIVE,
+    TokenAction.RESTORE: AccountStatus.DEPROVISIONED,
+}
 
 
 def public_limit(name: str) -> Limit:
@@ -107,8 +111,9 @@ def token_by_secret(secret: str | bytes, *, action: TokenAction | None = None) -
     if raw is None:
         return None
     tokens = Token.objects.select_related("account").filter(secret_digest=secret_digest(raw))
-    # A deprovisioned account's link is not valid: the pages answer it as one nobody was sent.
-    tokens = tokens.exclude(account__status=AccountStatus.DEPROVISIONED)
+    # A deprovisioned account's link is not valid, but the restore link: the pages answer it as one
+    # nobody was sent.
+    tokens = tokens.exclude(Q(account__status=AccountStatus.DEPROVISIONED) & ~Q(action=TokenAction.RESTORE))
     if action is not None:
         tokens = tokens.filter(action=action)
     return tokens.first()
@@ -240,9 +245,15 @@ def token_request_mail(
     The public pages run it after they have answered (tokens/tasks.py), the same answer for any input.
     With ``per_account``, an account over that limit gets nothing: the pages count what was typed,
     and a login and its address are two spellings of one mailbox.
+
+    A restore e-mail goes to the deprovisioned account that holds the address (it had activated): a
+    deprovisioned sign-up that never activated holds nothing, and a new sign-up takes its place.
     """
     needs = NEEDS[action]
-    account = accounts_by_identifier(identifier).filter(status=needs).order_by("-id").first()
+    named = accounts_by_identifier(identifier).filter(status=needs)
+    if action == TokenAction.RESTORE:
+        named = named.filter(activated_at__isnull=False)
+    account = named.order_by("-id").first()
     if account is None:
         return None
     if per_account is not None:

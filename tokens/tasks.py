@@ -61,10 +61,20 @@ def through_a_database_restart(task):
 def sign_up(email: str, login: str, password_hash: str, origin: dict[str, str]) -> None:
     with audit_context(origin=origin):
         try:
-            account_sign_up(email=email, login=login, password_hash=password_hash)
+            made = account_sign_up(email=email, login=login, password_hash=password_hash)
         except (LoginTaken, EmailAlreadyClaimed, InvalidEmail, InvalidLogin) as refusal:
             # Taken meanwhile by another sign-up: the page had already answered; nothing was made.
             logger.info("public sign-up not made: %s", refusal.code)
+            return
+        if made is None:
+            # The address is claimed. If its account is deprovisioned, the address's owner is told how
+            # to restore it instead (docs/rules.md, "Deprovisioning"); an active one gets nothing.
+            token_request_mail(
+                identifier=email,
+                action=TokenAction.RESTORE,
+                actor=TOKEN_HOLDER,
+                per_account=public_limit("mail-per-account"),
+            )
 
 
 @through_a_database_restart

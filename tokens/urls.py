@@ -10,4 +10,5 @@ urlpatterns = [
     path("recover/", views.recover_request, name="recover"),
     path("recover/code/", views.recover_code, name="recover-code"),
     path("recover/<str:secret>", views.recover_link, name="recover-link"),
+    path("restore/<str:secret>", views.restore_link, name="restore-link"),
 ]

@@ -106,6 +106,9 @@ def refusal_page(request: HttpRequest, error: Refused, token: Token | None = Non
     if token is not None and token.action == TokenAction.PASSWORD_RECOVERY:
         # A recovery link's way on is always another recovery e-mail, sign-in page or not.
         next_steps = [ask_again("recover")] if next_steps or isinstance(error, TokenAlreadyUsed) else []
+    if token is not None and token.action == TokenAction.RESTORE:
+        # A restore e-mail is asked for again by signing up again with the address.
+        next_steps = [NextStep("Sign up again with this address", reverse("sign-up"))] if next_steps else []
     return outcome_page(request, heading, text, status=status, account=account, next_steps=next_steps)
 
 
@@ -371,3 +374,35 @@ def _password_changed(request: HttpRequest, token: Token) -> HttpResponse:
         account=token.account,
         next_steps=sign_in(),
     )
+
+
+# Restoring a deprovisioned account
+
+
+@require_http_methods(["GET", "POST"])
+def restore_link(request: HttpRequest, secret: str) -> HttpResponse:
+    """The restore e-mail's link: GET says what restoring does, the button's POST consumes the token,
+    which reprovisions the account; the database then issues its activation e-mail."""
+    token = token_by_secret(secret, action=TokenAction.RESTORE)
+    if token is None:
+        return refusal_page(request, TokenNotFound("tokens: this link is not valid"))
+    if request.method == "POST":
+        try:
+            with audit_context(request=request):
+                token = token_consume(secret=secret, action=TokenAction.RESTORE, actor=TOKEN_HOLDER)
+        except Refused as error:
+            return refusal_page(request, error, token)
+        return outcome_page(
+            request,
+            "Your account is restored",
+            "It is back as it was before it was activated: an e-mail with a link to activate it again is on its way.",
+            account=token.account,
+        )
+    context = {
+        "heading": "Restore your account",
+        "intro": "This account was closed and is waiting to be deleted. Restoring it brings it back; you then"
+        " activate it again from the e-mail that follows.",
+        "button": "Restore my account",
+        "account": token.account,
+    }
+    return render(request, "pages/confirm.html", context)

@@ -201,7 +201,7 @@ END;
 $$;
 
 -- Deprovisioned: every token of the account still usable is replaced (the mailroom skips those not
--- yet mailed, tokens/sql/0018_deprovisioned.sql), and its node assignments retired. A token locked
+-- yet mailed, tokens/sql/0019_deprovisioned.sql), and its node assignments retired. A token locked
 -- at that moment is skipped, not waited for: its consumption holds it and waits for this account's
 -- row (trg_before_token_consume), so waiting would deadlock; that consumption is then refused, the
 -- account being deprovisioned, and no token of a deprovisioned account is used or mailed.

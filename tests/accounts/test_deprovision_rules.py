@@ -1,5 +1,5 @@
 """Deprovisioning and reprovisioning as the database keeps them (accounts/sql/0021_deprovision.sql,
-tokens/sql/0018_deprovisioned.sql), tried in raw SQL as the runtime role, as psql would."""
+tokens/sql/0019_deprovisioned.sql), tried in raw SQL as the runtime role, as psql would."""
 
 import threading
 
@@ -250,3 +250,54 @@ def test_a_token_issued_after_deprovisioning_committed_is_refused():
         deprovisioning.commit()
         thread.join(timeout=30)
         assert failure and failure[0].sqlstate == "LT009"
+
+
+class TestRestoreTokens:
+    """A restore token: issued for a deprovisioned account only, and consuming it reprovisions the account."""
+
+    def test_consuming_a_restore_token_reprovisions_the_account(self, sql):
+        account_id = new_account(sql, "active")
+        deprovision(sql, account_id)
+        sql("INSERT INTO tokens (account, action) VALUES (%s, 'restore')", [account_id])
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s AND action = 'restore'", [account_id])
+        assert account(sql, account_id)["status"] == "provisioned"
+        assert live_tokens(sql, account_id) == [("activation", "queued")]
+        assert sql(
+            "SELECT count(*) FROM audit_events WHERE action = 'account.reprovisioned' AND resource_id = %s",
+            [str(account_id)],
+        ) == [(1,)]
+
+    @pytest.mark.parametrize("state", ["provisioned", "active", "suspended"])
+    def test_no_restore_token_for_an_account_that_is_not_deprovisioned(self, sql, refused, state):
+        account_id = new_account(sql, state)
+        refused(
+            "INSERT INTO tokens (account, action) VALUES (%s, 'restore')",
+            [account_id],
+            match="not deprovisioned; a restore token",
+        )
+
+    def test_a_restore_token_outlived_by_a_reprovisioning_is_replaced(self, sql, refused):
+        """Reprovisioned by staff meanwhile: the restore link is replaced, not used a second time."""
+        account_id = new_account(sql, "active")
+        deprovision(sql, account_id)
+        sql("INSERT INTO tokens (account, action) VALUES (%s, 'restore')", [account_id])
+        sql("UPDATE accounts SET status = 'provisioned' WHERE id = %s", [account_id])
+        refused(
+            "UPDATE tokens SET consumed_at = now() WHERE account = %s AND action = 'restore'",
+            [account_id],
+            match="replaced by a newer one",
+        )
+
+    def test_a_restore_token_cannot_be_used_once_the_account_is_back(self, sql, refused):
+        account_id = new_account(sql, "active")
+        deprovision(sql, account_id)
+        sql("INSERT INTO tokens (account, action) VALUES (%s, 'restore')", [account_id])
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s AND action = 'restore'", [account_id])
+        sql("UPDATE tokens SET consumed_at = now() WHERE account = %s AND action = 'activation' AND consumed_at IS NULL"
+            " AND superseded_at IS NULL", [account_id])  # fmt: skip
+        assert account(sql, account_id)["status"] == "active"
+        refused(
+            "UPDATE tokens SET consumed_at = now() WHERE account = %s AND action = 'restore'",
+            [account_id],
+            match="already been used",
+        )

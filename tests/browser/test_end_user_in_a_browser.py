@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.hashers import check_password
 
 from accounts.models import Account, AccountPassword, AccountStatus
+from lifecycle.demo.factories import AccountFactory
 from tests.browser.conftest import needs_chromium, shoot
 from tests.support import run_queued_tasks
 from tokens.mailroom.drain import drain
@@ -123,3 +124,43 @@ def test_sign_up_activate_recover_by_code_and_every_refusal(browser, site, smtp_
     assert re.search(r"about \d+ minutes?", page.content())  # "1 minute" once the limit's window nearly ended
     shoot(page, "11-too-many")
     page.close()
+
+
+def test_signing_up_again_with_a_closed_accounts_address_restores_it(browser, site, smtp_server):
+    """The person whose account was deprovisioned signs up again with its address: the e-mail offers
+    to restore the earlier account, whose page says what that does, and the activation e-mail follows."""
+    closed = AccountFactory(login="janedoe", email="jane.doe@example.com", deprovisioned=True)
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(f"{site.url}/signup/")
+    page.fill("#id_email", "jane.doe@example.com")
+    page.fill("#id_login", "janedoe2")
+    page.fill("#id_password", FIRST_PASSWORD)
+    page.fill("#id_password_again", FIRST_PASSWORD)
+    submit(page, "Sign up")
+    assert page.locator("h1").inner_text() == "Check your e-mail"
+
+    run_queued_tasks()
+    drain()
+    body = smtp_server.messages[-1].get_body(("plain",)).get_content()
+    assert "it was closed on" in body
+    link = re.search(r"https?://\S+/restore/[A-Za-z0-9_-]{43}", body).group(0)
+    page.goto(link)
+    assert page.locator("h1").inner_text() == "Restore your account"
+    assert "janedoe (j•••e@example.com)" in page.locator(".account").inner_text()
+    shoot(page, "restore-01-asked")
+    submit(page, "Restore my account")
+    assert page.locator("h1").inner_text() == "Your account is restored"
+    shoot(page, "restore-02-done")
+    closed.refresh_from_db()
+    assert closed.status == AccountStatus.PROVISIONED
+
+    # The activation e-mail follows; its link activates the account again (this one, made by staff,
+    # never had a password: the page asks for one).
+    link, _ = newest_mail(smtp_server, "activate")
+    page.goto(link)
+    page.fill("#id_password", NEW_PASSWORD)
+    page.fill("#id_password_again", NEW_PASSWORD)
+    submit(page, "Activate my account")
+    assert page.locator("h1").inner_text() == "Your account is active"
+    closed.refresh_from_db()
+    assert closed.status == AccountStatus.ACTIVE

@@ -27,7 +27,7 @@ from tokens.links import landing_path, secret_to_text
 from tokens.mailroom.drain import drain
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
-from tokens.services import token_resend_activation, token_send_password_recovery
+from tokens.services import token_request_mail, token_resend_activation, token_send_password_recovery
 
 pytestmark = pytest.mark.django_db
 
@@ -358,6 +358,64 @@ class TestNoOracle:
         run_queued_tasks()
         # A claimed address gets no second account; the others do (unactivated sign-ups may share one).
         assert set(Account.objects.filter(login__startswith="new").values_list("login", flat=True)) == {"new0", "new1"}
+
+
+class TestRestore:
+    """A sign-up with the address a deprovisioned account keeps: answered like any other, and the address
+    is mailed a link that restores the earlier account instead."""
+
+    def test_a_sign_up_with_a_closed_accounts_address_mails_a_restore_link_that_reprovisions_it(self, client):
+        closed = AccountFactory(login="jane", email="jane@example.com", deprovisioned=True)
+        fresh = client.post(reverse("sign-up"), {"email": "fresh@example.com", "login": "fresh"} | NEW_PASSWORD)
+        again = client.post(reverse("sign-up"), {"email": "JANE@example.com", "login": "jane2"} | NEW_PASSWORD)
+        assert (again.status_code, page_text(again)) == (fresh.status_code, page_text(fresh))
+        run_queued_tasks()
+        assert not Account.objects.filter(login="jane2").exists()
+        token = live_token(account=closed, action=TokenAction.RESTORE)
+        assert token is not None
+
+        page = client.get(landing_path(token))
+        assert page.status_code == 200
+        assert "Restore my account" in page.content.decode()
+        closed.refresh_from_db()
+        assert closed.status == AccountStatus.DEPROVISIONED  # a GET changes nothing
+
+        done = client.post(landing_path(token))
+        assert "Your account is restored" in done.content.decode()
+        closed.refresh_from_db()
+        assert closed.status == AccountStatus.PROVISIONED
+        actor = AuditEvent.objects.get(action="account.reprovisioned", resource_id=str(closed.pk)).actor_id
+        assert actor == f"account:{closed.pk}"  # the person, through the link
+        assert live_token(account=closed) is not None  # the activation e-mail that follows
+
+        used = client.post(landing_path(token))
+        assert used.status_code == 409 and "Already used" in used.content.decode()
+
+    def test_an_active_accounts_address_gets_no_restore_e_mail(self, client):
+        """Not even for a closed sign-up beside it that never activated: that one holds nothing to restore."""
+        early = AccountFactory(email="jane@example.com", deprovisioned=True, was_activated=False)
+        AccountFactory(email="jane@example.com", active=True)
+        client.post(reverse("sign-up"), {"email": "jane@example.com", "login": "jane2"} | NEW_PASSWORD)
+        run_queued_tasks()
+        assert not Token.objects.filter(action=TokenAction.RESTORE).exists()
+        early.refresh_from_db()
+        assert early.status == AccountStatus.DEPROVISIONED
+
+    def test_a_closed_account_that_never_activated_gets_no_restore_e_mail_and_the_sign_up_is_made(self, client):
+        early = AccountFactory(email="jane@example.com", deprovisioned=True, was_activated=False)
+        client.post(reverse("sign-up"), {"email": "jane@example.com", "login": "jane2"} | NEW_PASSWORD)
+        run_queued_tasks()
+        assert Account.objects.filter(login="jane2", status=AccountStatus.PROVISIONED).exists()
+        assert not Token.objects.filter(account=early, action=TokenAction.RESTORE).exists()
+
+    def test_an_activation_or_recovery_page_never_takes_a_restore_link(self, client):
+        closed = AccountFactory(deprovisioned=True)
+        token = token_request_mail(identifier=closed.email, action=TokenAction.RESTORE, actor=None)
+        secret = secret_to_text(token.secret)
+        for page in ("activate-link", "recover-link"):
+            assert client.post(reverse(page, args=[secret]), NEW_PASSWORD).status_code == 404
+        closed.refresh_from_db()
+        assert closed.status == AccountStatus.DEPROVISIONED
 
 
 class TestSignUp:

@@ -13,7 +13,12 @@ from tokens.links import landing_path
 from tokens.models import Token, TokenAction
 
 # Where a person whose link ran out asks for a new e-mail (tokens/urls.py).
-ASK_AGAIN_PAGES = {TokenAction.ACTIVATION: "resend", TokenAction.PASSWORD_RECOVERY: "recover"}
+# A restore e-mail is asked for by signing up again with the address.
+ASK_AGAIN_PAGES = {
+    TokenAction.ACTIVATION: "resend",
+    TokenAction.PASSWORD_RECOVERY: "recover",
+    TokenAction.RESTORE: "sign-up",
+}
 
 
 def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlternatives:
@@ -24,6 +29,7 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
     account = token.account
     context = {
         "login": account.login,
+        "deprovisioned_at": account.deprovisioned_at,  # for a restore e-mail
         "link": f"{settings.PUBLIC_BASE_URL}{landing_path(token)}",
         "code": token.code,
         "expires_at": token.expires_at,

@@ -116,3 +116,18 @@ def test_a_recovery_e_mail_says_where_to_ask_for_a_new_one(smtp_server, settings
 )
 def test_the_validity_left_in_words(left, words):
     assert validity_left(left) == words
+
+
+def test_a_restore_e_mail_names_the_closed_account_and_links_to_the_restore_page(smtp_server, settings):
+    account = AccountFactory(login="jane", email="jane@example.com", deprovisioned=True)
+    token_request_mail(identifier="jane@example.com", action=TokenAction.RESTORE, actor=None)
+    token = live_token(account=account, action=TokenAction.RESTORE)
+    result = drain()
+    assert (result.sent, result.error) == (1, None)
+    (message,) = smtp_server.messages
+    assert message["Subject"] == "Your account jane is being deleted: restore it instead?"
+    for body in bodies(message):
+        assert f"{settings.PUBLIC_BASE_URL}/restore/{secret_to_text(token.secret)}" in body
+        assert f"closed on {account.deprovisioned_at:%Y-%m-%d}" in body
+        assert f"{settings.PUBLIC_BASE_URL}/signup/" in body  # where to ask again
+        assert token.code not in body  # no page takes a restore code

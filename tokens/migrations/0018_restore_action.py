@@ -6,4 +6,4 @@ from platform_events.db.sql_files import run_sql_file
 class Migration(migrations.Migration):
     dependencies = [("tokens", "0017_digests_required"), ("accounts", "0021_deprovision")]
 
-    operations = [run_sql_file(__file__, "0018_deprovisioned")]
+    operations = [run_sql_file(__file__, "0018_restore_action")]

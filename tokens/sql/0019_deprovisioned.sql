@@ -1,10 +1,12 @@
 -- Tokens of a deprovisioned account (accounts/sql/0021_deprovision.sql; docs/rules.md, "Deprovisioning").
--- Deprovisioning replaces the account's live tokens; these rules keep it so whoever writes:
--- no token of a deprovisioned account can be used (LT009) or issued (LT009), and a token replaced
--- by deprovisioning before it was mailed says so in its mail record.
+-- Deprovisioning replaces the account's live tokens; these rules keep it so whoever writes: no token
+-- of a deprovisioned account can be used or issued (LT009) but a restore token, which exists for
+-- deprovisioned accounts only (LT006) and whose consumption reprovisions the account; a token
+-- replaced by deprovisioning before it was mailed says so in its mail record.
 
 -- The consumption's rules as 0012_code_only_burnt.sql made them, the account read first: a
--- deprovisioned account's token is refused before anything about the token itself is said.
+-- deprovisioned account's token (but a restore token) is refused before anything about the token
+-- itself is said.
 CREATE OR REPLACE FUNCTION trg_before_token_consume() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = public, pg_temp
@@ -15,7 +17,7 @@ BEGIN
     -- Lock the account so a concurrent suspension or deprovisioning waits for this consumption, or
     -- wins before it.
     SELECT status INTO owner_status FROM accounts WHERE id = OLD.account FOR NO KEY UPDATE;
-    IF owner_status = 'deprovisioned' THEN
+    IF owner_status = 'deprovisioned' AND OLD.action <> 'restore' THEN
         RAISE EXCEPTION 'tokens: account % is deprovisioned', OLD.account USING ERRCODE = 'LT009';
     END IF;
     IF OLD.consumed_at IS NOT NULL THEN
@@ -40,15 +42,18 @@ BEGIN
     IF OLD.action = 'password_recovery' AND owner_status <> 'active' THEN
         RAISE EXCEPTION 'tokens: account % is not active', OLD.account USING ERRCODE = 'LT006';
     END IF;
+    IF OLD.action = 'restore' AND owner_status <> 'deprovisioned' THEN
+        RAISE EXCEPTION 'tokens: account % is not deprovisioned', OLD.account USING ERRCODE = 'LT006';
+    END IF;
     RETURN NEW;
 END;
 $$;
 
--- A token inserted for a deprovisioned account is refused. FOR SHARE: a deprovisioning under way
--- waits for this insert's transaction and then replaces the new token too, or commits first and
--- this insert sees it. Only for inserts made directly (depth 0): the database's own inserts are an
--- account's first token and reprovisioning's, both for a provisioned account, and bulk sign-ups
--- stay one statement (bench/provision.py).
+-- A token inserted for a deprovisioned account is refused, but a restore token, which is refused for
+-- any other. FOR SHARE: a deprovisioning under way waits for this insert's transaction and then
+-- replaces the new token too, or commits first and this insert sees it. Only for inserts made
+-- directly (depth 0): the database's own inserts are an account's first token and reprovisioning's,
+-- both for a provisioned account, and bulk sign-ups stay one statement (bench/provision.py).
 CREATE FUNCTION trg_before_token_insert_account_live() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = public, pg_temp
@@ -59,9 +64,13 @@ BEGIN
     -- The row locked whatever its status (a locking clause with the status in its WHERE would lock
     -- nothing while the account is live, which is when it matters).
     SELECT status INTO owner_status FROM accounts WHERE id = NEW.account FOR SHARE;
-    IF owner_status = 'deprovisioned' THEN
+    IF owner_status = 'deprovisioned' AND NEW.action <> 'restore' THEN
         RAISE EXCEPTION 'tokens: account % is deprovisioned; no token is issued for it', NEW.account
             USING ERRCODE = 'LT009';
+    END IF;
+    IF NEW.action = 'restore' AND owner_status IS DISTINCT FROM 'deprovisioned' THEN
+        RAISE EXCEPTION 'tokens: account % is not deprovisioned; a restore token is for a deprovisioned account', NEW.account
+            USING ERRCODE = 'LT006';
     END IF;
     RETURN NEW;
 END;
@@ -92,5 +101,21 @@ BEGIN
             THEN 'its account was deprovisioned before it was mailed'
         ELSE 'replaced by a newer token before it was mailed' END;
     RETURN NEW;
+END;
+$$;
+
+-- Consuming a token: an activation token activates a provisioned account (0001's rule), a restore
+-- token reprovisions a deprovisioned one (which issues its fresh activation token).
+CREATE OR REPLACE FUNCTION trg_after_token_consumed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = public, pg_temp
+AS $$
+BEGIN
+    IF NEW.action = 'activation' THEN
+        UPDATE accounts SET status = 'active' WHERE id = NEW.account AND status = 'provisioned';
+    ELSIF NEW.action = 'restore' THEN
+        UPDATE accounts SET status = 'provisioned' WHERE id = NEW.account AND status = 'deprovisioned';
+    END IF;
+    RETURN NULL;
 END;
 $$;

@@ -1,4 +1,13 @@
--- 0012_code_only_burnt.sql's consumption and 0011_used_while_mailing.sql's mail record back.
+-- 0012_code_only_burnt.sql's consumption, 0011_used_while_mailing.sql's mail record and 0001's
+-- consumed token back; refused while a restore token exists (the value 0018 added stays unused).
+DO $$
+BEGIN
+    IF EXISTS (SELECT FROM tokens WHERE action = 'restore') THEN
+        RAISE EXCEPTION 'tokens: restore tokens exist; delete them before undoing this migration' USING ERRCODE = 'LT006';
+    END IF;
+END;
+$$;
+
 DROP TRIGGER before_token_insert_account_live ON tokens;
 DROP FUNCTION trg_before_token_insert_account_live();
 
@@ -54,3 +63,17 @@ BEGIN
     RETURN NEW;
 END;
 $$;
+
+CREATE OR REPLACE FUNCTION trg_after_token_consumed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = public, pg_temp
+AS $$
+BEGIN
+    IF NEW.action <> 'activation' THEN
+        RETURN NULL;
+    END IF;
+    UPDATE accounts SET status = 'active' WHERE id = NEW.account AND status = 'provisioned';
+    RETURN NULL;
+END;
+$$;
+
