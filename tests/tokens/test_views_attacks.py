@@ -296,3 +296,51 @@ def test_sign_up_with_an_address_of_every_kind_answers_the_same():
             answers.add((response.status_code, page_text(response, email).replace(f"fresh{n}", "(login)")))
     assert len({status for status, _ in answers}) == 2  # 200 then 429, for every address
     assert len(answers) == 2
+
+
+# Restoring a deprovisioned account (tokens/views.py, restore_link)
+
+
+def test_sign_ups_with_a_closed_accounts_address_send_it_at_most_the_per_account_limit_of_restore_e_mails(settings):
+    """A stranger who knows the address cannot flood its mailbox by signing up with it again and again."""
+    settings.PUBLIC_LIMITS_PER_HOUR = {**settings.PUBLIC_LIMITS_PER_HOUR, "mail-per-account": 2}
+    AccountFactory(email="jane@example.com", deprovisioned=True)
+    client = Client()
+    mails = 0
+    for number in range(5):
+        client.post(reverse("sign-up"), {"email": "jane@example.com", "login": f"intruder{number}"} | NEW_PASSWORD)
+        mails += deliver()
+    assert mails == 2
+    assert not Account.objects.filter(login__startswith="intruder").exists()
+
+
+def test_a_restore_link_is_not_a_way_in_for_anyone_but_its_mailbox():
+    """Guessed, cut short, another account's, or used twice: the unknown link's page, nothing restored."""
+    closed = AccountFactory(email="jane@example.com", deprovisioned=True)
+    other = AccountFactory(email="ann@example.com", deprovisioned=True)
+    client = Client()
+    client.post(reverse("sign-up"), {"email": "ann@example.com", "login": "ann2"} | NEW_PASSWORD)
+    assert deliver() == 1
+    link = re.search(r"https?://[^/\s]+(/restore/[A-Za-z0-9_-]{43})", mail.outbox[-1].body).group(1)
+    unknown = client.post("/restore/" + "A" * 43)
+    for forged in ("/restore/" + "B" * 43, link[:-1], link[:-1] + ("A" if link[-1] != "A" else "B")):
+        response = client.post(forged)
+        assert (response.status_code, page_text(response)) == (unknown.status_code, page_text(unknown))
+    closed.refresh_from_db()
+    assert closed.status == "deprovisioned"
+    # The real link restores its own account only, once.
+    assert client.post(link).status_code == 200
+    other.refresh_from_db()
+    closed.refresh_from_db()
+    assert (other.status, closed.status) == ("provisioned", "deprovisioned")
+    assert client.post(link).status_code == 409
+
+
+def test_a_restore_post_without_the_csrf_token_is_refused():
+    AccountFactory(email="jane@example.com", deprovisioned=True)
+    Client().post(reverse("sign-up"), {"email": "jane@example.com", "login": "jane2"} | NEW_PASSWORD)
+    deliver()
+    link = re.search(r"https?://[^/\s]+(/restore/[A-Za-z0-9_-]{43})", mail.outbox[-1].body).group(1)
+    response = Client(enforce_csrf_checks=True).post(link)
+    assert response.status_code == 403
+    assert Account.objects.get(email="jane@example.com").status == "deprovisioned"
