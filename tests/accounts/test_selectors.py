@@ -261,14 +261,17 @@ class TestFigures:
     def test_accounts_are_counted_by_status_every_status_named(self):
         AccountFactory.create_batch(2)
         AccountFactory(active=True)
-        assert account_counts_by_status() == ({"provisioned": 2, "active": 1, "suspended": 0}, False)
+        AccountFactory(deprovisioned=True)
+        counted = {"provisioned": 2, "active": 1, "suspended": 0, "deprovisioned": 1}
+        assert account_counts_by_status() == (counted, False)
 
     @pytest.mark.django_db(transaction=True)
     def test_a_table_of_the_limit_or_more_is_estimated_from_the_planners_statistics(self):
         AccountFactory.create_batch(4)
         AccountFactory.create_batch(2, active=True)
         analyze("accounts")
-        assert account_counts_by_status(exact_below=6) == ({"provisioned": 4, "active": 2, "suspended": 0}, True)
+        estimated = {"provisioned": 4, "active": 2, "suspended": 0, "deprovisioned": 0}
+        assert account_counts_by_status(exact_below=6) == (estimated, True)
         assert account_counts_by_status(exact_below=7)[1] is False
 
     def test_sign_ups_and_activations_are_counted_per_day_since_a_time(self):

@@ -16,9 +16,12 @@ FILES = [
     for path in sorted((Path(app.path) / "sql").glob("*.sql"))
     if not path.name.endswith(".reverse.sql")
 ]
-# The account triggers that publish events name event types, not audit actions.
-SQL = "\n".join(path.read_text() for path in FILES if path.name != "0013_outbox.sql")
-OUTBOX_SQL = "\n".join(path.read_text() for path in FILES if path.name == "0013_outbox.sql")
+ALL_SQL = "\n".join(path.read_text() for path in FILES)
+# The account triggers that publish events (trg_after_account_*_outbox, trg_after_password_outbox) name
+# event types, not audit actions.
+OUTBOX_FUNCTION = re.compile(r"FUNCTION trg_after_\w+_outbox\(\).*?\n\$\$;", re.DOTALL)
+OUTBOX_SQL = "\n".join(OUTBOX_FUNCTION.findall(ALL_SQL))
+SQL = OUTBOX_FUNCTION.sub("", ALL_SQL)
 # What an audit action starts with: the kind of thing it is about.
 SUBJECTS = (
     "(?:account|token|audit|webhook|api_client|service|node|node_assignment|staff_user|group|permission|content_type"
