@@ -1,9 +1,12 @@
 """DELETE /api/v1/accounts/{id}: deprovisioning through the client API, its scope, its idempotency,
 its reason in the trail; and how the other operations answer for a deprovisioned account."""
 
+from typing import get_args
+
 import pytest
 
 from accounts.models import Account, AccountStatus
+from lifecycle.api.schemas import Status
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import ActorType, AuditEvent
 from platform_events.outbox.models import OutboxEvent
@@ -153,3 +156,20 @@ def test_a_deprovision_is_queued_for_the_endpoints_that_subscribe_to_it(api):
     assert delivery.event.payload["type"] == "account.deprovisioned"
     assert delivery.event.payload["data"]["status"] == "deprovisioned"
     assert not WebhookDelivery.objects.filter(subscription=other).exists()
+
+
+def test_the_status_the_api_answers_is_every_status_the_database_has():
+    assert set(get_args(Status)) == set(AccountStatus.values)
+
+
+def test_the_openapi_document_describes_the_delete_and_the_deprovisioned_account(client):
+    schema = client.get("/api/v1/openapi.json").json()
+
+    delete = schema["paths"]["/api/v1/accounts/{account_id}"]["delete"]
+    assert {"200", "404", "409"} <= set(delete["responses"])
+    assert [p["name"] for p in delete["parameters"] if p["in"] == "query"] == ["reason"]
+    assert any(p["name"] == "Idempotency-Key" and p["required"] for p in delete["parameters"])
+    account = schema["components"]["schemas"]["AccountOut"]["properties"]
+    assert "deprovisioned" in account["status"]["enum"]
+    assert {"deprovisioned_at", "reprovisioned_at"} <= set(account)
+    assert client.get("/api/v1/problems/account-deprovisioned").json()["status"] == 409
