@@ -1,7 +1,7 @@
 """The client API's operations (/api/v1/): each checks its input, then calls the services that the
 admin calls too; the database's rules decide, and their refusals become problem responses.
 
-Every POST that changes state runs once per Idempotency-Key (platform_events/api/idempotency.py);
+Every POST that changes state, and DELETE, runs once per Idempotency-Key (platform_events/api/idempotency.py);
 the password check (POST /sessions) takes none, so that its body is never stored.
 """
 
