@@ -46,7 +46,7 @@ def _ip_address(text: str) -> str:
 
 
 # accounts.models.AccountStatus (a test holds the two together).
-Status = Literal["provisioned", "active", "suspended"]
+Status = Literal["provisioned", "active", "suspended", "deprovisioned"]
 
 
 # The forms accounts/sql/0007_address_rules.sql accepts, as far as a pattern can say it (the database
@@ -196,6 +196,8 @@ class AccountOut(Schema):
     activated_at: datetime | None
     suspended_at: datetime | None
     unsuspended_at: datetime | None
+    deprovisioned_at: datetime | None = Field(description="When it was last deprovisioned.")
+    reprovisioned_at: datetime | None = Field(description="When it was last reprovisioned.")
 
 
 class AccountListOut(Schema):

@@ -1,7 +1,7 @@
 """The client API's operations (/api/v1/): each checks its input, then calls the services that the
 admin calls too; the database's rules decide, and their refusals become problem responses.
 
-Every POST that changes state runs once per Idempotency-Key (platform_events/api/idempotency.py);
+Every POST that changes state, and DELETE, runs once per Idempotency-Key (platform_events/api/idempotency.py);
 the password check (POST /sessions) takes none, so that its body is never stored.
 """
 
@@ -15,9 +15,11 @@ from django.db import transaction
 from ninja import Path, Query, Router
 from ninja.responses import NinjaJSONEncoder
 
-from accounts.models import Account
+from accounts.errors import AlreadyDeprovisioned
+from accounts.models import Account, AccountStatus
 from accounts.selectors import account_by_id, accounts_looked_up, problem_sentence, sign_up_problems
 from accounts.services import (
+    account_deprovision,
     account_password_check,
     account_password_hash,
     account_password_verify,
@@ -30,6 +32,7 @@ from lifecycle.api.refusals import as_problem
 from lifecycle.api.schemas import (
     LARGEST_ID,
     LONGEST_NAME,
+    NOT_BLANK,
     AccountListOut,
     AccountOut,
     MailOut,
@@ -47,6 +50,7 @@ from platform_events.api.problems import Problem
 from platform_events.audit.context import audit_context
 from platform_events.client_ip import address_key
 from platform_events.limits.counters import LimitExceeded
+from platform_events.refusals import Refused
 from tokens.services import token_resend_activation, token_send_password_recovery
 
 router = Router(tags=["accounts"])
@@ -54,6 +58,7 @@ router = Router(tags=["accounts"])
 READ = ClientKey(ApiScope.ACCOUNTS_READ)
 LOOK_UP = ClientKey(ApiScope.ACCOUNTS_READ, query=frozenset({"email", "login"}))
 WRITE = ClientKey(ApiScope.ACCOUNTS_WRITE)
+DELETE = ClientKey(ApiScope.ACCOUNTS_DELETE, query=frozenset({"reason"}))
 SESSIONS = ClientKey(ApiScope.SESSIONS)
 
 AccountId = Annotated[int, Path(ge=1, le=LARGEST_ID, description="The account's id.")]
@@ -101,7 +106,8 @@ def _once(request, work) -> Outcome:
     """Run ``work`` once per the request's Idempotency-Key, as the client, with the audit trail told
     who and from where."""
     key = idempotency_key(request.headers.get("Idempotency-Key"))
-    fingerprint = request_fingerprint(method=request.method, path=request.path, body=request.body)
+    # The query is part of the request (DELETE's reason): the same key with another one is another request.
+    fingerprint = request_fingerprint(method=request.method, path=request.get_full_path(), body=request.body)
 
     def as_the_client() -> Outcome:
         with audit_context(actor=request.auth, request=request), as_problem():
@@ -174,10 +180,29 @@ def look_up_accounts(
     return {"items": accounts_looked_up(email=email, login=login, limit=LOOKED_UP_MAX)}
 
 
+def _refused_if_deprovisioned(account_id: int, act):
+    """``act()``; a refusal of it for an account that is deprovisioned is answered as that, whatever
+    the service's own sentence (a deprovisioned account takes no change but reprovisioning)."""
+    try:
+        return act()
+    except Refused as refusal:
+        account = account_by_id(account_id)
+        if account is None or account.status != AccountStatus.DEPROVISIONED:
+            raise
+        raise Problem(
+            "account-deprovisioned",
+            f"account {account_id} is deprovisioned: it takes no change until it is reprovisioned",
+            account_id=account_id,
+            state=AccountStatus.DEPROVISIONED.value,
+        ) from refusal
+
+
 def _status_change(request, account_id: int, reason: str, change) -> Outcome:
     def work() -> Outcome:
+        account = _account(account_id)
         with audit_context(reason=reason.strip()):
-            return Outcome(200, _account_out(change(account=_account(account_id), actor=request.auth)))
+            changed = _refused_if_deprovisioned(account_id, lambda: change(account=account, actor=request.auth))
+        return Outcome(200, _account_out(changed))
 
     return _once(request, work)
 
@@ -205,9 +230,41 @@ def unsuspend_account(request, account_id: AccountId, body: ReasonIn):
     return _status_change(request, account_id, body.reason, account_unsuspend)
 
 
+@router.delete(
+    "/accounts/{account_id}",
+    auth=DELETE,
+    response={200: AccountOut, **problems(400, 404, 409)},
+    openapi_extra=IDEMPOTENT,
+    summary="Deprovision an account",
+)
+def deprovision_account(
+    request,
+    account_id: AccountId,
+    reason: Annotated[
+        Text | None,
+        Query(min_length=1, max_length=1000, pattern=NOT_BLANK, description="Optional: why, kept in the audit trail."),
+    ] = None,
+):
+    """Deprovision the account, from any state: its links and codes stop working, its node assignments
+    are retired, and its address stays its own. Answers the account, deprovisioned; a repeated DELETE
+    of a deprovisioned account answers the same and changes nothing."""
+
+    def work() -> Outcome:
+        account = _account(account_id)
+        with audit_context(reason=reason.strip() if reason else None):
+            try:
+                account = account_deprovision(account=account, actor=request.auth)
+            except AlreadyDeprovisioned:
+                pass  # the deprovisioning asked for is there already: answered as the first was
+        return Outcome(200, _account_out(account))
+
+    return _once(request, work)
+
+
 def _mail(request, account_id: int, issue) -> Outcome:
     def work() -> Outcome:
-        token = issue(account=_account(account_id), actor=request.auth)
+        account = _account(account_id)
+        token = _refused_if_deprovisioned(account_id, lambda: issue(account=account, actor=request.auth))
         body = {"account_id": token.account_id, "action": token.action, "expires_at": token.expires_at}
         return Outcome(202, _as_json(MailOut(**body)))
 

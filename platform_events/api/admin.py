@@ -48,6 +48,12 @@ CURL_EXAMPLES = {
         'curl -X POST -H "Authorization: Bearer {key}" -H "Idempotency-Key: $(openssl rand -hex 16)"'
         ' -H "Content-Type: application/json" -d \'{{"email": "ada@example.com", "login": "ada"}}\' "{url}"',
     ),
+    # The collection's URL and an account's id: DELETE /api/v1/accounts/1.
+    ApiScope.ACCOUNTS_DELETE: (
+        "api:look_up_accounts",
+        'curl -X DELETE -H "Authorization: Bearer {key}" -H "Idempotency-Key: $(openssl rand -hex 16)"'
+        ' "{url}/1?reason=contract%20ended"',
+    ),
     ApiScope.SESSIONS: (
         "api:check_password",
         'curl -X POST -H "Authorization: Bearer {key}" -H "Content-Type: application/json"'

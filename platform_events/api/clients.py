@@ -49,6 +49,7 @@ SCOPE_POWERS: dict[str, tuple[str, ...] | None] = {
         "accounts.resend_activation",
         "accounts.send_password_recovery",
     ),
+    ApiScope.ACCOUNTS_DELETE: ("accounts.view_account", "accounts.deprovision_account"),
     ApiScope.SESSIONS: None,
     ApiScope.SESSIONS_CLIENT_ADDRESS: None,
 }

@@ -6,10 +6,11 @@ from django.db.models.functions import Now
 
 
 class ApiScope(models.TextChoices):
-    """What an API client may do (platform_events/sql/0013_api.sql lists the same)."""
+    """What an API client may do (platform_events/sql/0027_accounts_delete_scope.sql lists the same)."""
 
     ACCOUNTS_READ = "accounts:read", "accounts:read (read and look up accounts)"
     ACCOUNTS_WRITE = "accounts:write", "accounts:write (provision, suspend, unsuspend, send e-mails)"
+    ACCOUNTS_DELETE = "accounts:delete", "accounts:delete (deprovision accounts)"
     SESSIONS = "sessions", "sessions (check a password for sign-in)"
     # Trusted to say whose address a password check comes from (it counts failures per name and address).
     SESSIONS_CLIENT_ADDRESS = (

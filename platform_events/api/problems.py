@@ -46,6 +46,7 @@ CATALOGUE = {
         ProblemType("email-claimed", 409, "This e-mail address belongs to an activated account"),
         ProblemType("already-suspended", 409, "The account is already suspended"),
         ProblemType("not-suspended", 409, "The account is not suspended"),
+        ProblemType("account-deprovisioned", 409, "The account is deprovisioned; only reprovisioning changes it"),
         ProblemType("wrong-account-state", 409, "The account is not in the state this needs"),
         ProblemType("refused", 409, "The lifecycle rules refuse this change"),
         # Node assignment's refusals of a client's report (tokenserver's codes, in the member "code").

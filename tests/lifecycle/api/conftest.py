@@ -1,4 +1,5 @@
 import secrets
+from urllib.parse import urlencode
 
 import pytest
 
@@ -43,6 +44,11 @@ class Api:
         key = new_key() if key == "new" else key
         data = raw if raw is not None else ({} if body is None else body)
         return self.client.post(f"/api/v1{path}", data, content_type="application/json", headers=self.headers(key))
+
+    def delete(self, path: str, *, key: str | None = "new", **params):
+        key = new_key() if key == "new" else key
+        query = "?" + urlencode(params) if params else ""
+        return self.client.delete(f"/api/v1{path}{query}", headers=self.headers(key))
 
     def put(self, path: str, body: dict | None = None, *, raw: bytes | None = None):
         data = raw if raw is not None else ({} if body is None else body)

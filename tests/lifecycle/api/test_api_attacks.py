@@ -15,6 +15,7 @@ import httpx
 import pytest
 from django.db import DatabaseError, transaction
 
+from accounts.models import AccountStatus
 from lifecycle.demo.factories import AccountFactory
 from platform_events.api.clients import api_client_create
 from platform_events.api.models import IdempotencyKey
@@ -126,7 +127,8 @@ def test_an_unknown_path_under_the_api_is_a_problem(api, path):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("method", "path"), [("DELETE", "/accounts/1"), ("GET", "/accounts/1/suspend"), ("PUT", "/accounts")]
+    ("method", "path"),
+    [("PATCH", "/accounts/1"), ("DELETE", "/accounts"), ("GET", "/accounts/1/suspend"), ("PUT", "/accounts")],
 )
 def test_a_wrong_method_is_a_problem(api, method, path):
     """A method an operation does not take is the catalogue's method-not-allowed problem (405), not
@@ -296,3 +298,26 @@ def test_held_keys_and_passwords_reach_no_log_and_no_table(api, client, caplog, 
             assert secret not in text, (table, secret[:6])
     for secret in secrets_:
         assert secret not in caplog.text
+
+
+@pytest.mark.django_db
+def test_only_the_accounts_delete_scope_deprovisions(make_api):
+    """A client with every other scope tries DELETE: refused, the account as it was. accounts:delete
+    deprovisions and does nothing else (no read, no other write)."""
+    account = AccountFactory(active=True)
+    others = [make_api("accounts:read"), make_api("accounts:write"), make_api("sessions")]
+
+    for other in others:
+        response = other.delete(f"/accounts/{account.pk}")
+        assert (
+            response.status_code == 403
+            and json.loads(response.content)["type"] == "/api/v1/problems/insufficient-scope"
+        )
+    account.refresh_from_db()
+    assert account.status == AccountStatus.ACTIVE
+
+    deleter = make_api("accounts:delete")
+    assert deleter.delete(f"/accounts/{account.pk}").status_code == 200
+    # accounts:delete alone reads nothing and changes nothing else.
+    assert deleter.get(f"/accounts/{account.pk}").status_code == 403
+    assert deleter.post(f"/accounts/{account.pk}/suspend", {"reason": "r"}).status_code == 403

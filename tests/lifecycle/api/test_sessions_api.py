@@ -10,7 +10,7 @@ from django.contrib.auth.hashers import Argon2PasswordHasher
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from accounts.services import account_password_hash, account_set_password
+from accounts.services import account_deprovision, account_password_hash, account_set_password
 from lifecycle.demo.factories import AccountFactory
 from platform_events.api.models import IdempotencyKey
 from tests.lifecycle.api.conftest import ADA_PASSWORD
@@ -41,13 +41,22 @@ def test_a_suspended_account_is_answered_with_its_status(api, ada):
 @pytest.mark.parametrize(
     "attempts",
     [
-        [("ada", "wrong"), ("nobody", "wrong"), ("nopass", "x")],
-        [("ada@example.com", "wrong"), ("nobody@example.com", PASSWORD), ("nopass@example.com", "x")],
+        [("ada", "wrong"), ("nobody", "wrong"), ("nopass", "x"), ("gone", PASSWORD)],
+        [
+            ("ada@example.com", "wrong"),
+            ("nobody@example.com", PASSWORD),
+            ("nopass@example.com", "x"),
+            ("gone@example.com", PASSWORD),
+        ],
     ],
     ids=["by login", "by e-mail"],
 )
 def test_a_wrong_password_a_name_nobody_has_and_an_account_without_a_password_look_the_same(api, ada, attempts):
+    """... and the right password of a deprovisioned account ("gone"): it is nobody's now."""
     AccountFactory(login="nopass", email="nopass@example.com")
+    gone = AccountFactory(active=True, login="gone", email="gone@example.com")
+    account_set_password(account=gone, password_hash=account_password_hash(PASSWORD), actor=None)
+    account_deprovision(account=gone, actor=None)
     answers, statements = [], []
     for identifier, password in attempts:
         with CaptureQueriesContext(connection) as queries:
@@ -155,11 +164,15 @@ def test_every_answer_costs_one_password_hash(api, settings):
     ada = AccountFactory(active=True, login="ada", email="ada@example.com")
     account_set_password(account=ada, password_hash=account_password_hash(PASSWORD), actor=None)
     AccountFactory(login="nopass", email="nopass@example.com")
-    for identifier, password in [("ada", PASSWORD), ("ada", "wrong"), ("nobody", "wrong"), ("nopass", "x")]:
+    gone = AccountFactory(active=True, login="gone", email="gone@example.com")
+    account_set_password(account=gone, password_hash=account_password_hash(PASSWORD), actor=None)
+    account_deprovision(account=gone, actor=None)
+    attempts = [("ada", PASSWORD), ("ada", "wrong"), ("nobody", "wrong"), ("nopass", "x"), ("gone", PASSWORD)]
+    for identifier, password in attempts:
         before = CountingHasher.computed
         response = check(api, identifier, password)
         assert CountingHasher.computed - before == 1, identifier
-        assert response.status_code == (200 if password == PASSWORD else 403)
+        assert response.status_code == (200 if identifier == "ada" and password == PASSWORD else 403)
 
 
 @pytest.fixture

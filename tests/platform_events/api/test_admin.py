@@ -10,7 +10,7 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.contrib.sessions.models import Session
 from django.test import Client
 from django.urls import reverse
@@ -105,7 +105,12 @@ def test_the_key_page_has_a_curl_line_with_the_key_for_an_operation_its_scopes_a
 
 @pytest.mark.parametrize(
     ("scopes", "call"),
-    [(["accounts:write"], "-X POST"), (["sessions"], "/api/v1/sessions")],
+    [
+        (["accounts:write"], "-X POST"),
+        (["accounts:delete"], "-X DELETE"),
+        (["accounts:delete", "sessions"], "/api/v1/accounts/1?reason="),
+        (["sessions"], "/api/v1/sessions"),
+    ],
 )
 def test_a_client_without_the_read_scope_gets_a_curl_line_it_may_run(maker, integrator, scopes, call):
     _, key, response = added(maker, scopes=scopes)
@@ -411,3 +416,39 @@ def test_the_add_forms_load_the_admins_jquery_before_the_script_that_needs_it(ad
     scripts = re.findall(r'<script[^>]*src="([^"]+)"', admin_client.get(path).content.decode())
     jquery_init = next(i for i, src in enumerate(scripts) if "admin/js/jquery.init" in src)
     assert jquery_init < next(i for i, src in enumerate(scripts) if "prepopulate_init" in src)
+
+
+def test_the_form_gives_accounts_delete_to_whoever_may_deprovision_and_refuses_anyone_else(maker, integrator):
+    """A superuser adds a client with accounts:delete; an Integrator, who may not deprovision, is refused
+    adding it beside the scopes; the same Integrator given the power to deprovision (and to view
+    accounts) may add it: the permissions decide, not the role's name."""
+    client, _, _ = added(maker, scopes=["accounts:delete"])
+    assert client.scopes == ["accounts:delete"]
+    other, _, _ = added(maker, name="crm", scopes=["accounts:read"])
+
+    refused = integrator.post(page("change", other.pk), {"scopes": ["accounts:read", "accounts:delete"]})
+    assert refused.context["adminform"].form.errors == {
+        "scopes": ["api: you may not give a client the scope accounts:delete: its key could do what your role may not"]
+    }
+    other.refresh_from_db()
+    assert other.scopes == ["accounts:read"]
+
+    user = get_user_model().objects.get(username="integrator1")
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="accounts", codename__in=["view_account", "deprovision_account"]
+        )
+    )
+    given = integrator.post(page("change", other.pk), {"scopes": ["accounts:read", "accounts:delete"]})
+    assert given.status_code == 302
+    other.refresh_from_db()
+    assert other.scopes == ["accounts:delete", "accounts:read"]
+
+
+def test_every_scope_a_client_may_hold_first_has_a_curl_line():
+    """The key page shows a line for the client's first scope; every scope but sessions:client-address
+    (which goes with sessions) can be that one."""
+    from platform_events.api.admin import CURL_EXAMPLES
+    from platform_events.api.models import ApiScope
+
+    assert set(ApiScope) - set(CURL_EXAMPLES) == {ApiScope.SESSIONS_CLIENT_ADDRESS}

@@ -2,9 +2,18 @@
 stays revoked, and a key is neither changed in place nor copied to another client."""
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
 from django.db import DatabaseError, transaction
 
-from platform_events.api.clients import api_client_by_key, api_client_create, api_client_revoke
+from platform_events.api.clients import (
+    ApiClientError,
+    api_client_by_key,
+    api_client_change_scopes,
+    api_client_create,
+    api_client_revoke,
+)
+from platform_events.api.models import ApiClient
 
 EVERY_SCOPE = ["accounts:read", "accounts:write", "sessions"]
 
@@ -72,3 +81,62 @@ def test_the_runtime_role_cannot_give_a_client_a_new_id(sql):
     leaky, _ = api_client_create(name="leaky", scopes=["accounts:read"], actor=None)
     with pytest.raises(DatabaseError, match="api_clients .* keeps its id"), transaction.atomic():
         sql("UPDATE api_clients SET id = DEFAULT WHERE id = %s", [leaky.pk])
+
+
+def _staff(role: str, *extra_permissions: str):
+    """A staff member of ``role``, with these account permissions ("accounts.codename") added."""
+    name = "-".join([role.lower(), *(power.removeprefix("accounts.") for power in extra_permissions)])
+    user = get_user_model().objects.create_user(name, password="x", is_staff=True)
+    user.groups.set([Group.objects.get(name=role)])
+    codenames = [name.removeprefix("accounts.") for name in extra_permissions]
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="accounts", codename__in=codenames))
+    return get_user_model().objects.get(pk=user.pk)  # no cached permissions
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["Support", "Integrator", "Auditor"])
+def test_a_staff_member_gives_accounts_delete_only_with_the_power_to_deprovision(role):
+    """Whatever a role's name, the scope that deprovisions is given only by someone who may deprovision
+    (and view) accounts themselves: a key is never a way round one's own role."""
+    maker = _staff(role)
+    may = maker.has_perms(["accounts.view_account", "accounts.deprovision_account"])
+    if may:
+        client, _ = api_client_create(name="crm", scopes=["accounts:delete"], actor=maker)
+        assert client.scopes == ["accounts:delete"]
+    else:
+        with pytest.raises(ApiClientError, match="you may not give a client the scope accounts:delete") as refused:
+            api_client_create(name="crm", scopes=["accounts:delete"], actor=maker)
+        assert (refused.value.code, refused.value.field) == ("scope-not-yours", "scopes")
+        assert not ApiClient.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_power_to_deprovision_alone_does_not_give_accounts_delete_nor_viewing_alone():
+    for powers in [("accounts.deprovision_account",), ("accounts.view_account",)]:
+        maker = _staff("Integrator", *powers)
+        if maker.has_perms(["accounts.view_account", "accounts.deprovision_account"]):
+            continue  # the role itself has the other: nothing to show here
+        with pytest.raises(ApiClientError, match="scope accounts:delete"):
+            api_client_create(name="crm", scopes=["accounts:delete"], actor=maker)
+    giver = _staff("Integrator", "accounts.view_account", "accounts.deprovision_account")
+    assert api_client_create(name="crm", scopes=["accounts:delete"], actor=giver)[0].scopes == ["accounts:delete"]
+
+
+@pytest.mark.django_db
+def test_an_integrator_cannot_add_accounts_delete_to_a_client_it_may_change():
+    client, _ = api_client_create(name="crm", scopes=["accounts:read"], actor=None)
+    integrator = _staff("Integrator")
+    assert not integrator.has_perm("accounts.deprovision_account")
+    with pytest.raises(ApiClientError, match="scope accounts:delete"):
+        api_client_change_scopes(client=client, scopes=["accounts:read", "accounts:delete"], actor=integrator)
+    assert ApiClient.objects.get(pk=client.pk).scopes == ["accounts:read"]
+
+
+@pytest.mark.django_db
+def test_the_database_takes_accounts_delete_and_still_refuses_an_unknown_scope(sql):
+    client, _ = api_client_create(name="crm", scopes=["accounts:delete"], actor=None)
+    with pytest.raises(DatabaseError, match="ck_api_clients_scopes"), transaction.atomic():
+        sql(
+            "UPDATE api_clients SET scopes = ARRAY['accounts:delete', 'accounts:everything'] WHERE id = %s", [client.pk]
+        )
+    assert ApiClient.objects.get(pk=client.pk).scopes == ["accounts:delete"]

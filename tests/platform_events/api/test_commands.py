@@ -130,3 +130,13 @@ def test_from_a_shell_the_key_is_the_whole_of_stdout():
     key = result.stdout.strip()
     assert result.stdout == key + "\n" and api_client_by_key(key) is not None
     assert "not shown again" in result.stderr and key not in result.stderr
+
+
+def test_add_api_client_gives_accounts_delete_and_names_it_among_the_scopes_when_one_is_misspelt():
+    out, _ = run("add_api_client", "crm", "--scopes", "accounts:read,accounts:delete")
+    assert ApiClient.objects.get(name="crm").scopes == ["accounts:delete", "accounts:read"]
+    with pytest.raises(CommandError, match=r"unknown scope\(s\) accounts:deleet; the scopes are .*accounts:delete"):
+        call_command(
+            "add_api_client", "crm2", "--scopes", "accounts:deleet", stdout=io.StringIO(), stderr=io.StringIO()
+        )
+    assert not ApiClient.objects.filter(name="crm2").exists()

@@ -356,3 +356,13 @@ def test_declared_endpoint_lookups_work(admin_client, query):
     endpoint_create(url=URL, events=["account.created"], owner="billing", actor=None)
     response = admin_client.get(f"{ENDPOINTS}?{query}")
     assert response.status_code == 200 and len(response.context["cl"].result_list) == 1
+
+
+def test_the_endpoint_form_subscribes_to_deprovisioning_and_reprovisioning(integrator):
+    events = ["account.deprovisioned", "account.reprovisioned"]
+    form = integrator.get(ADD).content.decode()
+    assert all(f'value="{event}"' in form for event in events)
+
+    endpoint, _, _ = added(integrator, events=events)
+
+    assert endpoint.events == events

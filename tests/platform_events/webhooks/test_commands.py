@@ -89,3 +89,9 @@ def test_a_huge_overlap_or_undecodable_text_is_one_sentence():
 
     with pytest.raises(CommandError, match="not valid text"):
         call_command("add_webhook", "https://hooks.example.com/\udcff", "--events", "account.created")
+
+
+def test_add_webhook_takes_deprovisioning_and_reprovisioning():
+    printed = run("add_webhook", URL, "--events", "account.deprovisioned,account.reprovisioned")
+    endpoint = WebhookSubscription.objects.get(pk=printed["id"])
+    assert endpoint.events == ["account.deprovisioned", "account.reprovisioned"]
