@@ -26,6 +26,8 @@ from accounts.errors import (
     NotSuspended,
 )
 from accounts.models import Account, AccountPassword, AccountStatus
+from accounts.nodes.models import MAX_GENERATION, NodeAssignment
+from accounts.nodes.services import assignment_reset
 from accounts.selectors import ABANDONED, ABANDONED_SIGN_UPS, accounts_by_identifier, email_is_claimed
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
@@ -163,13 +165,45 @@ def account_deprovision(*, account: Account, actor) -> Account:
 
 def account_reprovision(*, account: Account, actor) -> Account:
     """Bring a deprovisioned account back to provisioned; the database issues a fresh activation token,
-    which the mailroom sends."""
-    changed = _set_status(account, actor=actor, status=AccountStatus.PROVISIONED, only_from=AccountStatus.DEPROVISIONED)
-    if not changed:
-        raise NotDeprovisioned(
-            f"accounts: account {account.pk} is not deprovisioned", account_id=account.pk, state=account.status
+    which the mailroom sends. In the same transaction, each storage service whose assignments the
+    deprovisioning retired is reset (accounts/nodes/services.py, assignment_reset), audited: the
+    account's next sync gets a fresh node with the generation it had."""
+    with transaction.atomic():
+        changed = _set_status(
+            account, actor=actor, status=AccountStatus.PROVISIONED, only_from=AccountStatus.DEPROVISIONED
         )
+        if not changed:
+            raise NotDeprovisioned(
+                f"accounts: account {account.pk} is not deprovisioned", account_id=account.pk, state=account.status
+            )
+        account_storage_back(account_id=account.pk, actor=actor)
     return account
+
+
+def account_storage_back(*, account_id: int, actor) -> int:
+    """Reset each storage service whose assignments deprovisioning retired, now that the account is
+    reprovisioned (assignment_reset, audited with the reason REPROVISIONED); how many services. Call it
+    in the reprovisioning's transaction: the services above and the restore link (tokens/services.py) do."""
+    services = services_retired_by_deprovisioning(account_id)
+    for service in services:
+        assignment_reset(service=service, account_id=account_id, actor=actor, reason=REPROVISIONED)
+    return len(services)
+
+
+# The reason the node rows of a reprovisioning's resets give (beside the request's own id).
+REPROVISIONED = "the account was reprovisioned"
+
+
+def services_retired_by_deprovisioning(account_id: int) -> list[str]:
+    """The services in which deprovisioning retired the account's assignments and a reset has not
+    given them back yet (their rows with a retired_generation still carry the tombstone)."""
+    return list(
+        NodeAssignment.objects.filter(
+            account_id=account_id, generation=MAX_GENERATION, retired_generation__isnull=False
+        )
+        .values_list("service__service", flat=True)
+        .distinct()
+    )
 
 
 def _set_status(account: Account, *, actor, status: AccountStatus, only_from: AccountStatus | None) -> bool:

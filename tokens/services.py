@@ -20,7 +20,12 @@ from django.db.models.functions import Now
 from accounts.errors import AccountGone
 from accounts.models import Account, AccountPassword, AccountStatus
 from accounts.selectors import accounts_by_identifier
-from accounts.services import account_password_check, account_password_hash, account_set_password
+from accounts.services import (
+    account_password_check,
+    account_password_hash,
+    account_set_password,
+    account_storage_back,
+)
 from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 from platform_events.limits.counters import Limit, LimitExceeded, limits_hit
@@ -143,6 +148,9 @@ def _consume(token: Token, *, how: str, actor, new_password: NewPassword) -> Tok
         # Two concurrent consumptions: the second waits for the first's row lock, then the trigger refuses it.
         if not Token.objects.filter(pk=token.pk).update(consumed_at=Now(), consumed_with=how):
             raise TokenNotFound("tokens: this link is not valid")
+        if token.action == TokenAction.RESTORE:
+            # The database reprovisioned the account; its storage comes back with it.
+            account_storage_back(account_id=account.pk, actor=acting)
         if password_hash:
             # Consumed with the token: a recovery token ends with the password it set.
             account_set_password(account=account, password_hash=password_hash, actor=acting)

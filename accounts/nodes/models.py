@@ -90,6 +90,9 @@ class NodeAssignment(models.Model):
     keys_changed_at = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(db_default=Now())
     replaced_at = models.DateTimeField(null=True, blank=True)
+    # The generation the row had when deprovisioning retired it (accounts/sql/0021_deprovision.sql):
+    # what a reset after reprovisioning gives back.
+    retired_generation = models.BigIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         managed = False

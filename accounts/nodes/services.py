@@ -20,6 +20,7 @@ from math import ceil
 from django.conf import settings
 from django.db import connection, transaction
 
+from accounts.models import Account, AccountStatus
 from accounts.nodes.addresses import node_host_problem
 from accounts.nodes.errors import (
     AlreadyAssigned,
@@ -380,13 +381,15 @@ def assignment_replace(*, uid: int, at: datetime | None = None) -> None:
 @dataclass(frozen=True)
 class Reset:
     """What assignment_reset did (or, in a dry run, would do): the live row it replaced (None when the
-    account had none), the rows whose numbers from the future it lowered, and the fresh assignment
-    (None in a dry run, or when no node had room: the account's next sync gets one)."""
+    account had none), the rows whose numbers from the future it lowered, the fresh assignment
+    (None in a dry run, or when no node had room: the account's next sync gets one), and the rows
+    whose retirement by deprovisioning it lifted."""
 
     replaced_uid: int | None
     replaced_node: str | None
     lowered: int
     fresh: Assignment | None
+    unretired: int = 0
 
 
 # The account's rows holding a number more than a day ahead of the clock (node_clock_limit(),
@@ -412,6 +415,18 @@ WHERE {FROM_THE_FUTURE}
 """
 
 
+# The account's rows whose tombstone deprovisioning gave and a reprovisioning since lifts
+# (node_retirement_lifted(), accounts/sql/0022_node_unretire.sql), and the update giving each back the
+# generation it had.
+UNRETIRE_ROWS = """
+SELECT a.uid FROM node_assignments a
+WHERE a.service = %(service)s AND a.account = %(account)s AND a.generation = %(tombstone)s AND node_retirement_lifted(a)
+"""
+UNRETIRE = f"""
+UPDATE node_assignments SET generation = retired_generation WHERE uid IN ({UNRETIRE_ROWS})
+"""
+
+
 def assignment_reset(*, service: str, account_id: int, actor, reason: str, dry_run: bool = False) -> Reset:
     """An operator's reset of the account's assignment for ``service``: its live row replaced and a
     fresh one (a new uid, on the least-loaded node) made with the same keys and numbers, so that its
@@ -423,9 +438,14 @@ def assignment_reset(*, service: str, account_id: int, actor, reason: str, dry_r
     node_assignment.created naming the account). With no node free, the row is replaced all the
     same and the next sync gets the fresh one.
 
+    An account reprovisioned after deprovisioning retired its assignments gets them back here: the
+    tombstone of each row deprovisioning retired goes back to the generation the row had
+    (accounts/sql/0022_node_unretire.sql; node_assignment.changed), and the fresh row continues from
+    there (``Reset.unretired`` counts those rows).
+
     Refused: UnknownName (the service), NoAssignment (the account never had one), Retired (its
-    assignments carry the tombstone), InvalidValue (a reason that is not text). ``dry_run``: the same
-    refusals, then what would be replaced; nothing changes."""
+    assignments carry the tombstone, and no reprovisioning since lifts it), InvalidValue (a reason
+    that is not text). ``dry_run``: the same refusals, then what would be replaced; nothing changes."""
     _check(reason_problem(reason))
     sid = service_id(service)
     # Direct writes, not the node_routine_* functions: every row of the reset is audited in full.
@@ -441,7 +461,26 @@ def assignment_reset(*, service: str, account_id: int, actor, reason: str, dry_r
             raise NoAssignment(
                 f"nodes: account {account_id} has no assignment for {service}; there is nothing to reset"
             )
-        if record.generation >= MAX_GENERATION:
+        unretired = 0
+        if record.generation >= MAX_GENERATION and not dry_run:
+            with connection.cursor() as cursor:
+                cursor.execute(UNRETIRE, {"service": sid, "account": account_id, "tombstone": MAX_GENERATION})
+                unretired = cursor.rowcount
+            record = current_record(service=service, account_id=account_id)
+        elif record.generation >= MAX_GENERATION:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT count(*) FROM ({UNRETIRE_ROWS}) r",
+                    {"service": sid, "account": account_id, "tombstone": MAX_GENERATION},
+                )
+                (unretired,) = cursor.fetchone()
+        if record.generation >= MAX_GENERATION and not unretired:
+            if Account.objects.filter(pk=account_id, status=AccountStatus.DEPROVISIONED).exists():
+                raise Retired(
+                    f"nodes: account {account_id} is deprovisioned, which retired its assignments for {service};"
+                    " reprovision it first",
+                    account_id=account_id,
+                )
             raise Retired(
                 f"nodes: account {account_id}'s assignments for {service} were retired", account_id=account_id
             )
@@ -454,7 +493,7 @@ def assignment_reset(*, service: str, account_id: int, actor, reason: str, dry_r
             else:
                 cursor.execute(LOWER_FROM_THE_FUTURE, where)
                 lowered = cursor.rowcount
-        done = Reset(live.uid if live else None, live.node if live else None, lowered, None)
+        done = Reset(live.uid if live else None, live.node if live else None, lowered, None, unretired)
         if dry_run:
             return done
         record = current_record(service=service, account_id=account_id)
@@ -471,7 +510,7 @@ def assignment_reset(*, service: str, account_id: int, actor, reason: str, dry_r
             )
         except NoCapacity:
             return done
-    return Reset(done.replaced_uid, done.replaced_node, lowered, fresh)
+    return Reset(done.replaced_uid, done.replaced_node, lowered, fresh, unretired)
 
 
 def assignments_retire(*, account_id: int) -> int:

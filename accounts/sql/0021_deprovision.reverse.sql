@@ -11,6 +11,8 @@ $$;
 
 DROP TRIGGER after_account_deprovision ON accounts;
 DROP FUNCTION trg_after_account_deprovision();
+DROP FUNCTION node_routine_retire_deprovisioned(bigint);
+ALTER TABLE node_assignments DROP COLUMN retired_generation;
 
 CREATE OR REPLACE FUNCTION trg_before_account_status_change() RETURNS trigger
     LANGUAGE plpgsql SET search_path = public, pg_temp

@@ -13,6 +13,41 @@ ALTER TABLE accounts
     ADD COLUMN deprovisioned_at timestamptz,
     ADD COLUMN reprovisioned_at timestamptz;
 
+-- The generation a row had when deprovisioning retired it: what a reset after reprovisioning gives
+-- back (0022_node_unretire.sql). Set only with the tombstone, by node_routine_retire_deprovisioned().
+ALTER TABLE node_assignments ADD COLUMN retired_generation bigint;
+
+-- tokenserver's retire_user as node_routine_retire() does it, each live row keeping its generation in
+-- retired_generation. A routine move, its rows audited as node_assignment.retired: by the routine
+-- trigger when called directly, here when called from the deprovisioning's trigger (the assignment
+-- triggers leave what a trigger's own statements change to the trigger that made them).
+CREATE FUNCTION node_routine_retire_deprovisioned(p_account bigint)
+    RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+AS $$
+DECLARE
+    retired integer;
+BEGIN
+    WITH rows AS (
+        UPDATE node_assignments
+        SET replaced_at = clock_timestamp(), retired_generation = generation, generation = 9223372036854775807
+        WHERE account = p_account AND replaced_at IS NULL
+        RETURNING uid, account, retired_generation, keys_changed_at
+    ), written AS (
+        SELECT audit_record_many('node_assignment.retired', 'account', array_agg(account::text ORDER BY uid),
+                                 array_agg(jsonb_build_object('uid', uid, 'generation', retired_generation,
+                                                              'keys_changed_at', keys_changed_at) ORDER BY uid),
+                                 array_agg(jsonb_build_object('uid', uid, 'generation', 9223372036854775807,
+                                                              'keys_changed_at', keys_changed_at) ORDER BY uid))
+        FROM rows
+        WHERE pg_trigger_depth() > 0
+        HAVING count(*) > 0
+    )
+    SELECT (SELECT count(*) FROM rows) INTO retired FROM (SELECT count(*) FROM written) w;
+    RETURN retired;
+END;
+$$;
+
 -- Status timestamps, as 0001 kept them, with the two new moves. A suspended account deprovisioned
 -- keeps its suspended_at until it is reprovisioned (the trail says who suspended it and why).
 CREATE OR REPLACE FUNCTION trg_before_account_status_change() RETURNS trigger
@@ -216,7 +251,7 @@ BEGIN
         WHERE id IN (SELECT id FROM tokens
                      WHERE account = NEW.id AND consumed_at IS NULL AND superseded_at IS NULL
                      FOR UPDATE SKIP LOCKED);
-        PERFORM node_routine_retire(NEW.id);
+        PERFORM node_routine_retire_deprovisioned(NEW.id);
     ELSE
         UPDATE tokens SET superseded_at = now()
         WHERE account = NEW.id AND consumed_at IS NULL AND superseded_at IS NULL;

@@ -37,6 +37,13 @@ class Command(BaseCommand):
                 f"Account {account_id} for {service}: numbers from the future {lowered} on {rows}, to its highest"
                 " real ones."
             )
+        if done.unretired:
+            rows = quantity(done.unretired, "row")
+            back = "would get" if dry_run else "got"
+            self.stdout.write(
+                f"Account {account_id} for {service}: {rows} retired by its deprovisioning {back} back the generation"
+                " they had."
+            )
         if dry_run:
             self.stdout.write(f"Account {account_id} for {service}: {old} would be replaced; nothing changed.")
         elif done.fresh is None:

@@ -21,6 +21,7 @@ ROUTINE_FUNCTIONS = [
     "node_routine_replace",
     "node_routine_replace_row",
     "node_routine_retire",
+    "node_routine_retire_deprovisioned",
     "node_routine_delete",
 ]
 
