@@ -84,7 +84,12 @@ def test_the_password_reaches_no_log(caplog, settings):
 @pytest.mark.parametrize(
     ("login", "role", "stdin", "sentence"),
     [
-        ("fay.wong", "admin", None, "--role: no role named 'admin'; the roles are support, auditor, integrator."),
+        (
+            "fay.wong",
+            "admin",
+            None,
+            "--role: no role named 'admin'; the roles are support, auditor, integrator, privacy.",
+        ),
         ("fay bar", "support", None, "Not a valid login: Enter a valid username."),
         ("fay.wong", "support", "", "--password-stdin: no password on stdin"),
         ("fay.wong", "support", "short\n", "Password refused: This password is too short."),
