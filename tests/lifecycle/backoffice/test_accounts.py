@@ -2,6 +2,8 @@
 reports, what each role may do, search (exact, prefix, any part) and date ranges."""
 
 import datetime
+import html
+import re
 
 import pytest
 from django.contrib import admin
@@ -519,3 +521,14 @@ class TestDeprovisioning:
         today = str(timezone.localdate())
         assert listed(support.get(CHANGELIST, {"deprovisioned_at__range__gte": today})) == ["gone"]
         assert listed(support.get(CHANGELIST, {"deprovisioned_at__isnull": "True"})) == ["here"]
+
+    def test_the_audit_trail_reads_both_moves_with_who_why_and_the_status_change(self, privacy):
+        account = AccountFactory(active=True)
+        admin_action(privacy, "deprovision", [account], reason="asked to close it")
+        admin_action(privacy, "reprovision", [account], reason="changed their mind")
+        page = privacy.get(reverse("admin:platform_events_auditevent_changelist"), {"account": account.pk})
+        rows = page.content.decode().split('id="result_list"')[1]
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", rows)).split())
+        assert "account. reprovisioned" in text and "account. deprovisioned" in text  # wrapped after the dot
+        assert "privacy1" in text and "asked to close it" in text and "status: active → deprovisioned" in text
+        assert "changed their mind" in text and "status: deprovisioned → provisioned" in text
