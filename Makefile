@@ -34,7 +34,7 @@ install: $(VENV)/.installed ## make .venv and install the project in it
 
 # A development .env (DEBUG on, a random SECRET_KEY) so that manage.py typed by hand works too.
 .env: | $(BIN)/python
-	@$(BIN)/python -c 'import secrets; print("DEBUG=true\nSECRET_KEY=" + secrets.token_urlsafe(50) + "".join(f"\nDEMO_{r}_PASSWORD=" + secrets.token_urlsafe(12) for r in ("ADMIN", "SUPPORT", "AUDITOR", "INTEGRATOR")))' > $@
+	@$(BIN)/python -c 'import secrets; print("DEBUG=true\nSECRET_KEY=" + secrets.token_urlsafe(50) + "".join(f"\nDEMO_{r}_PASSWORD=" + secrets.token_urlsafe(12) for r in ("ADMIN", "SUPPORT", "AUDITOR", "INTEGRATOR", "PRIVACY")))' > $@
 	@echo "wrote .env (development settings; not for production)"
 
 run: install .env ## set up, load the demo data, serve the admin on 127.0.0.1:PORT (8000) with the worker and the mail and webhook listeners

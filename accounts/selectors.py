@@ -93,6 +93,14 @@ def account_suspension(account_id: int) -> AuditEvent | None:
     return rows.order_by("-occurred_at").first()
 
 
+def account_deprovisioning(account_id: int) -> AuditEvent | None:
+    """The audit row of the account's latest deprovisioning (who, when, why), if the trail holds one."""
+    rows = AuditEvent.objects.filter(
+        resource_type=ResourceType.ACCOUNT, resource_id=str(account_id), action=AuditAction.ACCOUNT_DEPROVISIONED
+    )
+    return rows.order_by("-occurred_at").first()
+
+
 def email_is_claimed(email: str) -> bool:
     """Whether an activated account holds this address, ignoring case: activating claims an address for
     that account alone, while unactivated sign-ups may share one."""

@@ -112,6 +112,12 @@ def auditor(db):
 
 
 @pytest.fixture
+def privacy(db):
+    """A Privacy staff member's admin client."""
+    return staff_client("Privacy")
+
+
+@pytest.fixture
 def smtp_server(settings):
     """A real SMTP server on loopback, and Django's SMTP backend pointed at it."""
     server = SMTPServer().start()

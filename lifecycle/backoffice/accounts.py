@@ -1,6 +1,6 @@
 """The account page and list: accounts with their tokens and node assignments, their audit trail,
-and the staff's actions on them (suspend, unsuspend, resend the activation e-mail, send a
-password-recovery e-mail).
+and the staff's actions on them (suspend, unsuspend, deprovision, reprovision, resend the activation
+e-mail, send a password-recovery e-mail).
 
 Each action asks why on a confirmation page, calls one service per account and reports what happened
 per account (platform_events/admin_kit/actions.py); the database writes the audit rows, with the staff
@@ -17,13 +17,14 @@ from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 from accounts.models import Account, AccountStatus
 from accounts.nodes.admin import NodeAssignmentInline
 from accounts.selectors import (
+    account_deprovisioning,
     account_suspension,
     account_trail_latest,
     accounts_search,
     accounts_search_order,
     accounts_search_tiers,
 )
-from accounts.services import account_suspend, account_unsuspend
+from accounts.services import account_deprovision, account_reprovision, account_suspend, account_unsuspend
 from platform_events.admin_kit.actions import RowAction
 from platform_events.admin_kit.display import Tone, badge, when
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
@@ -39,11 +40,12 @@ STATUS_TONES = {
     AccountStatus.PROVISIONED: Tone.CAUTION,
     AccountStatus.ACTIVE: Tone.GOOD,
     AccountStatus.SUSPENDED: Tone.BAD,
+    AccountStatus.DEPROVISIONED: Tone.QUIET,
 }
 
 
 def account_action(label: str, service, question: tuple[str, str], done: tuple[str, str], applies_to) -> RowAction:
-    """One of the four things staff do to accounts: a reason asked, the service called per account (it
+    """One of the things staff do to accounts: a reason asked, the service called per account (it
     decides; the page offers the action only while ``applies_to``), refusals reported by their reason."""
     return RowAction(
         label,
@@ -66,7 +68,8 @@ ACCOUNT_ACTIONS = {
             "Suspend these %(count)d accounts? They cannot sign in until they are unsuspended.",
         ),
         ("%(count)d account suspended.", "%(count)d accounts suspended."),
-        lambda account: account.status != AccountStatus.SUSPENDED,
+        # A deprovisioned account is left only by reprovisioning (the database refuses the rest).
+        lambda account: account.status in (AccountStatus.PROVISIONED, AccountStatus.ACTIVE),
     ),
     "unsuspend": account_action(
         "Unsuspend",
@@ -99,6 +102,34 @@ ACCOUNT_ACTIONS = {
         ("%(count)d password-recovery e-mail queued.", "%(count)d password-recovery e-mails queued."),
         lambda account: account.status == AccountStatus.ACTIVE,
     ),
+    "deprovision": account_action(
+        "Deprovision",
+        account_deprovision,
+        (
+            "Deprovision this account? It can no longer sign in, the links and codes it was sent stop working,"
+            " and its storage node assignments are retired; it keeps its address. Reprovisioning brings it"
+            " back, with a fresh activation e-mail.",
+            "Deprovision these %(count)d accounts? They can no longer sign in, the links and codes they were sent"
+            " stop working, and their storage node assignments are retired; each keeps its address."
+            " Reprovisioning brings one back, with a fresh activation e-mail.",
+        ),
+        ("%(count)d account deprovisioned.", "%(count)d accounts deprovisioned."),
+        lambda account: account.status != AccountStatus.DEPROVISIONED,
+    ),
+    "reprovision": account_action(
+        "Reprovision",
+        account_reprovision,
+        (
+            "Reprovision this account? It goes back to provisioned and is sent a fresh activation e-mail; it can"
+            " sign in once it activates again. Its storage node assignments stay retired until an operator"
+            " resets them.",
+            "Reprovision these %(count)d accounts? Each goes back to provisioned and is sent a fresh activation"
+            " e-mail; it can sign in once it activates again. Their storage node assignments stay retired until"
+            " an operator resets them.",
+        ),
+        ("%(count)d account reprovisioned.", "%(count)d accounts reprovisioned."),
+        lambda account: account.status == AccountStatus.DEPROVISIONED,
+    ),
 }
 
 
@@ -112,6 +143,7 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         ("created_at", DateRangeQuickSelectListFilterBuilder()),
         ("activated_at", DateRangeQuickSelectListFilterBuilder()),
         ("suspended_at", DateRangeQuickSelectListFilterBuilder()),
+        ("deprovisioned_at", DateRangeQuickSelectListFilterBuilder()),
     ]
     search_fields = ["login", "email"]  # the search itself: get_search_results
     search_help_text = (
@@ -119,10 +151,28 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         " that hold it (example.com, @example). A term without 3 letters or digits in a row finds only starts."
     )
     fieldsets = [
-        (None, {"fields": ["login", "email", "status_badge", "suspension", "password_state"]}),
-        ("Dates", {"fields": ["created_at", "activated_at", "suspended_at", "unsuspended_at", "status_changed_at"]}),
+        (None, {"fields": ["login", "email", "status_badge", "suspension", "deprovisioning", "password_state"]}),
+        (
+            "Dates",
+            {
+                "fields": [
+                    "created_at",
+                    "activated_at",
+                    "suspended_at",
+                    "unsuspended_at",
+                    "deprovisioned_at",
+                    "reprovisioned_at",
+                    "status_changed_at",
+                ]
+            },
+        ),
     ]
-    readonly_fields = [field.name for field in Account._meta.fields] + ["status_badge", "suspension", "password_state"]
+    readonly_fields = [field.name for field in Account._meta.fields] + [
+        "status_badge",
+        "suspension",
+        "deprovisioning",
+        "password_state",
+    ]
     inlines = [TokenInline, NodeAssignmentInline]
     row_actions = ACCOUNT_ACTIONS
     actions = list(ACCOUNT_ACTIONS)
@@ -207,6 +257,21 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
             event.reason or "—",
         )
 
+    @admin.display(description="deprovisioned")
+    def deprovisioning(self, account):
+        """Since when, by whom and why the account is deprovisioned, from the audit row that deprovisioned it."""
+        if account.status != AccountStatus.DEPROVISIONED:
+            return "—"
+        event = account_deprovisioning(account.pk)
+        if event is None:  # the trail's row has aged out with its partition
+            return f"since {when(account.deprovisioned_at)}"
+        return format_html(
+            "since {} by {}<br>reason: {}",
+            when(event.occurred_at),
+            event.actor_display or event.actor_id,
+            event.reason or "—",
+        )
+
     @admin.display(description="password")
     def password_state(self, account):
         """Whether the account has a password, and since when (never the hash)."""
@@ -223,6 +288,14 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     def unsuspend(self, request, queryset):
         return self.confirm_and_run(request, queryset, "unsuspend")
 
+    @admin.action(permissions=["deprovision"], description="Deprovision selected accounts")
+    def deprovision(self, request, queryset):
+        return self.confirm_and_run(request, queryset, "deprovision")
+
+    @admin.action(permissions=["reprovision"], description="Reprovision selected accounts")
+    def reprovision(self, request, queryset):
+        return self.confirm_and_run(request, queryset, "reprovision")
+
     @admin.action(permissions=["resend_activation"], description="Resend the activation e-mail")
     def resend_activation(self, request, queryset):
         return self.confirm_and_run(request, queryset, "resend_activation")
@@ -233,6 +306,12 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
 
     def has_suspend_permission(self, request):
         return request.user.has_perm("accounts.suspend_account")
+
+    def has_deprovision_permission(self, request):
+        return request.user.has_perm("accounts.deprovision_account")
+
+    def has_reprovision_permission(self, request):
+        return request.user.has_perm("accounts.reprovision_account")
 
     def has_resend_activation_permission(self, request):
         return request.user.has_perm("accounts.resend_activation")

@@ -3,7 +3,7 @@
 Superusers can do everything; each role is an auth group of its own name with what its job needs and
 no more. None can add, change or delete accounts, tokens or audit rows: state changes go through the
 actions. Only Auditors may export the audit trail (CSV); only Integrators (and superusers) see
-webhooks, API clients and storage nodes.
+webhooks, API clients and storage nodes; only Privacy (and superusers) may reprovision an account.
 """
 
 from dataclasses import dataclass
@@ -26,11 +26,12 @@ class Role:
 
 SUPPORT = Role(
     name="Support",
-    may="find accounts, suspend and unsuspend them, resend activation, send password recovery, retry mail"
-    " and read the audit trail in the admin (not export it)",
+    may="find accounts, suspend and unsuspend them, deprovision them (not reprovision), resend activation, send"
+    " password recovery, retry mail and read the audit trail in the admin (not export it)",
     permissions=(
         "accounts.view_account",
         "accounts.suspend_account",
+        "accounts.deprovision_account",
         "accounts.resend_activation",
         "accounts.send_password_recovery",
         "tokens.view_token",
@@ -77,7 +78,23 @@ INTEGRATOR = Role(
         "accounts.view_nodeassignment",
     ),
 )
-ROLES = {role.name: role for role in (SUPPORT, AUDITOR, INTEGRATOR)}
+# Those who handle people's requests to delete their account: find it, deprovision it, and bring it
+# back (reprovision) when the person withdraws the request; its tokens and trail show what happened.
+# Support may end an account but not bring one back: undoing a deletion is this role's call, apart
+# from the help desk's, where a caller's word would be enough.
+PRIVACY = Role(
+    name="Privacy",
+    may="find accounts, deprovision and reprovision them (reprovisioning mails a fresh activation e-mail)"
+    " and read the audit trail in the admin (not export it)",
+    permissions=(
+        "accounts.view_account",
+        "accounts.deprovision_account",
+        "accounts.reprovision_account",
+        "tokens.view_token",
+        "platform_events.view_auditevent",
+    ),
+)
+ROLES = {role.name: role for role in (SUPPORT, AUDITOR, INTEGRATOR, PRIVACY)}
 
 
 def ensure_roles(*, using: str = DEFAULT_DB_ALIAS, **kwargs) -> None:

@@ -1,6 +1,6 @@
 """Demo data for `make run`: accounts in every state, made by the factories the tests use, spread over
 the last 30 days, storage nodes of a sync-1.5 service holding some of them, and the local staff logins
-(admin, and one per role: support, auditor, integrator)."""
+(admin, and one per role: support, auditor, integrator, privacy)."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -22,6 +22,7 @@ PLAN = [
     ("active", {"active": True}, 100),
     ("suspended", {"suspended": True}, 15),
     ("never-active", {"suspended": True, "was_activated": False}, 5),
+    ("deprovisioned", {"deprovisioned": True}, 5),
 ]
 
 # The node service and its nodes (URL, capacity): the active accounts are spread over the ones up, by
@@ -41,6 +42,7 @@ STAFF = [
     ("Support", "support", "Support", "DEMO_SUPPORT_PASSWORD"),
     ("Auditor", "auditor", "Auditor", "DEMO_AUDITOR_PASSWORD"),
     ("Integrator", "integrator", "Integrator", "DEMO_INTEGRATOR_PASSWORD"),
+    ("Privacy", "privacy", "Privacy", "DEMO_PRIVACY_PASSWORD"),
 ]
 
 

@@ -13,6 +13,7 @@ from accounts.models import Account
 from accounts.selectors import (
     account_by_id,
     account_counts_by_status,
+    account_deprovisioning,
     account_trail,
     account_trail_latest,
     accounts_by_login,
@@ -23,7 +24,9 @@ from accounts.selectors import (
     activations_per_day,
     sign_ups_per_day,
 )
+from accounts.services import account_deprovision, account_reprovision
 from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.context import audit_context
 from tests.support import analyze
 
 pytestmark = pytest.mark.django_db
@@ -281,3 +284,16 @@ class TestFigures:
         assert sign_ups_per_day(since=timezone.now() - timedelta(days=1)) == {today: 4}
         assert activations_per_day(since=timezone.now() - timedelta(days=1)) == {today: 1}
         assert sign_ups_per_day(since=timezone.now() + timedelta(seconds=1)) == {}
+
+
+def test_account_deprovisioning_is_the_latest_deprovisioning_row_or_none():
+    """The account page's "deprovisioned" row: who, when and why of the latest deprovisioning."""
+    account = AccountFactory(active=True)
+    assert account_deprovisioning(account.pk) is None
+    with audit_context(reason="first"):
+        account_deprovision(account=account, actor=None)
+    account_reprovision(account=account, actor=None)
+    with audit_context(reason="second"):
+        account_deprovision(account=account, actor=None)
+    assert account_deprovisioning(account.pk).reason == "second"
+    assert account_deprovisioning(AccountFactory().pk) is None

@@ -41,6 +41,7 @@ def test_support_acts_from_the_account_page(browser, live_server):
     assert page.locator(".object-tools a.account-action").all_inner_texts() == [
         "SUSPEND",
         "SEND A PASSWORD-RECOVERY E-MAIL",
+        "DEPROVISION",
     ]
 
     navigating(page, lambda: page.click(".object-tools a:text-is('Suspend')"))

@@ -11,7 +11,7 @@ from platform_events.quantities import quantity
 
 class Command(BaseCommand):
     help = (
-        "Load demo accounts in every state (once) and make the local staff logins (admin, support, auditor, integrator) that are"
+        "Load demo accounts in every state (once) and make the local staff logins (admin, support, auditor, integrator, privacy) that are"
         " missing, each with its own password, printed once. Never resets an existing login's password."
     )
 

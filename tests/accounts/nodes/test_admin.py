@@ -332,6 +332,7 @@ def test_integrators_have_the_node_permissions_and_no_other_role_has_any():
     assert granted == {
         "Support": set(),
         "Auditor": set(),
+        "Privacy": set(),
         "Integrator": {
             "view_service",
             "add_service",

@@ -2,6 +2,8 @@
 reports, what each role may do, search (exact, prefix, any part) and date ranges."""
 
 import datetime
+import html
+import re
 
 import pytest
 from django.contrib import admin
@@ -11,6 +13,7 @@ from django.utils import timezone
 from accounts.models import Account, AccountStatus
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
+from platform_events.outbox.models import OutboxEvent
 from tests.support import admin_action
 from tokens.models import Token, TokenAction
 
@@ -338,15 +341,20 @@ def act_url(account, action):
 
 class TestAccountPage:
     def test_offers_the_actions_that_apply_to_the_accounts_status(self, support):
-        """An active account offers Suspend and the recovery e-mail; a suspended one only Unsuspend."""
+        """An active account offers Suspend, the recovery e-mail and Deprovision; a suspended one Unsuspend
+        and Deprovision; a deprovisioned one nothing Support may do (Reprovision is Privacy's)."""
         active, suspended = AccountFactory(active=True), AccountFactory(suspended=True)
+        deprovisioned = AccountFactory(deprovisioned=True)
         assert support.get(change_page(active)).context["action_buttons"] == [
             (act_url(active, "suspend"), "Suspend"),
             (act_url(active, "send_password_recovery"), "Send a password-recovery e-mail"),
+            (act_url(active, "deprovision"), "Deprovision"),
         ]
         assert support.get(change_page(suspended)).context["action_buttons"] == [
-            (act_url(suspended, "unsuspend"), "Unsuspend")
+            (act_url(suspended, "unsuspend"), "Unsuspend"),
+            (act_url(suspended, "deprovision"), "Deprovision"),
         ]
+        assert support.get(change_page(deprovisioned)).context["action_buttons"] == []
 
     def test_an_auditor_gets_no_action_buttons_and_is_refused_the_action(self, auditor, support):
         """The buttons follow the permissions, and so does the action's own URL."""
@@ -419,3 +427,108 @@ class TestAccountPage:
         response = support.get(reverse("admin:accounts_account_history", args=[account.pk]))
         assert response.status_code == 302
         assert response["Location"] == reverse("admin:platform_events_auditevent_changelist") + f"?account={account.pk}"
+
+
+class TestDeprovisioning:
+    """Support deprovisions; only Privacy (and superusers) reprovision."""
+
+    def test_support_deprovisions_with_a_reason_the_trail_and_the_outbox_say_so(self, support):
+        account = AccountFactory(active=True)
+        response = admin_action(support, "deprovision", [account], reason="asked by e-mail to close it")
+        assert reported(response) == ["1 account deprovisioned."]
+        assert statuses(account) == [AccountStatus.DEPROVISIONED]
+        event = AuditEvent.objects.get(action="account.deprovisioned", resource_id=str(account.pk))
+        assert (event.actor_type, event.actor_display, event.reason) == (
+            "USER",
+            "support1",
+            "asked by e-mail to close it",
+        )
+        assert OutboxEvent.objects.filter(event_type="account.deprovisioned", aggregate_id=str(account.pk)).exists()
+
+    def test_the_deprovision_confirmation_says_what_happens_and_how_to_undo_it(self, support):
+        first, second = AccountFactory.create_batch(2, active=True)
+        one = admin_action(support, "deprovision", [first]).context["question"]
+        many = admin_action(support, "deprovision", [first, second]).context["question"]
+        assert one.startswith("Deprovision this account? It can no longer sign in, the links and codes")
+        assert "storage node assignments are retired" in one and "fresh activation e-mail" in one
+        assert many.startswith("Deprovision these 2 accounts?")
+        assert statuses(first, second) == [AccountStatus.ACTIVE] * 2
+
+    def test_support_is_not_offered_reprovision_and_a_forged_post_is_refused(self, support):
+        account = AccountFactory(deprovisioned=True)
+        page = support.get(CHANGELIST).content.decode()
+        assert 'value="deprovision"' in page and 'value="reprovision"' not in page
+        admin_action(support, "reprovision", [account], reason="forged")  # the list's: no such action for Support
+        assert statuses(account) == [AccountStatus.DEPROVISIONED]
+        assert support.post(act_url(account, "reprovision"), {"confirm": "yes", "reason": "forged"}).status_code == 403
+        assert statuses(account) == [AccountStatus.DEPROVISIONED]
+        assert not AuditEvent.objects.filter(action="account.reprovisioned").exists()
+
+    def test_privacy_reprovisions_and_a_fresh_activation_token_is_issued(self, privacy):
+        account = AccountFactory(deprovisioned=True)
+        asked = privacy.get(act_url(account, "reprovision"))
+        assert asked.context["question"].startswith("Reprovision this account? It goes back to provisioned")
+        done = privacy.post(
+            act_url(account, "reprovision"), {"confirm": "yes", "reason": "request withdrawn"}, follow=True
+        )
+        assert reported(done) == ["1 account reprovisioned."]
+        assert statuses(account) == [AccountStatus.PROVISIONED]
+        event = AuditEvent.objects.get(action="account.reprovisioned", resource_id=str(account.pk))
+        assert (event.actor_display, event.reason) == ("privacy1", "request withdrawn")
+        assert Token.objects.filter(account=account, action=TokenAction.ACTIVATION, consumed_at=None).exists()
+
+    def test_privacy_deprovisions_too_and_is_offered_only_these_two(self, privacy):
+        active, deprovisioned = AccountFactory(active=True), AccountFactory(deprovisioned=True)
+        assert privacy.get(change_page(active)).context["action_buttons"] == [
+            (act_url(active, "deprovision"), "Deprovision")
+        ]
+        assert privacy.get(change_page(deprovisioned)).context["action_buttons"] == [
+            (act_url(deprovisioned, "reprovision"), "Reprovision")
+        ]
+
+    def test_refusals_are_reported_per_account_in_one_sentence(self, privacy):
+        ann, bob = AccountFactory(deprovisioned=True, login="ann"), AccountFactory(active=True, login="bob")
+        again = admin_action(privacy, "deprovision", [ann, bob], reason="asked twice")
+        assert reported(again) == ["1 account deprovisioned.", "1 account skipped (already deprovisioned): ann."]
+        carl = AccountFactory(active=True, login="carl")
+        back = admin_action(privacy, "reprovision", [bob, carl], reason="withdrawn")
+        assert reported(back) == ["1 account reprovisioned.", "1 account skipped (not deprovisioned): carl."]
+        assert statuses(ann, bob, carl) == [
+            AccountStatus.DEPROVISIONED,
+            AccountStatus.PROVISIONED,
+            AccountStatus.ACTIVE,
+        ]
+
+    def test_the_page_shows_since_when_by_whom_and_why_it_is_deprovisioned_and_its_dates(self, support):
+        account = AccountFactory(active=True)
+        support.post(act_url(account, "deprovision"), {"confirm": "yes", "reason": "closed <b>by request</b>"})
+        response = support.get(change_page(account))
+        page = response.content.decode()
+        assert "by support1" in page and "reason: closed &lt;b&gt;by request&lt;/b&gt;" in page
+        assert "Deprovisioned at" in page and "Reprovisioned at" in page
+        badge = response.context["adminform"].form.instance.status
+        assert badge == AccountStatus.DEPROVISIONED
+
+    def test_an_account_that_is_not_deprovisioned_shows_no_deprovisioning(self, support):
+        account = AccountFactory(active=True)
+        field = admin.site._registry[Account].deprovisioning(Account.objects.get(pk=account.pk))
+        assert field == "—"
+        assert "by support1" not in support.get(change_page(account)).content.decode()
+
+    def test_the_list_filters_by_deprovisioning_date(self, support):
+        AccountFactory(login="gone", deprovisioned=True)
+        AccountFactory(login="here", active=True)
+        today = str(timezone.localdate())
+        assert listed(support.get(CHANGELIST, {"deprovisioned_at__range__gte": today})) == ["gone"]
+        assert listed(support.get(CHANGELIST, {"deprovisioned_at__isnull": "True"})) == ["here"]
+
+    def test_the_audit_trail_reads_both_moves_with_who_why_and_the_status_change(self, privacy):
+        account = AccountFactory(active=True)
+        admin_action(privacy, "deprovision", [account], reason="asked to close it")
+        admin_action(privacy, "reprovision", [account], reason="changed their mind")
+        page = privacy.get(reverse("admin:platform_events_auditevent_changelist"), {"account": account.pk})
+        rows = page.content.decode().split('id="result_list"')[1]
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", rows)).split())
+        assert "account. reprovisioned" in text and "account. deprovisioned" in text  # wrapped after the dot
+        assert "privacy1" in text and "asked to close it" in text and "status: active → deprovisioned" in text
+        assert "changed their mind" in text and "status: deprovisioned → provisioned" in text

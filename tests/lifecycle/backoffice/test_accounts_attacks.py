@@ -117,3 +117,45 @@ def test_account_search_percent_does_not_match_everything(support):
     AccountFactory(login="alpha")
     response = support.get(ACCOUNTS, {"q": "%"})
     assert b"alpha" not in response.content.split(b'id="result_list"')[-1]
+
+
+# Deprovisioning and reprovisioning
+
+
+@pytest.mark.parametrize("role", ["Auditor", "Integrator"])
+@pytest.mark.parametrize(("action", "start"), [("deprovision", "active"), ("reprovision", "deprovisioned")])
+def test_auditors_and_integrators_can_neither_deprovision_nor_reprovision(role, action, start):
+    """A forged POST, from the page's URL and the list's, changes nothing and writes no audit row."""
+    account = AccountFactory(**{start: True})
+    client = quiet(staff_client(role, "attacker"))
+    assert client.post(act_url(account.pk, action), {"confirm": "yes", "reason": "x"}).status_code == 403
+    listed = {"action": action, "_selected_action": [account.pk], "confirm": "yes", "reason": "x"}
+    assert client.post(ACCOUNTS, listed).status_code == 403
+    assert status_of(account) == start
+    moves = AuditEvent.objects.filter(action__in=["account.deprovisioned", "account.reprovisioned"])
+    assert not moves.filter(actor_id__startswith="staff:").exists()
+
+
+def test_support_forging_reprovision_is_refused_and_the_account_stays_deprovisioned(support):
+    account = AccountFactory(deprovisioned=True)
+    response = quiet(support).post(act_url(account.pk, "reprovision"), {"confirm": "yes", "reason": "x"})
+    assert response.status_code == 403
+    listed = {"action": "reprovision", "_selected_action": [account.pk], "confirm": "yes", "reason": "x"}
+    quiet(support).post(ACCOUNTS, listed)
+    assert status_of(account) == AccountStatus.DEPROVISIONED
+    assert not AuditEvent.objects.filter(action="account.reprovisioned").exists()
+
+
+def test_privacy_by_get_with_every_parameter_does_not_reprovision(privacy):
+    account = AccountFactory(deprovisioned=True)
+    response = quiet(privacy).get(act_url(account.pk, "reprovision"), {"confirm": "yes", "reason": "x", "post": "yes"})
+    assert response.status_code == 200
+    assert status_of(account) == AccountStatus.DEPROVISIONED
+
+
+def test_reprovision_without_csrf_token_is_refused():
+    account = AccountFactory(deprovisioned=True)
+    client = csrf_client("Privacy", "privacy_csrf")
+    response = client.post(act_url(account.pk, "reprovision"), {"confirm": "yes", "reason": "cross-site"})
+    assert response.status_code == 403
+    assert status_of(account) == AccountStatus.DEPROVISIONED

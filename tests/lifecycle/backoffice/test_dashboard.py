@@ -124,12 +124,14 @@ class TestAccountFigures:
     def test_each_status_links_to_the_accounts_in_it(self, support):
         AccountFactory.create_batch(2)
         AccountFactory(active=True)
+        AccountFactory(deprovisioned=True)
         accounts = support.get(INDEX).context["dashboard"]["accounts"]
-        for status in ("provisioned", "active", "suspended"):
+        for status in ("provisioned", "active", "suspended", "deprovisioned"):
             found = figure(accounts, status)
             assert found.url == f"/admin/accounts/account/?status__exact={status}"
             assert len(listed(support, found.url)) == found.value
-        assert (figure(accounts, "all").value, len(listed(support, figure(accounts, "all").url))) == (3, 3)
+        assert figure(accounts, "deprovisioned").value == 1
+        assert (figure(accounts, "all").value, len(listed(support, figure(accounts, "all").url))) == (4, 4)
 
 
 class TestStaffActions:

@@ -46,7 +46,7 @@ def test_a_support_login_it_makes_signs_in_and_suspends_an_account_through_the_a
     assert Account.objects.get(pk=account.pk).status == AccountStatus.SUSPENDED
 
 
-@pytest.mark.parametrize("typed", ["support", "auditor", "integrator", "Integrator"])
+@pytest.mark.parametrize("typed", ["support", "auditor", "integrator", "privacy", "Integrator"])
 def test_each_role_is_the_group_of_its_name_and_the_login_is_staff_not_superuser(typed):
     output = add_staff("lee", "--role", typed)
     user = get_user_model().objects.get(username="lee")
@@ -84,7 +84,12 @@ def test_the_password_reaches_no_log(caplog, settings):
 @pytest.mark.parametrize(
     ("login", "role", "stdin", "sentence"),
     [
-        ("fay.wong", "admin", None, "--role: no role named 'admin'; the roles are support, auditor, integrator."),
+        (
+            "fay.wong",
+            "admin",
+            None,
+            "--role: no role named 'admin'; the roles are support, auditor, integrator, privacy.",
+        ),
         ("fay bar", "support", None, "Not a valid login: Enter a valid username."),
         ("fay.wong", "support", "", "--password-stdin: no password on stdin"),
         ("fay.wong", "support", "short\n", "Password refused: This password is too short."),

@@ -27,13 +27,13 @@ class TestSeedDemo:
         out = io.StringIO()
         call_command("seed_demo", stdout=out)
         call_command("seed_demo", stdout=out)
-        assert "Loaded 150 demo accounts." in out.getvalue()
+        assert "Loaded 155 demo accounts." in out.getvalue()
         assert "Demo accounts already loaded." in out.getvalue()
         assert "Admin login: admin / demo-pass-123" in out.getvalue()
         assert "Admin login: admin (exists; password unchanged" in out.getvalue()
         statuses = set(Account.objects.values_list("status", flat=True))
-        assert statuses == {AccountStatus.PROVISIONED, AccountStatus.ACTIVE, AccountStatus.SUSPENDED}
-        assert Account.objects.count() == 150
+        assert statuses == set(AccountStatus)
+        assert Account.objects.count() == 155
         assert Account.objects.dates("created_at", "day").count() > 10  # spread for the dashboard's chart
 
     def test_each_staff_login_has_its_own_password(self, settings, monkeypatch):
@@ -43,8 +43,8 @@ class TestSeedDemo:
         out = io.StringIO()
         call_command("seed_demo", stdout=out)
         printed = dict(re.findall(r"(\w+) login: \w+ / (\S+)", out.getvalue()))
-        assert set(printed) == {"Admin", "Support", "Auditor", "Integrator"}
-        assert len(set(printed.values())) == 4
+        assert set(printed) == {"Admin", "Support", "Auditor", "Integrator", "Privacy"}
+        assert len(set(printed.values())) == 5
         support = get_user_model().objects.get(username="support")
         assert not support.check_password(printed["Admin"])
         assert support.check_password(printed["Support"])

@@ -391,6 +391,7 @@ def test_integrators_may_view_and_change_api_clients_and_no_other_role_may():
     assert granted == {
         "Support": set(),
         "Auditor": set(),
+        "Privacy": set(),
         "Integrator": {"view_apiclient", "change_apiclient"},
     }
 

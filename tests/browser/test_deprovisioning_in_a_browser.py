@@ -1,0 +1,63 @@
+"""Ending an account and bringing it back in a real browser: Support deprovisions it from its page with
+a reason and reads since when, by whom and why; Support is offered no Reprovision; Privacy reprovisions
+it from its page, and the account is provisioned again with a fresh activation e-mail queued."""
+
+import pytest
+
+from accounts.models import Account, AccountStatus
+from lifecycle.demo.factories import AccountFactory
+from tests.browser.conftest import SCREEN, log_in, navigating, needs_chromium, shoot, staff_user
+from tokens.models import Token, TokenAction
+
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
+
+
+def buttons(page) -> list[str]:
+    return page.locator(".object-tools a.account-action").all_inner_texts()
+
+
+def test_support_deprovisions_and_privacy_reprovisions_from_the_account_page(browser, live_server):
+    account = AccountFactory(active=True, email="jane.doe@example.com", login="janedoe")
+    staff_user("support1", "Support")
+    staff_user("privacy1", "Privacy")
+    account_page = f"{live_server.url}/admin/accounts/account/{account.pk}/change/"
+
+    page = browser.new_page(viewport=SCREEN)
+    log_in(page, live_server, "support1")
+    page.goto(account_page)
+    assert "DEPROVISION" in buttons(page)
+    navigating(page, lambda: page.click(".object-tools a:text-is('Deprovision')"))
+    shoot(page, "account-page-deprovision-confirmation")
+    assert "Deprovision this account? It can no longer sign in" in page.locator("#content").inner_text()
+    page.fill("textarea[name=reason]", "the person asked by e-mail to close the account")
+    navigating(page, lambda: page.click("input[type=submit]"))
+
+    shoot(page, "account-page-deprovisioned")
+    assert page.url == account_page
+    assert "1 account deprovisioned." in page.locator(".messagelist").inner_text()
+    assert page.locator(".field-status_badge .readonly").inner_text() == "deprovisioned"
+    deprovisioning = page.locator(".field-deprovisioning .readonly").inner_text()
+    assert "by support1" in deprovisioning
+    assert "reason: the person asked by e-mail to close the account" in deprovisioning
+    assert page.locator(".field-deprovisioned_at .readonly").inner_text() != "-"
+    assert buttons(page) == []  # Reprovision is Privacy's
+    page.close()
+
+    page = browser.new_page(viewport=SCREEN)
+    log_in(page, live_server, "privacy1")
+    page.goto(account_page)
+    assert buttons(page) == ["REPROVISION"]
+    navigating(page, lambda: page.click(".object-tools a:text-is('Reprovision')"))
+    shoot(page, "account-page-reprovision-confirmation")
+    assert "Reprovision this account? It goes back to provisioned" in page.locator("#content").inner_text()
+    page.fill("textarea[name=reason]", "the person withdrew the request")
+    navigating(page, lambda: page.click("input[type=submit]"))
+
+    shoot(page, "account-page-reprovisioned")
+    assert "1 account reprovisioned." in page.locator(".messagelist").inner_text()
+    assert page.locator(".field-status_badge .readonly").inner_text() == "provisioned"
+    latest = page.locator("#recent-trail tbody tr").all_inner_texts()
+    assert any("account.reprovisioned" in row and "privacy1" in row for row in latest)
+    assert Account.objects.get(pk=account.pk).status == AccountStatus.PROVISIONED
+    assert Token.objects.filter(account=account, action=TokenAction.ACTIVATION, consumed_at=None).exists()
+    page.close()
