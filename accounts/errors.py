@@ -67,6 +67,14 @@ class AccountGone(Refused):
     default_reason = "deleted meanwhile"
 
 
+@raised_as(sqlstate="LA007")
+class AccountIsDeprovisioned(IllegalTransition):
+    """A move of a deprovisioned account other than reprovisioning (the client API's problem type)."""
+
+    code = "account-deprovisioned"
+    default_reason = "deprovisioned"
+
+
 class AlreadyDeprovisioned(IllegalTransition):
     code = "already-deprovisioned"
     default_reason = "already deprovisioned"

@@ -58,7 +58,7 @@ DECLARE
 BEGIN
     IF OLD.status = 'deprovisioned' AND NEW.status <> 'provisioned' THEN
         RAISE EXCEPTION 'accounts: account % is deprovisioned; only reprovisioning (set it to provisioned) brings it back', OLD.id
-            USING ERRCODE = 'LA005';
+            USING ERRCODE = 'LA007';
     END IF;
     IF NEW.status = 'provisioned' AND OLD.status <> 'deprovisioned' THEN
         RAISE EXCEPTION 'accounts: account % cannot be set back to provisioned (set it to active to unsuspend it)', OLD.id

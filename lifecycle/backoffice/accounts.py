@@ -121,11 +121,11 @@ ACCOUNT_ACTIONS = {
         account_reprovision,
         (
             "Reprovision this account? It goes back to provisioned and is sent a fresh activation e-mail; it can"
-            " sign in once it activates again. Its storage node assignments stay retired until an operator"
-            " resets them.",
+            " sign in once it activates again. Its storage node assignments are reset: its next sync gets a"
+            " fresh node, with the generation it had.",
             "Reprovision these %(count)d accounts? Each goes back to provisioned and is sent a fresh activation"
-            " e-mail; it can sign in once it activates again. Their storage node assignments stay retired until"
-            " an operator resets them.",
+            " e-mail; it can sign in once it activates again. Their storage node assignments are reset: each"
+            " one's next sync gets a fresh node, with the generation it had.",
         ),
         ("%(count)d account reprovisioned.", "%(count)d accounts reprovisioned."),
         lambda account: account.status == AccountStatus.DEPROVISIONED,

@@ -7,6 +7,7 @@ from django.db import transaction
 
 from accounts.errors import (
     AccountGone,
+    AccountIsDeprovisioned,
     AlreadyDeprovisioned,
     AlreadySuspended,
     EmailAlreadyClaimed,
@@ -254,8 +255,9 @@ class TestDeprovisioning:
 
     def test_a_deprovisioned_account_is_neither_suspended_nor_unsuspended(self):
         account = account_deprovision(account=AccountFactory(active=True), actor=None)
-        with pytest.raises(IllegalTransition, match="only reprovisioning"):
+        with pytest.raises(AccountIsDeprovisioned, match="only reprovisioning") as caught:
             account_suspend(account=account, actor=None)
+        assert (caught.value.code, caught.value.reason) == ("account-deprovisioned", "deprovisioned")
         with pytest.raises(NotSuspended):
             account_unsuspend(account=account, actor=None)
         assert Account.objects.get(pk=account.pk).status == AccountStatus.DEPROVISIONED
