@@ -301,3 +301,35 @@ class TestRestoreTokens:
             [account_id],
             match="already been used",
         )
+
+
+@pytest.mark.attack
+def test_a_token_inserted_from_a_trigger_of_ones_own_is_still_refused(sql, refused):
+    """The runtime role's own trigger (on a temporary table, its function in pg_temp) inserts a token:
+    the insert runs at trigger depth 1, which is no licence to issue a token for a deprovisioned
+    account."""
+    account_id = new_account(sql, "active")
+    deprovision(sql, account_id)
+    sql("CREATE TEMP TABLE launder (account bigint)")
+    sql(
+        "CREATE FUNCTION pg_temp.launder_insert() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN INSERT INTO public.tokens (account, action) VALUES (NEW.account, 'password_recovery');"
+        " RETURN NEW; END $$"
+    )
+    sql("CREATE TRIGGER launder AFTER INSERT ON pg_temp.launder FOR EACH ROW EXECUTE FUNCTION pg_temp.launder_insert()")
+    refused("INSERT INTO pg_temp.launder VALUES (%s)", [account_id], match=f"account {account_id} is deprovisioned")
+    assert live_tokens(sql, account_id) == []
+
+
+@pytest.mark.attack
+def test_a_restore_token_inserted_from_a_trigger_of_ones_own_is_refused_for_a_live_account(sql, refused):
+    account_id = new_account(sql, "active")
+    sql("CREATE TEMP TABLE launder (account bigint)")
+    sql(
+        "CREATE FUNCTION pg_temp.launder_insert() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN INSERT INTO public.tokens (account, action) VALUES (NEW.account, 'restore');"
+        " RETURN NEW; END $$"
+    )
+    sql("CREATE TRIGGER launder AFTER INSERT ON pg_temp.launder FOR EACH ROW EXECUTE FUNCTION pg_temp.launder_insert()")
+    refused("INSERT INTO pg_temp.launder VALUES (%s)", [account_id], match=f"account {account_id} is not deprovisioned")
+    assert sql("SELECT count(*) FROM tokens WHERE account = %s AND action = 'restore'", [account_id]) == [(0,)]

@@ -51,9 +51,9 @@ $$;
 
 -- A token inserted for a deprovisioned account is refused, but a restore token, which is refused for
 -- any other. FOR SHARE: a deprovisioning under way waits for this insert's transaction and then
--- replaces the new token too, or commits first and this insert sees it. Only for inserts made
--- directly (depth 0): the database's own inserts are an account's first token and reprovisioning's,
--- both for a provisioned account, and bulk sign-ups stay one statement (bench/provision.py).
+-- replaces the new token too, or commits first and this insert sees it. For every insert, the
+-- database's own too (an account's first token, reprovisioning's): a trigger of the session's own,
+-- on a temporary table, inserts at depth 1 and is no less a direct write.
 CREATE FUNCTION trg_before_token_insert_account_live() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = public, pg_temp
@@ -79,7 +79,6 @@ $$;
 CREATE TRIGGER before_token_insert_account_live
     BEFORE INSERT ON tokens
     FOR EACH ROW
-    WHEN (pg_trigger_depth() = 0)
     EXECUTE FUNCTION trg_before_token_insert_account_live();
 
 -- The mail record of a token replaced before it went out says why, as 0011_used_while_mailing.sql
