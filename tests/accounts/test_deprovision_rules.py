@@ -333,3 +333,19 @@ def test_a_restore_token_inserted_from_a_trigger_of_ones_own_is_refused_for_a_li
     sql("CREATE TRIGGER launder AFTER INSERT ON pg_temp.launder FOR EACH ROW EXECUTE FUNCTION pg_temp.launder_insert()")
     refused("INSERT INTO pg_temp.launder VALUES (%s)", [account_id], match=f"account {account_id} is not deprovisioned")
     assert sql("SELECT count(*) FROM tokens WHERE account = %s AND action = 'restore'", [account_id]) == [(0,)]
+
+
+@pytest.mark.attack
+def test_the_deprovisioning_retirement_cannot_be_called_on_a_live_account(sql):
+    """node_routine_retire_deprovisioned() is the deprovisioning's (SECURITY DEFINER, callable by whoever
+    may deprovision): called by hand on a live account it would tombstone its rows with a
+    retired_generation, which only a deprovisioning may write (the later reset gives it back)."""
+    account_id = new_account(sql, "active")
+    (service,) = sql("INSERT INTO services (service, pattern) VALUES ('sync-1.5', '{node}/1.5/{uid}') RETURNING id")[0]
+    sql("INSERT INTO nodes (service, node, capacity, available) VALUES (%s, 'https://phx12', 10, 10)", [service])
+    sql("SELECT node_routine_allocate(%s, %s, 0, '', NULL, 0.1)", [service, account_id])
+    assert sql("SELECT node_routine_retire_deprovisioned(%s)", [account_id]) == [(0,)]
+    assert sql(
+        "SELECT generation < %s, replaced_at IS NULL, retired_generation FROM node_assignments WHERE account = %s",
+        [TOMBSTONE, account_id],
+    ) == [(True, True, None)]
