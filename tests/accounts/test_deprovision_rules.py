@@ -276,6 +276,17 @@ class TestRestoreTokens:
             match="not deprovisioned; a restore token",
         )
 
+    @pytest.mark.attack
+    def test_no_restore_token_for_a_deprovisioned_account_that_never_activated(self, sql, refused):
+        """It holds no address to restore (docs/rules.md, "Deprovisioning"): refused in raw SQL too."""
+        account_id = new_account(sql, "provisioned")
+        deprovision(sql, account_id)
+        refused(
+            "INSERT INTO tokens (account, action) VALUES (%s, 'restore')",
+            [account_id],
+            match="never activated",
+        )
+
     def test_a_restore_token_outlived_by_a_reprovisioning_is_replaced(self, sql, refused):
         """Reprovisioned by staff meanwhile: the restore link is replaced, not used a second time."""
         account_id = new_account(sql, "active")

@@ -60,16 +60,21 @@ CREATE FUNCTION trg_before_token_insert_account_live() RETURNS trigger
 AS $$
 DECLARE
     owner_status account_status;
+    owner_activated timestamptz;
 BEGIN
     -- The row locked whatever its status (a locking clause with the status in its WHERE would lock
     -- nothing while the account is live, which is when it matters).
-    SELECT status INTO owner_status FROM accounts WHERE id = NEW.account FOR SHARE;
+    SELECT status, activated_at INTO owner_status, owner_activated FROM accounts WHERE id = NEW.account FOR SHARE;
     IF owner_status = 'deprovisioned' AND NEW.action <> 'restore' THEN
         RAISE EXCEPTION 'tokens: account % is deprovisioned; no token is issued for it', NEW.account
             USING ERRCODE = 'LT009';
     END IF;
     IF NEW.action = 'restore' AND owner_status IS DISTINCT FROM 'deprovisioned' THEN
         RAISE EXCEPTION 'tokens: account % is not deprovisioned; a restore token is for a deprovisioned account', NEW.account
+            USING ERRCODE = 'LT006';
+    END IF;
+    IF NEW.action = 'restore' AND owner_activated IS NULL THEN
+        RAISE EXCEPTION 'tokens: account % never activated; it holds no address to restore', NEW.account
             USING ERRCODE = 'LT006';
     END IF;
     RETURN NEW;
