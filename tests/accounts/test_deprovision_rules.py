@@ -7,6 +7,8 @@ import psycopg
 import pytest
 
 from tests.support import connect
+from tokens.models import Token
+from tokens.selectors import due_mail
 
 pytestmark = pytest.mark.django_db
 
@@ -360,3 +362,28 @@ def test_the_deprovisioning_retirement_cannot_be_called_on_a_live_account(sql):
         "SELECT generation < %s, replaced_at IS NULL, retired_generation FROM node_assignments WHERE account = %s",
         [TOMBSTONE, account_id],
     ) == [(True, True, None)]
+
+
+@pytest.mark.attack
+@pytest.mark.django_db(transaction=True)
+def test_a_token_locked_by_hand_through_a_deprovisioning_is_still_useless():
+    """Holding the recovery token's row lock (as the mailroom's claim does) makes the deprovisioning skip
+    it, so it stays live: the holder then can neither use it nor see it due for mail."""
+    with connect(autocommit=True) as setup:
+        (account_id,) = setup.execute(
+            "INSERT INTO accounts (email, login) VALUES ('jane@example.com', 'jane') RETURNING id"
+        ).fetchone()
+        setup.execute("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
+        (token_id,) = setup.execute(
+            "INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id]
+        ).fetchone()
+    with connect() as holder, connect(autocommit=True) as deprovisioning:
+        holder.execute("SELECT id FROM tokens WHERE id = %s FOR UPDATE", [token_id])
+        deprovisioning.execute("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account_id])
+        with pytest.raises(psycopg.Error) as refused:
+            holder.execute("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token_id])
+        assert refused.value.sqlstate == "LT009"
+        holder.rollback()
+    live = Token.objects.filter(pk=token_id, consumed_at=None, superseded_at=None)
+    assert live.exists()  # skipped, not waited for
+    assert not due_mail().filter(pk=token_id).exists()
