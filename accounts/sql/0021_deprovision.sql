@@ -32,6 +32,8 @@ BEGIN
         UPDATE node_assignments
         SET replaced_at = clock_timestamp(), retired_generation = generation, generation = 9223372036854775807
         WHERE account = p_account AND replaced_at IS NULL
+          -- Only a deprovisioned account's: called by hand on a live one it retires nothing.
+          AND EXISTS (SELECT FROM accounts WHERE id = p_account AND status = 'deprovisioned')
         RETURNING uid, account, retired_generation, keys_changed_at
     ), written AS (
         SELECT audit_record_many('node_assignment.retired', 'account', array_agg(account::text ORDER BY uid),

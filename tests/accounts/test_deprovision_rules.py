@@ -7,6 +7,8 @@ import psycopg
 import pytest
 
 from tests.support import connect
+from tokens.models import Token
+from tokens.selectors import due_mail
 
 pytestmark = pytest.mark.django_db
 
@@ -276,6 +278,17 @@ class TestRestoreTokens:
             match="not deprovisioned; a restore token",
         )
 
+    @pytest.mark.attack
+    def test_no_restore_token_for_a_deprovisioned_account_that_never_activated(self, sql, refused):
+        """It holds no address to restore (docs/rules.md, "Deprovisioning"): refused in raw SQL too."""
+        account_id = new_account(sql, "provisioned")
+        deprovision(sql, account_id)
+        refused(
+            "INSERT INTO tokens (account, action) VALUES (%s, 'restore')",
+            [account_id],
+            match="never activated",
+        )
+
     def test_a_restore_token_outlived_by_a_reprovisioning_is_replaced(self, sql, refused):
         """Reprovisioned by staff meanwhile: the restore link is replaced, not used a second time."""
         account_id = new_account(sql, "active")
@@ -301,3 +314,76 @@ class TestRestoreTokens:
             [account_id],
             match="already been used",
         )
+
+
+@pytest.mark.attack
+def test_a_token_inserted_from_a_trigger_of_ones_own_is_still_refused(sql, refused):
+    """The runtime role's own trigger (on a temporary table, its function in pg_temp) inserts a token:
+    the insert runs at trigger depth 1, which is no licence to issue a token for a deprovisioned
+    account."""
+    account_id = new_account(sql, "active")
+    deprovision(sql, account_id)
+    sql("CREATE TEMP TABLE launder (account bigint)")
+    sql(
+        "CREATE FUNCTION pg_temp.launder_insert() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN INSERT INTO public.tokens (account, action) VALUES (NEW.account, 'password_recovery');"
+        " RETURN NEW; END $$"
+    )
+    sql("CREATE TRIGGER launder AFTER INSERT ON pg_temp.launder FOR EACH ROW EXECUTE FUNCTION pg_temp.launder_insert()")
+    refused("INSERT INTO pg_temp.launder VALUES (%s)", [account_id], match=f"account {account_id} is deprovisioned")
+    assert live_tokens(sql, account_id) == []
+
+
+@pytest.mark.attack
+def test_a_restore_token_inserted_from_a_trigger_of_ones_own_is_refused_for_a_live_account(sql, refused):
+    account_id = new_account(sql, "active")
+    sql("CREATE TEMP TABLE launder (account bigint)")
+    sql(
+        "CREATE FUNCTION pg_temp.launder_insert() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN INSERT INTO public.tokens (account, action) VALUES (NEW.account, 'restore');"
+        " RETURN NEW; END $$"
+    )
+    sql("CREATE TRIGGER launder AFTER INSERT ON pg_temp.launder FOR EACH ROW EXECUTE FUNCTION pg_temp.launder_insert()")
+    refused("INSERT INTO pg_temp.launder VALUES (%s)", [account_id], match=f"account {account_id} is not deprovisioned")
+    assert sql("SELECT count(*) FROM tokens WHERE account = %s AND action = 'restore'", [account_id]) == [(0,)]
+
+
+@pytest.mark.attack
+def test_the_deprovisioning_retirement_cannot_be_called_on_a_live_account(sql):
+    """node_routine_retire_deprovisioned() is the deprovisioning's (SECURITY DEFINER, callable by whoever
+    may deprovision): called by hand on a live account it would tombstone its rows with a
+    retired_generation, which only a deprovisioning may write (the later reset gives it back)."""
+    account_id = new_account(sql, "active")
+    (service,) = sql("INSERT INTO services (service, pattern) VALUES ('sync-1.5', '{node}/1.5/{uid}') RETURNING id")[0]
+    sql("INSERT INTO nodes (service, node, capacity, available) VALUES (%s, 'https://phx12', 10, 10)", [service])
+    sql("SELECT node_routine_allocate(%s, %s, 0, '', NULL, 0.1)", [service, account_id])
+    assert sql("SELECT node_routine_retire_deprovisioned(%s)", [account_id]) == [(0,)]
+    assert sql(
+        "SELECT generation < %s, replaced_at IS NULL, retired_generation FROM node_assignments WHERE account = %s",
+        [TOMBSTONE, account_id],
+    ) == [(True, True, None)]
+
+
+@pytest.mark.attack
+@pytest.mark.django_db(transaction=True)
+def test_a_token_locked_by_hand_through_a_deprovisioning_is_still_useless():
+    """Holding the recovery token's row lock (as the mailroom's claim does) makes the deprovisioning skip
+    it, so it stays live: the holder then can neither use it nor see it due for mail."""
+    with connect(autocommit=True) as setup:
+        (account_id,) = setup.execute(
+            "INSERT INTO accounts (email, login) VALUES ('jane@example.com', 'jane') RETURNING id"
+        ).fetchone()
+        setup.execute("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
+        (token_id,) = setup.execute(
+            "INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account_id]
+        ).fetchone()
+    with connect() as holder, connect(autocommit=True) as deprovisioning:
+        holder.execute("SELECT id FROM tokens WHERE id = %s FOR UPDATE", [token_id])
+        deprovisioning.execute("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account_id])
+        with pytest.raises(psycopg.Error) as refused:
+            holder.execute("UPDATE tokens SET consumed_at = now() WHERE id = %s", [token_id])
+        assert refused.value.sqlstate == "LT009"
+        holder.rollback()
+    live = Token.objects.filter(pk=token_id, consumed_at=None, superseded_at=None)
+    assert live.exists()  # skipped, not waited for
+    assert not due_mail().filter(pk=token_id).exists()

@@ -51,25 +51,30 @@ $$;
 
 -- A token inserted for a deprovisioned account is refused, but a restore token, which is refused for
 -- any other. FOR SHARE: a deprovisioning under way waits for this insert's transaction and then
--- replaces the new token too, or commits first and this insert sees it. Only for inserts made
--- directly (depth 0): the database's own inserts are an account's first token and reprovisioning's,
--- both for a provisioned account, and bulk sign-ups stay one statement (bench/provision.py).
+-- replaces the new token too, or commits first and this insert sees it. For every insert, the
+-- database's own too (an account's first token, reprovisioning's): a trigger of the session's own,
+-- on a temporary table, inserts at depth 1 and is no less a direct write.
 CREATE FUNCTION trg_before_token_insert_account_live() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = public, pg_temp
 AS $$
 DECLARE
     owner_status account_status;
+    owner_activated timestamptz;
 BEGIN
     -- The row locked whatever its status (a locking clause with the status in its WHERE would lock
     -- nothing while the account is live, which is when it matters).
-    SELECT status INTO owner_status FROM accounts WHERE id = NEW.account FOR SHARE;
+    SELECT status, activated_at INTO owner_status, owner_activated FROM accounts WHERE id = NEW.account FOR SHARE;
     IF owner_status = 'deprovisioned' AND NEW.action <> 'restore' THEN
         RAISE EXCEPTION 'tokens: account % is deprovisioned; no token is issued for it', NEW.account
             USING ERRCODE = 'LT009';
     END IF;
     IF NEW.action = 'restore' AND owner_status IS DISTINCT FROM 'deprovisioned' THEN
         RAISE EXCEPTION 'tokens: account % is not deprovisioned; a restore token is for a deprovisioned account', NEW.account
+            USING ERRCODE = 'LT006';
+    END IF;
+    IF NEW.action = 'restore' AND owner_activated IS NULL THEN
+        RAISE EXCEPTION 'tokens: account % never activated; it holds no address to restore', NEW.account
             USING ERRCODE = 'LT006';
     END IF;
     RETURN NEW;
@@ -79,7 +84,6 @@ $$;
 CREATE TRIGGER before_token_insert_account_live
     BEFORE INSERT ON tokens
     FOR EACH ROW
-    WHEN (pg_trigger_depth() = 0)
     EXECUTE FUNCTION trg_before_token_insert_account_live();
 
 -- The mail record of a token replaced before it went out says why, as 0011_used_while_mailing.sql
