@@ -63,7 +63,10 @@ WITH a AS (
     SELECT 'user' || g || '@example.com', 'user' || g FROM generate_series(1, %(rows)s) g
     RETURNING id, email, login, status
 ), t AS (
-    INSERT INTO tokens (account, action) SELECT id, 'activation' FROM a RETURNING id, account, action, expires_at
+    INSERT INTO tokens (account, action, secret, secret_digest)
+    SELECT id, 'activation', secret, sha256(secret)
+    FROM (SELECT id, sha256(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid())) AS secret FROM a) s
+    RETURNING id, account, action, expires_at
 ), audit_accounts AS (
     INSERT INTO audit_events (actor_type, actor_id, actor_display, action, resource_type, resource_id, diff_after)
     SELECT 'SYSTEM', session_user, session_user, 'account.created', 'account', id::text,
