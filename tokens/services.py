@@ -255,12 +255,15 @@ def token_request_mail(
     and a login and its address are two spellings of one mailbox.
 
     A restore e-mail goes to the deprovisioned account that holds the address (it had activated): a
-    deprovisioned sign-up that never activated holds nothing, and a new sign-up takes its place.
+    deprovisioned sign-up that never activated holds nothing, and a new sign-up takes its place; one
+    deprovisioned while suspended gets none (staff reprovision it, or not).
     """
     needs = NEEDS[action]
     named = accounts_by_identifier(identifier).filter(status=needs)
     if action == TokenAction.RESTORE:
-        named = named.filter(activated_at__isnull=False)
+        # The database refuses the others too (tokens/sql/0019_deprovisioned.sql): one deprovisioned
+        # while suspended is staff's to restore.
+        named = named.filter(activated_at__isnull=False, suspended_at__isnull=True)
     account = named.order_by("-id").first()
     if account is None:
         return None

@@ -289,6 +289,17 @@ class TestRestoreTokens:
             match="never activated",
         )
 
+    @pytest.mark.attack
+    def test_no_restore_token_for_an_account_deprovisioned_while_suspended(self, sql, refused):
+        """The person's way round a suspension: closed by staff while suspended, restored by signing up."""
+        account_id = new_account(sql, "suspended")
+        deprovision(sql, account_id)
+        refused(
+            "INSERT INTO tokens (account, action) VALUES (%s, 'restore')",
+            [account_id],
+            match="was suspended when it was deprovisioned",
+        )
+
     def test_a_restore_token_outlived_by_a_reprovisioning_is_replaced(self, sql, refused):
         """Reprovisioned by staff meanwhile: the restore link is replaced, not used a second time."""
         account_id = new_account(sql, "active")

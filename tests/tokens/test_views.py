@@ -408,6 +408,15 @@ class TestRestore:
         assert Account.objects.filter(login="jane2", status=AccountStatus.PROVISIONED).exists()
         assert not Token.objects.filter(account=early, action=TokenAction.RESTORE).exists()
 
+    def test_an_account_deprovisioned_while_suspended_gets_no_restore_e_mail(self, client):
+        """Staff suspended it, then closed it: the person cannot lift the suspension by signing up."""
+        closed = AccountFactory(email="jane@example.com", suspended=True)
+        account_deprovision(account=closed, actor=None)
+        client.post(reverse("sign-up"), {"email": "jane@example.com", "login": "jane2"} | NEW_PASSWORD)
+        run_queued_tasks()
+        assert not Token.objects.filter(account=closed, action=TokenAction.RESTORE).exists()
+        assert not Account.objects.filter(login="jane2").exists()
+
     def test_an_activation_or_recovery_page_never_takes_a_restore_link(self, client):
         closed = AccountFactory(deprovisioned=True)
         token = token_request_mail(identifier=closed.email, action=TokenAction.RESTORE, actor=None)

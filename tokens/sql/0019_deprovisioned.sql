@@ -61,10 +61,12 @@ AS $$
 DECLARE
     owner_status account_status;
     owner_activated timestamptz;
+    owner_suspended timestamptz;
 BEGIN
     -- The row locked whatever its status (a locking clause with the status in its WHERE would lock
     -- nothing while the account is live, which is when it matters).
-    SELECT status, activated_at INTO owner_status, owner_activated FROM accounts WHERE id = NEW.account FOR SHARE;
+    SELECT status, activated_at, suspended_at INTO owner_status, owner_activated, owner_suspended
+    FROM accounts WHERE id = NEW.account FOR SHARE;
     IF owner_status = 'deprovisioned' AND NEW.action <> 'restore' THEN
         RAISE EXCEPTION 'tokens: account % is deprovisioned; no token is issued for it', NEW.account
             USING ERRCODE = 'LT009';
@@ -75,6 +77,12 @@ BEGIN
     END IF;
     IF NEW.action = 'restore' AND owner_activated IS NULL THEN
         RAISE EXCEPTION 'tokens: account % never activated; it holds no address to restore', NEW.account
+            USING ERRCODE = 'LT006';
+    END IF;
+    -- Deprovisioned while suspended (it keeps suspended_at): restoring it is staff's decision, never
+    -- the person's way round a suspension.
+    IF NEW.action = 'restore' AND owner_suspended IS NOT NULL THEN
+        RAISE EXCEPTION 'tokens: account % was suspended when it was deprovisioned; only staff may reprovision it', NEW.account
             USING ERRCODE = 'LT006';
     END IF;
     RETURN NEW;
