@@ -64,6 +64,10 @@ def assignment_sync(
     with lifecycle_rules(), transaction.atomic():
         _take_turns(sid, account_id)
         current = assignment_current(service=service, account_id=account_id)
+        if current is None and _deprovisioned(account_id):
+            # The database makes no row for it either (accounts/sql/0022_node_unretire.sql): answered
+            # as a retired account, as one that had a node is.
+            raise Retired(f"nodes: account {account_id} is deprovisioned", account_id=account_id)
         if current is None:
             made = _first_sight(service, account_id, generation, keys_changed_at, client_state)
             if made:
@@ -80,6 +84,13 @@ def assignment_sync(
             _check_key_change_pace(service, account_id)
         _apply(current, generation=generation, keys_changed_at=keys_changed_at, client_state=client_state)
         return assignment_state(service=service, account_id=account_id), False
+
+
+def _deprovisioned(account_id: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT status = 'deprovisioned' FROM accounts WHERE id = %s", [account_id])
+        row = cursor.fetchone()
+    return bool(row and row[0])
 
 
 def _check_clock(*, generation: int | None, keys_changed_at: int | None) -> None:

@@ -34,3 +34,41 @@ $$;
 DROP TRIGGER before_node_assignment_insert_unretired ON node_assignments;
 DROP FUNCTION trg_before_node_assignment_insert_unretired();
 DROP FUNCTION node_retirement_lifted(node_assignments);
+
+CREATE OR REPLACE FUNCTION trg_before_node_assignment_insert() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+DECLARE
+    newest node_assignments;
+    highest record;
+BEGIN
+    -- KEY SHARE: a concurrent delete of the account waits for this row, then retires it.
+    PERFORM 1 FROM accounts WHERE id = NEW.account FOR KEY SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'nodes: account % does not exist', NEW.account USING ERRCODE = 'LN003';
+    END IF;
+    SELECT * INTO newest FROM node_assignments
+    WHERE service = NEW.service AND account = NEW.account
+    ORDER BY generation DESC, created_at DESC, uid DESC LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN NEW;
+    END IF;
+    SELECT max(generation) AS generation, max(keys_changed_at) AS keys_changed_at INTO highest
+    FROM node_assignments WHERE service = NEW.service AND account = NEW.account;
+    IF NEW.generation < highest.generation THEN
+        RAISE EXCEPTION 'nodes: generation % is below the account''s %', NEW.generation, highest.generation
+            USING ERRCODE = 'LN004', HINT = 'invalid-generation';
+    END IF;
+    IF coalesce(NEW.keys_changed_at, 0) < coalesce(highest.keys_changed_at, 0) THEN
+        RAISE EXCEPTION 'nodes: keys_changed_at % is below the account''s %', NEW.keys_changed_at, highest.keys_changed_at
+            USING ERRCODE = 'LN004', HINT = 'invalid-keysChangedAt';
+    END IF;
+    IF NEW.client_state <> newest.client_state AND EXISTS (
+        SELECT FROM node_assignments
+        WHERE service = NEW.service AND account = NEW.account AND client_state = NEW.client_state) THEN
+        RAISE EXCEPTION 'nodes: client_state % was used before by this account', quote_literal(NEW.client_state)
+            USING ERRCODE = 'LN004', HINT = 'invalid-client-state';
+    END IF;
+    RETURN NEW;
+END;
+$$;

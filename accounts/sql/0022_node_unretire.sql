@@ -9,6 +9,52 @@
 -- retired_generation (a deleted account's, a client's own retirement), or one of an account still
 -- deprovisioned, is never lifted.
 
+-- No row at all for a deprovisioned account, whoever writes; and the account's row locked FOR SHARE,
+-- so that a deprovisioning and a row being made wait for each other (0014_nodes.sql's rule otherwise).
+CREATE OR REPLACE FUNCTION trg_before_node_assignment_insert() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+DECLARE
+    owner_status account_status;
+    newest node_assignments;
+    highest record;
+BEGIN
+    -- SHARE: a concurrent delete or deprovisioning of the account waits for this row, then retires it
+    -- (KEY SHARE let a status change pass, and the row stayed live); this waits for them in turn.
+    SELECT status INTO owner_status FROM accounts WHERE id = NEW.account FOR SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'nodes: account % does not exist', NEW.account USING ERRCODE = 'LN003';
+    END IF;
+    IF owner_status = 'deprovisioned' THEN
+        RAISE EXCEPTION 'nodes: account % is deprovisioned; it gets no node until it is reprovisioned', NEW.account
+            USING ERRCODE = 'LN004', HINT = 'invalid-generation';
+    END IF;
+    SELECT * INTO newest FROM node_assignments
+    WHERE service = NEW.service AND account = NEW.account
+    ORDER BY generation DESC, created_at DESC, uid DESC LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN NEW;
+    END IF;
+    SELECT max(generation) AS generation, max(keys_changed_at) AS keys_changed_at INTO highest
+    FROM node_assignments WHERE service = NEW.service AND account = NEW.account;
+    IF NEW.generation < highest.generation THEN
+        RAISE EXCEPTION 'nodes: generation % is below the account''s %', NEW.generation, highest.generation
+            USING ERRCODE = 'LN004', HINT = 'invalid-generation';
+    END IF;
+    IF coalesce(NEW.keys_changed_at, 0) < coalesce(highest.keys_changed_at, 0) THEN
+        RAISE EXCEPTION 'nodes: keys_changed_at % is below the account''s %', NEW.keys_changed_at, highest.keys_changed_at
+            USING ERRCODE = 'LN004', HINT = 'invalid-keysChangedAt';
+    END IF;
+    IF NEW.client_state <> newest.client_state AND EXISTS (
+        SELECT FROM node_assignments
+        WHERE service = NEW.service AND account = NEW.account AND client_state = NEW.client_state) THEN
+        RAISE EXCEPTION 'nodes: client_state % was used before by this account', quote_literal(NEW.client_state)
+            USING ERRCODE = 'LN004', HINT = 'invalid-client-state';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
 -- Whether ``old``'s tombstone, given by deprovisioning, may be lifted now: the rule above.
 CREATE FUNCTION node_retirement_lifted(old node_assignments) RETURNS boolean
     LANGUAGE sql STABLE SET search_path = public, pg_temp

@@ -2,6 +2,8 @@
 accounts/sql/0022_node_unretire.sql): retired with the generation kept, given back only by an audited
 reset after reprovisioning; tried through the services and as the runtime role in raw SQL."""
 
+import threading
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -13,6 +15,7 @@ from accounts.services import account_deprovision, account_reprovision
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
 from tests.accounts.nodes.conftest import SERVICE
+from tests.support import connect
 from tokens.models import TokenAction
 from tokens.services import token_consume, token_request_mail
 
@@ -141,3 +144,44 @@ class TestTheRuntimeRoleInRawSQL:
         sql("UPDATE node_assignments SET generation = retired_generation WHERE account = %s", [synced.pk])
         (event,) = AuditEvent.objects.filter(action="node_assignment.changed", resource_id=str(synced.pk))
         assert (event.diff_before["generation"], event.diff_after["generation"]) == (MAX_GENERATION, 7)
+
+    @pytest.mark.attack
+    def test_no_row_is_made_for_a_deprovisioned_account_whoever_writes(self, nodes, refused):
+        """Typed as the runtime role, or a client's routine allocation: refused, with or without rows before."""
+        account = AccountFactory(active=True)
+        account_deprovision(account=account, actor=None)
+        refused(
+            "INSERT INTO node_assignments (service, account, node, generation)"
+            " SELECT s.id, %s, n.id, 30 FROM services s JOIN nodes n ON n.service = s.id",
+            [account.pk],
+            match=f"account {account.pk} is deprovisioned; it gets no node",
+        )
+        refused(
+            "SELECT node_routine_allocate(s.id, %s, 0, '', NULL, 0.1) FROM services s",
+            [account.pk],
+            match=f"account {account.pk} is deprovisioned; it gets no node",
+        )
+        assert rows(account) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deprovisioning_waits_for_a_row_being_made_and_retires_it_too(nodes):
+    """The row's insert holds the account FOR SHARE until it commits: the deprovisioning waits, then
+    retires the new row as well. (FOR KEY SHARE let the status change pass, and the row stayed live.)"""
+    account = AccountFactory(active=True)
+    with connect() as allocating, connect() as deprovisioning:
+        allocating.execute("SELECT node_routine_allocate(s.id, %s, 0, '', NULL, 0.1) FROM services s", [account.pk])
+        done = threading.Event()
+
+        def run():
+            deprovisioning.execute("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account.pk])
+            deprovisioning.commit()
+            done.set()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        assert not done.wait(1.0), "the deprovisioning did not wait for the row being made"
+        allocating.commit()
+        thread.join(timeout=30)
+        assert done.is_set()
+    assert [(generation, kept) for generation, kept, _ in rows(account)] == [(MAX_GENERATION, 0)]

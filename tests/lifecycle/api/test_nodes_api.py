@@ -749,3 +749,44 @@ def test_an_account_in_any_state_gets_a_node(make_api, sync_service, state):
     account = AccountFactory(**({"suspended": True} if state == "suspended" else {}))
 
     assert api.put(path(account.pk), {"generation": 1}).status_code == 201
+
+
+# Deprovisioned and reprovisioned accounts (docs/nodes.md, "Deprovisioning and reprovisioning")
+
+
+def test_a_deprovisioned_accounts_client_is_410_retired_and_given_no_node(api, account_id, sql):
+    """A deprovisioned account is answered as a retired one (410 assignment-retired, never a 500), for
+    GET and PUT, whether it had a node or not; no row is made."""
+    other = AccountFactory(active=True).pk
+    api.put(path(account_id), {"generation": 3, "client_state": STATE_A})
+    sql("UPDATE accounts SET status = 'deprovisioned' WHERE id IN (%s, %s)", [account_id, other])
+    before = rows(account_id)
+
+    for response in (
+        api.get(path(account_id)),
+        api.put(path(account_id), {"generation": 3, "client_state": STATE_A}),
+        api.put(path(other), {"generation": 3, "client_state": STATE_A}),
+    ):
+        assert response.status_code == 410 and problem_type(response) == "assignment-retired"
+    assert rows(account_id) == before and before[-1][2] == MAX_GENERATION
+    assert rows(other) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_reprovisioning_the_client_syncs_again_with_its_old_credentials(api, account_id, admin_user):
+    """Deprovisioned, then reprovisioned by staff: the account's client PUTs its old generation and keys
+    and is served (200) on a fresh node, its numbers the real ones."""
+    from accounts.models import Account
+    from accounts.services import account_deprovision, account_reprovision
+
+    api.put(path(account_id), {"generation": 3, "keys_changed_at": 2, "client_state": STATE_A})
+    account = Account.objects.get(pk=account_id)
+    account_deprovision(account=account, actor=admin_user)
+    account_reprovision(account=account, actor=admin_user)
+
+    response = api.put(path(account_id), {"generation": 3, "keys_changed_at": 2, "client_state": STATE_A})
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["generation"], body["keys_changed_at"], body["client_state"]) == (3, 2, STATE_A)
+    assert body["uid"] is not None and len(live_rows(account_id)) == 1
