@@ -78,6 +78,26 @@ def wait_until_blocked(conn: psycopg.Connection, count: int, timeout: float = 10
     raise AssertionError(f"expected {count} sessions waiting on a lock, saw {blocked}")
 
 
+def deprovisioning_waits_for(holder: psycopg.Connection, account_id: int) -> None:
+    """Deprovision ``account_id`` from another runtime-role session while ``holder``'s open transaction
+    has written something of the account: assert that the deprovisioning waits for it, then commit
+    ``holder`` and let the deprovisioning finish (it then sees what ``holder`` wrote)."""
+    done = threading.Event()
+    with connect() as deprovisioning:
+
+        def run():
+            deprovisioning.execute("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account_id])
+            deprovisioning.commit()
+            done.set()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        assert not done.wait(1.0), "the deprovisioning did not wait for the open transaction"
+        holder.commit()
+        thread.join(timeout=30)
+        assert done.is_set(), "the deprovisioning did not finish once the transaction committed"
+
+
 def in_threads(*calls):
     """Run each call in its own thread (each with its own database connection); return (ok, value) per call."""
     results = [None] * len(calls)

@@ -6,7 +6,7 @@ import threading
 import psycopg
 import pytest
 
-from tests.support import connect
+from tests.support import connect, deprovisioning_waits_for
 from tokens.models import Token
 from tokens.selectors import due_mail
 
@@ -206,21 +206,9 @@ def test_a_token_issued_while_deprovisioning_is_replaced_too():
             "INSERT INTO accounts (email, login) VALUES ('jane@example.com', 'jane') RETURNING id"
         ).fetchone()
         setup.execute("UPDATE tokens SET consumed_at = now() WHERE account = %s", [account_id])
-    with connect() as issuing, connect() as deprovisioning:
+    with connect() as issuing:
         issuing.execute("INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery')", [account_id])
-        done = threading.Event()
-
-        def run():
-            deprovisioning.execute("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account_id])
-            deprovisioning.commit()
-            done.set()
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        assert not done.wait(1.0), "deprovisioning did not wait for the token being issued"
-        issuing.commit()
-        thread.join(timeout=30)
-        assert done.is_set()
+        deprovisioning_waits_for(issuing, account_id)
     with connect(autocommit=True) as check:
         live = check.execute(
             "SELECT count(*) FROM tokens WHERE account = %s AND consumed_at IS NULL AND superseded_at IS NULL",

@@ -2,8 +2,6 @@
 accounts/sql/0022_node_unretire.sql): retired with the generation kept, given back only by an audited
 reset after reprovisioning; tried through the services and as the runtime role in raw SQL."""
 
-import threading
-
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -15,7 +13,7 @@ from accounts.services import account_deprovision, account_reprovision
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
 from tests.accounts.nodes.conftest import SERVICE
-from tests.support import connect
+from tests.support import connect, deprovisioning_waits_for
 from tokens.models import TokenAction
 from tokens.services import token_consume, token_request_mail
 
@@ -169,19 +167,7 @@ def test_a_deprovisioning_waits_for_a_row_being_made_and_retires_it_too(nodes):
     """The row's insert holds the account FOR SHARE until it commits: the deprovisioning waits, then
     retires the new row as well. (FOR KEY SHARE let the status change pass, and the row stayed live.)"""
     account = AccountFactory(active=True)
-    with connect() as allocating, connect() as deprovisioning:
+    with connect() as allocating:
         allocating.execute("SELECT node_routine_allocate(s.id, %s, 0, '', NULL, 0.1) FROM services s", [account.pk])
-        done = threading.Event()
-
-        def run():
-            deprovisioning.execute("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account.pk])
-            deprovisioning.commit()
-            done.set()
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        assert not done.wait(1.0), "the deprovisioning did not wait for the row being made"
-        allocating.commit()
-        thread.join(timeout=30)
-        assert done.is_set()
+        deprovisioning_waits_for(allocating, account.pk)
     assert [(generation, kept) for generation, kept, _ in rows(account)] == [(MAX_GENERATION, 0)]
