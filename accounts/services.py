@@ -149,6 +149,10 @@ def account_unsuspend(*, account: Account, actor) -> Account:
     return account
 
 
+# The reason the node rows of a reprovisioning's resets give (beside the request's own id).
+REPROVISIONED = "the account was reprovisioned"
+
+
 def account_deprovision(*, account: Account, actor) -> Account:
     """Deprovision an account from any state: the database replaces its live tokens, retires its node
     assignments and keeps its address for it until it is reprovisioned or erased (docs/rules.md,
@@ -188,10 +192,6 @@ def account_storage_back(*, account_id: int, actor) -> int:
     for service in services:
         assignment_reset(service=service, account_id=account_id, actor=actor, reason=REPROVISIONED)
     return len(services)
-
-
-# The reason the node rows of a reprovisioning's resets give (beside the request's own id).
-REPROVISIONED = "the account was reprovisioned"
 
 
 def services_retired_by_deprovisioning(account_id: int) -> list[str]:
