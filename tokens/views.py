@@ -400,7 +400,7 @@ def restore_link(request: HttpRequest, secret: str) -> HttpResponse:
         )
     context = {
         "heading": "Restore your account",
-        "intro": "This account was closed and is waiting to be deleted. Restoring it brings it back; you then"
+        "intro": "This account was closed. Restoring it brings it back; you then"
         " activate it again from the e-mail that follows.",
         "button": "Restore my account",
         "account": token.account,

@@ -125,7 +125,7 @@ def test_a_restore_e_mail_names_the_closed_account_and_links_to_the_restore_page
     result = drain()
     assert (result.sent, result.error) == (1, None)
     (message,) = smtp_server.messages
-    assert message["Subject"] == "Your account jane is being deleted: restore it instead?"
+    assert message["Subject"] == "Your account jane was closed: restore it instead?"
     for body in bodies(message):
         assert f"{settings.PUBLIC_BASE_URL}/restore/{secret_to_text(token.secret)}" in body
         assert f"closed on {account.deprovisioned_at:%Y-%m-%d}" in body
