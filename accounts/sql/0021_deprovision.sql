@@ -5,9 +5,9 @@
 -- timestamps by trigger, every other move refused, the trail and the outbox named
 -- account.deprovisioned / account.reprovisioned. While deprovisioned the account's tokens are
 -- replaced (none can be used or mailed) and its node assignments retired, as tokenserver's
--- retire_user does: the generation at its maximum, so that no client of it syncs again until an
--- operator resets it. The address stays the account's (activated_at is kept): reprovisioning gives
--- it back, and only erasure frees it.
+-- retire_user does: the generation at its maximum, so that no client of it syncs again until a reset
+-- after reprovisioning (0022_node_unretire.sql). The address stays the account's (activated_at is
+-- kept), while it is deprovisioned and after it is reprovisioned.
 
 ALTER TABLE accounts
     ADD COLUMN deprovisioned_at timestamptz,
