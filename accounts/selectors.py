@@ -87,17 +87,16 @@ def account_trail_latest(account_id: int, count: int) -> list[AuditEvent]:
 
 def account_suspension(account_id: int) -> AuditEvent | None:
     """The audit row of the account's latest suspension (who, when, why), if the trail holds one."""
-    rows = AuditEvent.objects.filter(
-        resource_type=ResourceType.ACCOUNT, resource_id=str(account_id), action=AuditAction.ACCOUNT_SUSPENDED
-    )
-    return rows.order_by("-occurred_at").first()
+    return _latest_move(account_id, AuditAction.ACCOUNT_SUSPENDED)
 
 
 def account_deprovisioning(account_id: int) -> AuditEvent | None:
     """The audit row of the account's latest deprovisioning (who, when, why), if the trail holds one."""
-    rows = AuditEvent.objects.filter(
-        resource_type=ResourceType.ACCOUNT, resource_id=str(account_id), action=AuditAction.ACCOUNT_DEPROVISIONED
-    )
+    return _latest_move(account_id, AuditAction.ACCOUNT_DEPROVISIONED)
+
+
+def _latest_move(account_id: int, action: AuditAction) -> AuditEvent | None:
+    rows = AuditEvent.objects.filter(resource_type=ResourceType.ACCOUNT, resource_id=str(account_id), action=action)
     return rows.order_by("-occurred_at").first()
 
 

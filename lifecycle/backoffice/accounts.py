@@ -247,30 +247,16 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         """Why, by whom and since when the account is suspended, from the audit row that suspended it."""
         if account.status != AccountStatus.SUSPENDED:
             return "—"
-        event = account_suspension(account.pk)
-        if event is None:  # suspended before the audit trail existed
-            return f"since {when(account.suspended_at)}"
-        return format_html(
-            "since {} by {}<br>reason: {}",
-            when(event.occurred_at),
-            event.actor_display or event.actor_id,
-            event.reason or "—",
-        )
+        # No row: suspended before the audit trail existed.
+        return since_by_whom_why(account_suspension(account.pk), account.suspended_at)
 
     @admin.display(description="deprovisioned")
     def deprovisioning(self, account):
         """Since when, by whom and why the account is deprovisioned, from the audit row that deprovisioned it."""
         if account.status != AccountStatus.DEPROVISIONED:
             return "—"
-        event = account_deprovisioning(account.pk)
-        if event is None:  # the trail's row has aged out with its partition
-            return f"since {when(account.deprovisioned_at)}"
-        return format_html(
-            "since {} by {}<br>reason: {}",
-            when(event.occurred_at),
-            event.actor_display or event.actor_id,
-            event.reason or "—",
-        )
+        # No row: the trail's row has aged out with its partition.
+        return since_by_whom_why(account_deprovisioning(account.pk), account.deprovisioned_at)
 
     @admin.display(description="password")
     def password_state(self, account):
@@ -318,6 +304,19 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
 
     def has_send_password_recovery_permission(self, request):
         return request.user.has_perm("accounts.send_password_recovery")
+
+
+def since_by_whom_why(event, since) -> str:
+    """A status's audit row as the account page says it: since when, by whom and why; only ``since``
+    (the account's own timestamp) when the trail has no row of it."""
+    if event is None:
+        return f"since {when(since)}"
+    return format_html(
+        "since {} by {}<br>reason: {}",
+        when(event.occurred_at),
+        event.actor_display or event.actor_id,
+        event.reason or "—",
+    )
 
 
 def search_term(request) -> str:
