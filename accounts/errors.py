@@ -83,3 +83,17 @@ class AlreadyDeprovisioned(IllegalTransition):
 class NotDeprovisioned(IllegalTransition):
     code = "not-deprovisioned"
     default_reason = "not deprovisioned"
+
+
+@raised_as(sqlstate="LA008")
+class AccountErased(IllegalTransition):
+    """A change to an erased account, or an erasure other than account_erase()'s (docs/rules.md, "Erasure")."""
+
+    code = "account-erased"
+    status = 410
+    default_reason = "erased"
+
+
+@raised_as(sqlstate="LA009")
+class AccountMissing(AccountGone):
+    """The database's word for an account that is not there (account_erase() of an unknown id)."""

@@ -15,13 +15,16 @@ class AccountStatus(models.TextChoices):
     SUSPENDED = "suspended"
     # The reversible end of the lifecycle (docs/rules.md, "Deprovisioning"): only reprovisioning leaves it.
     DEPROVISIONED = "deprovisioned"
+    # The final end (docs/rules.md, "Erasure"): the row stays, without address, login or password.
+    ERASED = "erased"
 
 
 class Account(models.Model):
     id = models.BigAutoField(primary_key=True)
-    email = models.CharField(max_length=254)
+    # None once the account is erased, and only then.
+    email = models.CharField(max_length=254, null=True)
     status = models.CharField(max_length=13, choices=AccountStatus, db_default=AccountStatus.PROVISIONED)
-    login = models.CharField(max_length=254)
+    login = models.CharField(max_length=254, null=True)
     created_at = models.DateTimeField(db_default=Now())
     status_changed_at = models.DateTimeField(null=True, blank=True)
     activated_at = models.DateTimeField(null=True, blank=True)
@@ -40,17 +43,20 @@ class Account(models.Model):
             ("send_password_recovery", "Can send password-recovery e-mails"),
             ("deprovision_account", "Can deprovision accounts"),
             ("reprovision_account", "Can reprovision deprovisioned accounts"),
+            ("erase_account", "Can erase deprovisioned accounts"),
         ]
 
     # An account acting on itself is audited as account:<id>, apart from staff:<id> (platform_events/audit/context.py).
     audit_kind = "account"
 
     def __str__(self):
+        if self.status == AccountStatus.ERASED:
+            return f"account #{self.pk} (erased)"
         return f"{self.login} <{self.email}>"
 
     def get_username(self) -> str:
         """The name the audit trail shows for this account when it acts (``actor_display``)."""
-        return self.login
+        return self.login or str(self)
 
     @property
     def masked_email(self) -> str:

@@ -1,5 +1,6 @@
-"""The accounts' retention rules: sign-ups never activated, deleted with their tokens; and
-replaced node assignments, purged as purge_old_records does (accounts/nodes/purge.py)."""
+"""The accounts' retention rules: deprovisioned accounts, erased once the erasure delay has passed;
+sign-ups never activated, deleted with their tokens; and replaced node assignments, purged as
+purge_old_records does (accounts/nodes/purge.py)."""
 
 import logging
 from collections.abc import Iterator
@@ -8,6 +9,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.erasure import accounts_erase_due
+from accounts.models import Account, AccountStatus
 from accounts.nodes.models import Service
 from accounts.nodes.purge import PurgeCounts, PurgeRunning, grace_text, purge_batches
 from accounts.nodes.selectors import old_assignments_count
@@ -17,6 +20,19 @@ from platform_events.quantities import quantity
 from platform_events.retention import RetentionRule
 
 logger = logging.getLogger(__name__)
+
+
+def deprovisioned_accounts() -> RetentionRule:
+    """Accounts deprovisioned ERASURE_DELAY_DAYS ago, erased (accounts/erasure.py): first of the rules,
+    so that the rows erasure blanks are blanked before other rules count what they keep."""
+    days = settings.ERASURE_DELAY_DAYS
+    before = timezone.now() - timedelta(days=days)
+    return RetentionRule(
+        name="erasures",
+        keeps=f"deprovisioned accounts: {quantity(days, 'day')}, then erased (ERASURE_DELAY_DAYS)",
+        count=lambda: Account.objects.filter(status=AccountStatus.DEPROVISIONED, deprovisioned_at__lt=before).count(),
+        delete_batch=lambda size: accounts_erase_due(deprovisioned_before=before, batch_size=size),
+    )
 
 
 def abandoned_sign_ups() -> RetentionRule:

@@ -95,6 +95,11 @@ def account_deprovisioning(account_id: int) -> AuditEvent | None:
     return _latest_move(account_id, AuditAction.ACCOUNT_DEPROVISIONED)
 
 
+def account_erasure(account_id: int) -> AuditEvent | None:
+    """The audit row of the account's erasure (who, when, why), if the trail holds one."""
+    return _latest_move(account_id, AuditAction.ACCOUNT_ERASED)
+
+
 def _latest_move(account_id: int, action: AuditAction) -> AuditEvent | None:
     rows = AuditEvent.objects.filter(resource_type=ResourceType.ACCOUNT, resource_id=str(account_id), action=action)
     return rows.order_by("-occurred_at").first()

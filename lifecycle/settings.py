@@ -236,6 +236,9 @@ RETENTION_MAIL_RUN_DAYS = read_int("RETENTION_MAIL_RUN_DAYS", default=30, minimu
 RETENTION_ACCESS_LOG_DAYS = read_int("RETENTION_ACCESS_LOG_DAYS", default=90, minimum=1, maximum=36_500)
 RETENTION_TASK_DAYS = read_int("RETENTION_TASK_DAYS", default=30, minimum=1, maximum=36_500)
 RETENTION_EVENT_DAYS = read_int("RETENTION_EVENT_DAYS", default=30, minimum=1, maximum=36_500)
+# Days a deprovisioned account can still be reprovisioned before the cleanup erases it (docs/rules.md,
+# "Erasure"); 0 erases it at the next cleanup.
+ERASURE_DELAY_DAYS = read_int("ERASURE_DELAY_DAYS", default=30, minimum=0, maximum=36_500)
 
 # Keys of the HMAC that digests a mailed token's code (tokens/digests.py; docs/security.md, "Credentials
 # at rest"): "kid:base64,kid:base64", the first digests, all check. Unset: one derived from SECRET_KEY,

@@ -11,6 +11,7 @@ from django.db import DatabaseError, connection
 from django_q.tasks import async_task
 
 from accounts.errors import EmailAlreadyClaimed, InvalidEmail, InvalidLogin, LoginTaken
+from accounts.selectors import email_is_claimed
 from accounts.services import account_sign_up
 from platform_events.audit.context import audit_context
 from platform_events.db.unreachable import database_unreachable
@@ -60,21 +61,27 @@ def through_a_database_restart(task):
 @through_a_database_restart
 def sign_up(email: str, login: str, password_hash: str, origin: dict[str, str]) -> None:
     with audit_context(origin=origin):
-        try:
-            made = account_sign_up(email=email, login=login, password_hash=password_hash)
-        except (LoginTaken, EmailAlreadyClaimed, InvalidEmail, InvalidLogin) as refusal:
-            # Taken meanwhile by another sign-up: the page had already answered; nothing was made.
-            logger.info("public sign-up not made: %s", refusal.code)
-            return
-        if made is None:
+        # Twice at most: an address claimed by a deprovisioned account that is erased between the two
+        # reads below is free again, and the sign-up is made after all.
+        for _ in range(2):
+            try:
+                made = account_sign_up(email=email, login=login, password_hash=password_hash)
+            except (LoginTaken, EmailAlreadyClaimed, InvalidEmail, InvalidLogin) as refusal:
+                # Taken meanwhile by another sign-up: the page had already answered; nothing was made.
+                logger.info("public sign-up not made: %s", refusal.code)
+                return
+            if made is not None:
+                return
             # The address is claimed. If its account is deprovisioned, the address's owner is told how
             # to restore it instead (docs/rules.md, "Deprovisioning"); an active one gets nothing.
-            token_request_mail(
+            restore = token_request_mail(
                 identifier=email,
                 action=TokenAction.RESTORE,
                 actor=TOKEN_HOLDER,
                 per_account=public_limit("mail-per-account"),
             )
+            if restore is not None or email_is_claimed(email):
+                return
 
 
 @through_a_database_restart

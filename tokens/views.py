@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
+from accounts.erasure import erasure_due
 from accounts.errors import EmailAlreadyClaimed
 from accounts.models import AccountPassword, AccountStatus
 from accounts.services import account_password_check, account_password_hash
@@ -398,10 +399,12 @@ def restore_link(request: HttpRequest, secret: str) -> HttpResponse:
             "It is back as it was before it was activated: an e-mail with a link to activate it again is on its way.",
             account=token.account,
         )
+    erased_on = erasure_due(token.account)
     context = {
         "heading": "Restore your account",
-        "intro": "This account was closed. Restoring it brings it back; you then"
-        " activate it again from the e-mail that follows.",
+        "intro": "This account was closed"
+        + (f" and is erased for good on {erased_on:%Y-%m-%d}" if erased_on else "")
+        + ". Restoring it brings it back; you then activate it again from the e-mail that follows.",
         "button": "Restore my account",
         "account": token.account,
     }

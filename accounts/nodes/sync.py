@@ -64,10 +64,11 @@ def assignment_sync(
     with lifecycle_rules(), transaction.atomic():
         _take_turns(sid, account_id)
         current = assignment_current(service=service, account_id=account_id)
-        if current is None and _deprovisioned(account_id):
-            # The database makes no row for it either (accounts/sql/0022_node_unretire.sql): answered
-            # as a retired account, as one that had a node is.
-            raise Retired(f"nodes: account {account_id} is deprovisioned", account_id=account_id)
+        ended = _ended(account_id) if current is None else None
+        if ended:
+            # The database makes no row for it either (accounts/sql/0022_node_unretire.sql, and
+            # 0024_erasure.sql): answered as a retired account, as one that had a node is.
+            raise Retired(f"nodes: account {account_id} is {ended}", account_id=account_id)
         if current is None:
             made = _first_sight(service, account_id, generation, keys_changed_at, client_state)
             if made:
@@ -86,11 +87,14 @@ def assignment_sync(
         return assignment_state(service=service, account_id=account_id), False
 
 
-def _deprovisioned(account_id: int) -> bool:
+def _ended(account_id: int) -> str | None:
+    """The account's status when it is deprovisioned or erased, else None."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT status = 'deprovisioned' FROM accounts WHERE id = %s", [account_id])
+        cursor.execute(
+            "SELECT status::text FROM accounts WHERE id = %s AND status IN ('deprovisioned', 'erased')", [account_id]
+        )
         row = cursor.fetchone()
-    return bool(row and row[0])
+    return row[0] if row else None
 
 
 def _check_clock(*, generation: int | None, keys_changed_at: int | None) -> None:

@@ -46,7 +46,7 @@ def _ip_address(text: str) -> str:
 
 
 # accounts.models.AccountStatus (a test holds the two together).
-Status = Literal["provisioned", "active", "suspended", "deprovisioned"]
+Status = Literal["provisioned", "active", "suspended", "deprovisioned", "erased"]
 
 
 # The forms accounts/sql/0007_address_rules.sql accepts, as far as a pattern can say it (the database
@@ -188,8 +188,8 @@ class AssignmentOut(Schema):
 
 class AccountOut(Schema):
     id: int
-    email: str
-    login: str
+    email: str | None = Field(description="Its address; null once the account is erased.")
+    login: str | None = Field(description="Its login; null once the account is erased.")
     status: Status
     created_at: datetime
     status_changed_at: datetime | None

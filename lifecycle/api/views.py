@@ -7,7 +7,7 @@ the password check (POST /sessions) takes none, so that its body is never stored
 
 import json
 from datetime import timedelta
-from typing import Annotated
+from typing import Annotated, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -15,6 +15,7 @@ from django.db import transaction
 from ninja import Path, Query, Router
 from ninja.responses import NinjaJSONEncoder
 
+from accounts.erasure import account_erase
 from accounts.errors import AlreadyDeprovisioned
 from accounts.models import Account, AccountStatus
 from accounts.selectors import account_by_id, accounts_looked_up, problem_sentence, sign_up_problems
@@ -58,7 +59,7 @@ router = Router(tags=["accounts"])
 READ = ClientKey(ApiScope.ACCOUNTS_READ)
 LOOK_UP = ClientKey(ApiScope.ACCOUNTS_READ, query=frozenset({"email", "login"}))
 WRITE = ClientKey(ApiScope.ACCOUNTS_WRITE)
-DELETE = ClientKey(ApiScope.ACCOUNTS_DELETE, query=frozenset({"reason"}))
+DELETE = ClientKey(ApiScope.ACCOUNTS_DELETE, query=frozenset({"reason", "erase"}))
 SESSIONS = ClientKey(ApiScope.SESSIONS)
 
 AccountId = Annotated[int, Path(ge=1, le=LARGEST_ID, description="The account's id.")]
@@ -181,12 +182,17 @@ def look_up_accounts(
 
 
 def _refused_if_deprovisioned(account_id: int, act):
-    """``act()``; a refusal of it for an account that is deprovisioned is answered as that, whatever
-    the service's own sentence (a deprovisioned account takes no change but reprovisioning)."""
+    """``act()``; a refusal of it for an account that is deprovisioned or erased is answered as that,
+    whatever the service's own sentence (a deprovisioned account takes no change but reprovisioning,
+    an erased one none)."""
     try:
         return act()
     except Refused as refusal:
         account = account_by_id(account_id)
+        if account is not None and account.status == AccountStatus.ERASED:
+            raise Problem(
+                "account-erased", f"account {account_id} was erased: it takes no change", account_id=account_id
+            ) from refusal
         if account is None or account.status != AccountStatus.DEPROVISIONED:
             raise
         raise Problem(
@@ -235,7 +241,7 @@ def unsuspend_account(request, account_id: AccountId, body: ReasonIn):
     auth=DELETE,
     response={200: AccountOut, **problems(400, 404, 409)},
     openapi_extra=IDEMPOTENT,
-    summary="Deprovision an account",
+    summary="Deprovision an account (or erase it at once)",
 )
 def deprovision_account(
     request,
@@ -244,18 +250,35 @@ def deprovision_account(
         Text | None,
         Query(min_length=1, max_length=1000, pattern=NOT_BLANK, description="Optional: why, kept in the audit trail."),
     ] = None,
+    erase: Annotated[
+        Literal["now"] | None,
+        Query(
+            description="now: erase it at once rather than after the erasure delay (needs the scope accounts:erase)."
+        ),
+    ] = None,
 ):
     """Deprovision the account, from any state: its links and codes stop working, its node assignments
-    are retired, and its address stays its own. Answers the account, deprovisioned; a repeated DELETE
-    of a deprovisioned account answers the same and changes nothing."""
+    are retired, and its address stays its own until it is erased, ERASURE_DELAY_DAYS later. Answers the
+    account, deprovisioned; a repeated DELETE of a deprovisioned account answers the same and changes
+    nothing. With ``erase=now`` it is also erased at once: its address, login and password and every
+    copy of them are gone, and it answers with status erased and a null address and login (as it does
+    from then on, to every DELETE and GET)."""
+    if erase and ApiScope.ACCOUNTS_ERASE not in request.auth.scopes:
+        raise Problem(
+            "insufficient-scope",
+            f"erase=now needs the scope {ApiScope.ACCOUNTS_ERASE}; this client has {', '.join(request.auth.scopes)}",
+        )
 
     def work() -> Outcome:
         account = _account(account_id)
         with audit_context(reason=reason.strip() if reason else None):
-            try:
-                account = account_deprovision(account=account, actor=request.auth)
-            except AlreadyDeprovisioned:
-                pass  # the deprovisioning asked for is there already: answered as the first was
+            if account.status != AccountStatus.ERASED:
+                try:
+                    account = account_deprovision(account=account, actor=request.auth)
+                except AlreadyDeprovisioned:
+                    pass  # the deprovisioning asked for is there already: answered as the first was
+            if erase and account.status != AccountStatus.ERASED:
+                account_erase(account=account, actor=request.auth, reason=reason.strip() if reason else None)
         return Outcome(200, _account_out(account))
 
     return _once(request, work)

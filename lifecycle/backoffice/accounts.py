@@ -1,6 +1,6 @@
 """The account page and list: accounts with their tokens and node assignments, their audit trail,
 and the staff's actions on them (suspend, unsuspend, deprovision, reprovision, resend the activation
-e-mail, send a password-recovery e-mail).
+e-mail, send a password-recovery e-mail; and, on a deprovisioned account's page, erase it now).
 
 Each action asks why on a confirmation page, calls one service per account and reports what happened
 per account (platform_events/admin_kit/actions.py); the database writes the audit rows, with the staff
@@ -14,10 +14,12 @@ from django.urls import reverse
 from django.utils.html import format_html
 from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
+from accounts.erasure import account_erase
 from accounts.models import Account, AccountStatus
 from accounts.nodes.admin import NodeAssignmentInline
 from accounts.selectors import (
     account_deprovisioning,
+    account_erasure,
     account_suspension,
     account_trail_latest,
     accounts_search,
@@ -41,7 +43,13 @@ STATUS_TONES = {
     AccountStatus.ACTIVE: Tone.GOOD,
     AccountStatus.SUSPENDED: Tone.BAD,
     AccountStatus.DEPROVISIONED: Tone.QUIET,
+    AccountStatus.ERASED: Tone.QUIET,
 }
+
+
+def account_line(account) -> str:
+    """An account as a confirmation page lists it."""
+    return f"{account.login} <{account.email}> — {account.status}"
 
 
 def account_action(label: str, service, question: tuple[str, str], done: tuple[str, str], applies_to) -> RowAction:
@@ -52,7 +60,7 @@ def account_action(label: str, service, question: tuple[str, str], done: tuple[s
         run=lambda account, actor, reason: service(account=account, actor=actor),
         question=question,
         done=done,
-        describe=lambda account: f"{account.login} <{account.email}> — {account.status}",
+        describe=account_line,
         name=lambda account: account.login,
         applies_to=applies_to,
         refused=(Refused,),
@@ -114,7 +122,7 @@ ACCOUNT_ACTIONS = {
             " Reprovisioning brings one back, with a fresh activation e-mail.",
         ),
         ("%(count)d account deprovisioned.", "%(count)d accounts deprovisioned."),
-        lambda account: account.status != AccountStatus.DEPROVISIONED,
+        lambda account: account.status not in (AccountStatus.DEPROVISIONED, AccountStatus.ERASED),
     ),
     "reprovision": account_action(
         "Reprovision",
@@ -130,7 +138,33 @@ ACCOUNT_ACTIONS = {
         ("%(count)d account reprovisioned.", "%(count)d accounts reprovisioned."),
         lambda account: account.status == AccountStatus.DEPROVISIONED,
     ),
+    # On a deprovisioned account's page only, never on a selection of the list: the one action that
+    # cannot be undone is taken one account at a time, after a page that names what goes.
+    "erase": RowAction(
+        "Erase now",
+        run=lambda account, actor, reason: account_erase(account=account, actor=actor, reason=reason),
+        question=lambda accounts: erasure_question(accounts[0]),
+        done=("Account erased.", "%(count)d accounts erased."),
+        already=("It was erased already.", "%(count)d were erased already."),
+        describe=account_line,
+        name=lambda account: f"account #{account.pk}",
+        applies_to=lambda account: account.status == AccountStatus.DEPROVISIONED,
+        refused=(Refused,),
+    ),
 }
+
+
+def erasure_question(account) -> str:
+    """What the erasure's confirmation page says will go, and what stays."""
+    return (
+        f"Erase account #{account.pk} now? This cannot be undone. Its address {account.email} and its login"
+        f" {account.login} are erased, with its password and its links and codes, and every copy of them in"
+        " the audit trail, the events and their webhook deliveries, the API's stored answers, the task queue,"
+        " the rate limits, the staff log-in records and the admin's log. Webhook deliveries and Kafka"
+        " publications of its events still due are cancelled; endpoints and the event stream are sent"
+        f" account.erased. The trail keeps every row, naming it account #{account.pk} (erased); the address"
+        " is free for a new sign-up. It would be erased anyway once the erasure delay has passed."
+    )
 
 
 @admin.register(Account)
@@ -151,7 +185,10 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         " that hold it (example.com, @example). A term without 3 letters or digits in a row finds only starts."
     )
     fieldsets = [
-        (None, {"fields": ["login", "email", "status_badge", "suspension", "deprovisioning", "password_state"]}),
+        (
+            None,
+            {"fields": ["login", "email", "status_badge", "suspension", "deprovisioning", "erasure", "password_state"]},
+        ),
         (
             "Dates",
             {
@@ -171,6 +208,7 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         "status_badge",
         "suspension",
         "deprovisioning",
+        "erasure",
         "password_state",
     ]
     inlines = [TokenInline, NodeAssignmentInline]
@@ -258,6 +296,13 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         # No row: the trail's row has aged out with its partition.
         return since_by_whom_why(account_deprovisioning(account.pk), account.deprovisioned_at)
 
+    @admin.display(description="erased")
+    def erasure(self, account):
+        """When, by whom and why the account was erased, from the audit row that erased it."""
+        if account.status != AccountStatus.ERASED:
+            return "—"
+        return since_by_whom_why(account_erasure(account.pk), account.status_changed_at, word="on")
+
     @admin.display(description="password")
     def password_state(self, account):
         """Whether the account has a password, and since when (never the hash)."""
@@ -290,6 +335,12 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     def send_password_recovery(self, request, queryset):
         return self.confirm_and_run(request, queryset, "send_password_recovery")
 
+    def may_run(self, request, name: str, allowed=None) -> bool:
+        """Erasing is no list action: the Privacy role's (erase_account), from the account's page."""
+        if name == "erase":
+            return request.user.has_perm("accounts.erase_account")
+        return super().may_run(request, name, allowed)
+
     def has_suspend_permission(self, request):
         return request.user.has_perm("accounts.suspend_account")
 
@@ -306,13 +357,14 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         return request.user.has_perm("accounts.send_password_recovery")
 
 
-def since_by_whom_why(event, since) -> str:
-    """A status's audit row as the account page says it: since when, by whom and why; only ``since``
-    (the account's own timestamp) when the trail has no row of it."""
+def since_by_whom_why(event, since, *, word: str = "since") -> str:
+    """A status's audit row as the account page says it: since (``word``) when, by whom and why; only
+    ``since`` (the account's own timestamp) when the trail has no row of it."""
     if event is None:
-        return f"since {when(since)}"
+        return f"{word} {when(since)}"
     return format_html(
-        "since {} by {}<br>reason: {}",
+        "{} {} by {}<br>reason: {}",
+        word,
         when(event.occurred_at),
         event.actor_display or event.actor_id,
         event.reason or "—",

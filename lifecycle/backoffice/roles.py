@@ -3,7 +3,7 @@
 Superusers can do everything; each role is an auth group of its own name with what its job needs and
 no more. None can add, change or delete accounts, tokens or audit rows: state changes go through the
 actions. Only Auditors may export the audit trail (CSV); only Integrators (and superusers) see
-webhooks, API clients and storage nodes; only Privacy (and superusers) may reprovision an account.
+webhooks, API clients and storage nodes; only Privacy (and superusers) may reprovision or erase an account.
 """
 
 from dataclasses import dataclass
@@ -84,12 +84,13 @@ INTEGRATOR = Role(
 # from the help desk's, where a caller's word would be enough.
 PRIVACY = Role(
     name="Privacy",
-    may="find accounts, deprovision and reprovision them (reprovisioning mails a fresh activation e-mail)"
-    " and read the audit trail in the admin (not export it)",
+    may="find accounts, deprovision and reprovision them (reprovisioning mails a fresh activation e-mail),"
+    " erase deprovisioned ones at once, and read the audit trail in the admin (not export it)",
     permissions=(
         "accounts.view_account",
         "accounts.deprovision_account",
         "accounts.reprovision_account",
+        "accounts.erase_account",
         "tokens.view_token",
         "platform_events.view_auditevent",
     ),

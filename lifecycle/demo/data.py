@@ -23,6 +23,8 @@ PLAN = [
     ("suspended", {"suspended": True}, 15),
     ("never-active", {"suspended": True, "was_activated": False}, 5),
     ("deprovisioned", {"deprovisioned": True}, 5),
+    # Erased: rows with no address or login left, their trail readable (and their sign-up dates not spread).
+    ("erased", {"erased": True}, 2),
 ]
 
 # The node service and its nodes (URL, capacity): the active accounts are spread over the ones up, by

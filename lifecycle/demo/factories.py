@@ -2,11 +2,12 @@
 
 Accounts are made through the services, so every one has lived through the real lifecycle:
 provisioned by INSERT (its activation token made by the trigger), activated by consuming that
-token, suspended and deprovisioned by their services.
+token, suspended, deprovisioned and erased by their services.
 """
 
 import factory
 
+from accounts.erasure import account_erase
 from accounts.models import Account, AccountStatus
 from accounts.services import account_deprovision, account_provision, account_suspend
 from tokens.selectors import live_token
@@ -17,7 +18,7 @@ class AccountFactory(factory.django.DjangoModelFactory):
     email = factory.Sequence(lambda n: f"user{n}@example.com")
     login = factory.Sequence(lambda n: f"user{n}")
     status = AccountStatus.PROVISIONED
-    # Suspended and deprovisioned accounts were active first, unless this is False.
+    # Suspended, deprovisioned and erased accounts were active first, unless this is False.
     was_activated = True
 
     class Meta:
@@ -27,6 +28,7 @@ class AccountFactory(factory.django.DjangoModelFactory):
         active = factory.Trait(status=AccountStatus.ACTIVE)
         suspended = factory.Trait(status=AccountStatus.SUSPENDED)
         deprovisioned = factory.Trait(status=AccountStatus.DEPROVISIONED)
+        erased = factory.Trait(status=AccountStatus.ERASED)
 
     @classmethod
     def _create(cls, model_class, *, email, login, status, was_activated):
@@ -37,7 +39,9 @@ class AccountFactory(factory.django.DjangoModelFactory):
             token_consume(secret=bytes(live_token(account=account).secret), actor=None)
         if status == AccountStatus.SUSPENDED:
             account_suspend(account=account, actor=None)
-        if status == AccountStatus.DEPROVISIONED:
+        if status in (AccountStatus.DEPROVISIONED, AccountStatus.ERASED):
             account_deprovision(account=account, actor=None)
+        if status == AccountStatus.ERASED:
+            account_erase(account=account, actor=None)
         account.refresh_from_db()
         return account

@@ -10,7 +10,7 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 from django_q.models import Task
 
-from accounts.retention import abandoned_sign_ups, replaced_node_assignments
+from accounts.retention import abandoned_sign_ups, deprovisioned_accounts, replaced_node_assignments
 from platform_events.quantities import quantity
 from platform_events.retention import (
     RetentionRule,
@@ -27,6 +27,7 @@ def retention_rules() -> list[RetentionRule]:
     now = timezone.now()
     log_days, task_days = settings.RETENTION_ACCESS_LOG_DAYS, settings.RETENTION_TASK_DAYS
     return [
+        deprovisioned_accounts(),
         abandoned_sign_ups(),
         old_tokens(),
         old_mail_runs(),

@@ -54,6 +54,11 @@ CURL_EXAMPLES = {
         'curl -X DELETE -H "Authorization: Bearer {key}" -H "Idempotency-Key: $(openssl rand -hex 16)"'
         ' "{url}/1?reason=contract%20ended"',
     ),
+    ApiScope.ACCOUNTS_ERASE: (
+        "api:look_up_accounts",
+        'curl -X DELETE -H "Authorization: Bearer {key}" -H "Idempotency-Key: $(openssl rand -hex 16)"'
+        ' "{url}/1?erase=now&reason=the%20person%20asked"',
+    ),
     ApiScope.SESSIONS: (
         "api:check_password",
         'curl -X POST -H "Authorization: Bearer {key}" -H "Content-Type: application/json"'

@@ -50,6 +50,7 @@ SCOPE_POWERS: dict[str, tuple[str, ...] | None] = {
         "accounts.send_password_recovery",
     ),
     ApiScope.ACCOUNTS_DELETE: ("accounts.view_account", "accounts.deprovision_account"),
+    ApiScope.ACCOUNTS_ERASE: ("accounts.view_account", "accounts.erase_account"),
     ApiScope.SESSIONS: None,
     ApiScope.SESSIONS_CLIENT_ADDRESS: None,
 }

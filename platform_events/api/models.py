@@ -6,11 +6,12 @@ from django.db.models.functions import Now
 
 
 class ApiScope(models.TextChoices):
-    """What an API client may do (platform_events/sql/0027_accounts_delete_scope.sql lists the same)."""
+    """What an API client may do (platform_events/sql/0028_erasure.sql lists the same)."""
 
     ACCOUNTS_READ = "accounts:read", "accounts:read (read and look up accounts)"
     ACCOUNTS_WRITE = "accounts:write", "accounts:write (provision, suspend, unsuspend, send e-mails)"
     ACCOUNTS_DELETE = "accounts:delete", "accounts:delete (deprovision accounts)"
+    ACCOUNTS_ERASE = "accounts:erase", "accounts:erase (with accounts:delete: erase deprovisioned accounts at once)"
     SESSIONS = "sessions", "sessions (check a password for sign-in)"
     # Trusted to say whose address a password check comes from (it counts failures per name and address).
     SESSIONS_CLIENT_ADDRESS = (

@@ -55,6 +55,7 @@ CATALOGUE = {
         ProblemType("invalid-keys-changed-at", 409, "The keys_changed_at does not follow the account's history"),
         ProblemType("invalid-client-state", 409, "The client_state does not follow the account's history"),
         ProblemType("assignment-retired", 410, "The account's node assignments were retired"),
+        ProblemType("account-erased", 410, "The account was erased; it takes no change"),
         ProblemType("request-too-large", 413, "The request body is too large"),
         ProblemType("validation-failed", 422, "The request is not valid"),
         ProblemType("generation-in-future", 422, "The generation is further ahead of the clock than allowed"),

@@ -26,6 +26,7 @@ class AuditAction(models.TextChoices):
     ACCOUNT_UNSUSPENDED = "account.unsuspended", "account.unsuspended"
     ACCOUNT_DEPROVISIONED = "account.deprovisioned", "account.deprovisioned"
     ACCOUNT_REPROVISIONED = "account.reprovisioned", "account.reprovisioned"
+    ACCOUNT_ERASED = "account.erased", "account.erased"
     ACCOUNT_CHANGED = "account.changed", "account.changed"
     ACCOUNT_DELETED = "account.deleted", "account.deleted"
     ACCOUNT_HISTORY_REWRITTEN = "account.history_rewritten", "account.history_rewritten"

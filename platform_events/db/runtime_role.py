@@ -30,6 +30,10 @@ BEGIN
     IF to_regclass('history_rewrite_key') IS NOT NULL THEN
         REVOKE ALL ON history_rewrite_key FROM {role};
     END IF;
+    -- Nor on the mark an erasure puts on its own transaction (accounts/sql/0024_erasure.sql).
+    IF to_regclass('erasure_in_progress') IS NOT NULL THEN
+        REVOKE ALL ON erasure_in_progress FROM {role};
+    END IF;
     REVOKE INSERT, UPDATE, DELETE ON audit_events FROM {role};
     FOR partition IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'audit_events'::regclass LOOP
         EXECUTE format('REVOKE ALL ON %s FROM {role}', partition);

@@ -103,8 +103,12 @@ def bucket_for(*, limit: Limit, key: str) -> str:
     services ignore them."""
     if not isinstance(key, str):
         raise TypeError(f"limits: the key of {limit.name} must be a str, not {type(key).__name__}")
-    digest = salted_hmac("lifecycle.limits", key.strip().lower(), algorithm="sha256").hexdigest()
-    return f"{limit.name}:{digest}"
+    return f"{limit.name}:{key_digest(key)}"
+
+
+def key_digest(key: str) -> str:
+    """What a bucket keeps of its key (after the limit's name and ":"): the same for a key under every limit."""
+    return salted_hmac("lifecycle.limits", key.strip().lower(), algorithm="sha256").hexdigest()
 
 
 def limits_hit(hits: Iterable[tuple[Limit, str]]) -> None:

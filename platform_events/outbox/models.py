@@ -15,6 +15,7 @@ class EventType(models.TextChoices):
     ACCOUNT_UNSUSPENDED = "account.unsuspended", "account.unsuspended"
     ACCOUNT_DEPROVISIONED = "account.deprovisioned", "account.deprovisioned"
     ACCOUNT_REPROVISIONED = "account.reprovisioned", "account.reprovisioned"
+    ACCOUNT_ERASED = "account.erased", "account.erased"
     ACCOUNT_DELETED = "account.deleted", "account.deleted"
     ACCOUNT_EMAIL_CHANGED = "account.email_changed", "account.email_changed"
     ACCOUNT_PASSWORD_CHANGED = "account.password_changed", "account.password_changed"

@@ -53,6 +53,8 @@ class DeliveryStatus(models.TextChoices):
     DELIVERED = "DELIVERED", "delivered"
     FAILED = "FAILED", "retrying"
     PERMANENTLY_FAILED = "PERMANENTLY_FAILED", "failed"
+    # Never sent: its account was erased first (docs/rules.md, "Erasure").
+    CANCELLED = "CANCELLED", "cancelled by erasure"
 
 
 class WebhookDelivery(models.Model):

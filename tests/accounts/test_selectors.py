@@ -265,7 +265,8 @@ class TestFigures:
         AccountFactory.create_batch(2)
         AccountFactory(active=True)
         AccountFactory(deprovisioned=True)
-        counted = {"provisioned": 2, "active": 1, "suspended": 0, "deprovisioned": 1}
+        AccountFactory(erased=True)
+        counted = {"provisioned": 2, "active": 1, "suspended": 0, "deprovisioned": 1, "erased": 1}
         assert account_counts_by_status() == (counted, False)
 
     @pytest.mark.django_db(transaction=True)
@@ -273,7 +274,7 @@ class TestFigures:
         AccountFactory.create_batch(4)
         AccountFactory.create_batch(2, active=True)
         analyze("accounts")
-        estimated = {"provisioned": 4, "active": 2, "suspended": 0, "deprovisioned": 0}
+        estimated = {"provisioned": 4, "active": 2, "suspended": 0, "deprovisioned": 0, "erased": 0}
         assert account_counts_by_status(exact_below=6) == (estimated, True)
         assert account_counts_by_status(exact_below=7)[1] is False
 

@@ -250,8 +250,9 @@ def test_a_254_character_address_is_accepted(sql):
     assert sql("SELECT length(email) FROM accounts WHERE id = %s", [account_id]) == [(254,)]
 
 
-def test_a_null_email_is_refused_by_the_not_null_constraint(refused):
-    refused("INSERT INTO accounts (email, login) VALUES (NULL, 'someone')", match='null value in column "email"')
+def test_a_null_email_or_login_is_refused_while_the_account_is_not_erased(refused):
+    refused("INSERT INTO accounts (email, login) VALUES (NULL, 'someone')", match="ck_accounts_erased_blank")
+    refused("INSERT INTO accounts (email, login) VALUES ('some@example.com', NULL)", match="ck_accounts_erased_blank")
 
 
 @pytest.mark.parametrize("email", GOOD_EMAILS)

@@ -20,7 +20,8 @@ ALL_SQL = "\n".join(path.read_text() for path in FILES)
 # The account triggers that publish events (trg_after_account_*_outbox, trg_after_password_outbox) name
 # event types, not audit actions.
 OUTBOX_FUNCTION = re.compile(r"FUNCTION trg_after_\w+_outbox\(\).*?\n\$\$;", re.DOTALL)
-OUTBOX_SQL = "\n".join(OUTBOX_FUNCTION.findall(ALL_SQL))
+# And the events appended by a function's own call (account_erase()'s account.erased).
+OUTBOX_SQL = "\n".join(OUTBOX_FUNCTION.findall(ALL_SQL) + re.findall(r"outbox_append_many\('account'[^;]*;", ALL_SQL))
 SQL = OUTBOX_FUNCTION.sub("", ALL_SQL)
 # What an audit action starts with: the kind of thing it is about.
 SUBJECTS = (

@@ -9,6 +9,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.erasure import erasure_due
 from tokens.links import landing_path
 from tokens.models import Token, TokenAction
 
@@ -30,6 +31,7 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
     context = {
         "login": account.login,
         "deprovisioned_at": account.deprovisioned_at,  # for a restore e-mail
+        "erased_on": erasure_due(account),
         "link": f"{settings.PUBLIC_BASE_URL}{landing_path(token)}",
         "code": token.code,
         "expires_at": token.expires_at,

@@ -167,7 +167,7 @@ def test_the_openapi_document_describes_the_delete_and_the_deprovisioned_account
 
     delete = schema["paths"]["/api/v1/accounts/{account_id}"]["delete"]
     assert {"200", "404", "409"} <= set(delete["responses"])
-    assert [p["name"] for p in delete["parameters"] if p["in"] == "query"] == ["reason"]
+    assert [p["name"] for p in delete["parameters"] if p["in"] == "query"] == ["reason", "erase"]
     assert any(p["name"] == "Idempotency-Key" and p["required"] for p in delete["parameters"])
     account = schema["components"]["schemas"]["AccountOut"]["properties"]
     assert "deprovisioned" in account["status"]["enum"]

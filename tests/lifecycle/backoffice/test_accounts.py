@@ -477,13 +477,14 @@ class TestDeprovisioning:
         assert (event.actor_display, event.reason) == ("privacy1", "request withdrawn")
         assert Token.objects.filter(account=account, action=TokenAction.ACTIVATION, consumed_at=None).exists()
 
-    def test_privacy_deprovisions_too_and_is_offered_only_these_two(self, privacy):
+    def test_privacy_deprovisions_too_and_is_offered_only_these(self, privacy):
         active, deprovisioned = AccountFactory(active=True), AccountFactory(deprovisioned=True)
         assert privacy.get(change_page(active)).context["action_buttons"] == [
             (act_url(active, "deprovision"), "Deprovision")
         ]
         assert privacy.get(change_page(deprovisioned)).context["action_buttons"] == [
-            (act_url(deprovisioned, "reprovision"), "Reprovision")
+            (act_url(deprovisioned, "reprovision"), "Reprovision"),
+            (act_url(deprovisioned, "erase"), "Erase now"),
         ]
 
     def test_refusals_are_reported_per_account_in_one_sentence(self, privacy):

@@ -34,7 +34,13 @@ def test_the_dashboard_shows_each_figure(admin_client, admin_user):
         account_suspend(account=AccountFactory(active=True), actor=admin_user)
     response = admin_client.get(INDEX)
     dashboard = response.context["dashboard"]
-    assert dashboard["accounts_by_status"] == {"provisioned": 2, "active": 1, "suspended": 1, "deprovisioned": 0}
+    assert dashboard["accounts_by_status"] == {
+        "provisioned": 2,
+        "active": 1,
+        "suspended": 1,
+        "deprovisioned": 0,
+        "erased": 0,
+    }
     assert dashboard["accounts_estimated"] is False
     assert sum(dashboard["chart"].signups) == 4 and sum(dashboard["chart"].activations) == 2
     assert dashboard["mail_queue"]["depth"] == 2
@@ -53,7 +59,7 @@ def test_a_large_table_is_estimated_and_the_page_says_so(admin_client, monkeypat
     AccountFactory.create_batch(2, suspended=True)
     analyze("accounts")
     figures, estimated = accounts_by_status()
-    assert estimated and figures == {"provisioned": 4, "active": 2, "suspended": 2, "deprovisioned": 0}
+    assert estimated and figures == {"provisioned": 4, "active": 2, "suspended": 2, "deprovisioned": 0, "erased": 0}
     assert "estimated from table statistics, not counted" in admin_client.get(INDEX).content.decode()
 
 
@@ -125,13 +131,14 @@ class TestAccountFigures:
         AccountFactory.create_batch(2)
         AccountFactory(active=True)
         AccountFactory(deprovisioned=True)
+        AccountFactory(erased=True)
         accounts = support.get(INDEX).context["dashboard"]["accounts"]
-        for status in ("provisioned", "active", "suspended", "deprovisioned"):
+        for status in ("provisioned", "active", "suspended", "deprovisioned", "erased"):
             found = figure(accounts, status)
             assert found.url == f"/admin/accounts/account/?status__exact={status}"
             assert len(listed(support, found.url)) == found.value
-        assert figure(accounts, "deprovisioned").value == 1
-        assert (figure(accounts, "all").value, len(listed(support, figure(accounts, "all").url))) == (4, 4)
+        assert figure(accounts, "deprovisioned").value == figure(accounts, "erased").value == 1
+        assert (figure(accounts, "all").value, len(listed(support, figure(accounts, "all").url))) == (5, 5)
 
 
 class TestStaffActions:

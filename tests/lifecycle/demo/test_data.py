@@ -27,13 +27,13 @@ class TestSeedDemo:
         out = io.StringIO()
         call_command("seed_demo", stdout=out)
         call_command("seed_demo", stdout=out)
-        assert "Loaded 155 demo accounts." in out.getvalue()
+        assert "Loaded 157 demo accounts." in out.getvalue()
         assert "Demo accounts already loaded." in out.getvalue()
         assert "Admin login: admin / demo-pass-123" in out.getvalue()
         assert "Admin login: admin (exists; password unchanged" in out.getvalue()
         statuses = set(Account.objects.values_list("status", flat=True))
         assert statuses == set(AccountStatus)
-        assert Account.objects.count() == 155
+        assert Account.objects.count() == 157
         assert Account.objects.dates("created_at", "day").count() > 10  # spread for the dashboard's chart
 
     def test_each_staff_login_has_its_own_password(self, settings, monkeypatch):

@@ -138,9 +138,10 @@ class TestOtherFigures:
         AccountFactory(active=True)
         AccountFactory(suspended=True)
         AccountFactory(deprovisioned=True)
+        AccountFactory(erased=True)
         samples = scrape()
         counted = {labels[0][1]: value for (name, labels), value in samples.items() if name == "lifecycle_accounts"}
-        assert counted == {"provisioned": 2, "active": 1, "suspended": 1, "deprovisioned": 1}
+        assert counted == {"provisioned": 2, "active": 1, "suspended": 1, "deprovisioned": 1, "erased": 1}
         assert samples[("lifecycle_accounts_estimated", ())] == 0
 
     def test_a_rate_limited_request_counts_as_a_refusal(self, token, client):

@@ -30,6 +30,7 @@ from tokens.services import token_resend_activation
 pytestmark = pytest.mark.django_db
 
 RULES = [
+    "erasures",
     "sign-ups",
     "tokens",
     "mail-runs",
@@ -275,7 +276,7 @@ def test_the_help_names_every_rule_with_what_it_keeps():
     [
         (["--batch-size", "0"], "between 1 and 100000"),
         (["--batch-size", "99999999999999999999"], "between 1 and 100000"),
-        (["--only", "audit"], "no rule named audit; the rules are sign-ups, tokens, mail-runs"),
+        (["--only", "audit"], "no rule named audit; the rules are erasures, sign-ups, tokens, mail-runs"),
     ],
 )
 def test_bad_arguments_are_refused(args, message):
@@ -301,7 +302,7 @@ def test_the_worker_runs_it_daily(sql):
     assert (schedule.func, schedule.schedule_type, schedule.repeats) == ("lifecycle.tasks.cleanup", "D", -1)
     account = AccountFactory()
     age(account, 8, sql)
-    assert tasks.cleanup().startswith("Deleted: sign-ups 1, tokens 0,")
+    assert tasks.cleanup().startswith("Deleted: erasures 0, sign-ups 1, tokens 0,")
 
 
 # Outbox events, their deliveries, and the consumers' records (RETENTION_EVENT_DAYS: 30 days)
@@ -386,3 +387,14 @@ def test_expired_idempotency_keys_are_deleted_and_live_ones_kept(sql):
     )
     assert "idempotency-keys 2" in cleanup("--only", "idempotency-keys", "--batch-size", "1")
     assert sql("SELECT left(key, 1) FROM idempotency_keys") == [("c",)]
+
+
+def test_the_erasures_rule_erases_accounts_deprovisioned_before_the_delay(settings, sql):
+    settings.ERASURE_DELAY_DAYS = 30
+    due, recent = AccountFactory(deprovisioned=True), AccountFactory(deprovisioned=True)
+    with history_rewrite():
+        sql("UPDATE accounts SET deprovisioned_at = now() - interval '31 days' WHERE id = %s", [due.pk])
+    assert "erasures: would delete 1 (keeps deprovisioned accounts: 30 days, then erased" in cleanup("--dry-run")
+    assert "erasures 1" in cleanup("--only", "erasures")
+    statuses = dict(Account.objects.filter(pk__in=[due.pk, recent.pk]).values_list("pk", "status"))
+    assert statuses == {due.pk: "erased", recent.pk: "deprovisioned"}
