@@ -238,5 +238,6 @@ DROP FUNCTION erasure_scrub_text(text, text[]);
 DROP FUNCTION erasure_mentions(text, text[]);
 DROP FUNCTION erasure_account();
 DROP TABLE erasure_in_progress;
+DROP INDEX audit_events_with_reason_idx;
 ALTER TABLE accounts DROP CONSTRAINT ck_accounts_erased_blank;
 ALTER TABLE accounts ALTER COLUMN email SET NOT NULL, ALTER COLUMN login SET NOT NULL;

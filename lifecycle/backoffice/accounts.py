@@ -146,6 +146,7 @@ ACCOUNT_ACTIONS = {
         question=lambda accounts: erasure_question(accounts[0]),
         done=("Account erased.", "%(count)d accounts erased."),
         already=("It was erased already.", "%(count)d were erased already."),
+        none_done="No account erased.",
         describe=account_line,
         name=lambda account: f"account #{account.pk}",
         applies_to=lambda account: account.status == AccountStatus.DEPROVISIONED,
@@ -290,11 +291,13 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
 
     @admin.display(description="deprovisioned")
     def deprovisioning(self, account):
-        """Since when, by whom and why the account is deprovisioned, from the audit row that deprovisioned it."""
-        if account.status != AccountStatus.DEPROVISIONED:
+        """Since when, by whom and why the account is (or was, before its erasure) deprovisioned, from the
+        audit row that deprovisioned it."""
+        if account.status not in (AccountStatus.DEPROVISIONED, AccountStatus.ERASED):
             return "—"
         # No row: the trail's row has aged out with its partition.
-        return since_by_whom_why(account_deprovisioning(account.pk), account.deprovisioned_at)
+        word = "on" if account.status == AccountStatus.ERASED else "since"
+        return since_by_whom_why(account_deprovisioning(account.pk), account.deprovisioned_at, word=word)
 
     @admin.display(description="erased")
     def erasure(self, account):
@@ -306,6 +309,8 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     @admin.display(description="password")
     def password_state(self, account):
         """Whether the account has a password, and since when (never the hash)."""
+        if account.status == AccountStatus.ERASED:
+            return "none (erased with the account)"
         password = getattr(account, "password", None)
         return (
             f"set {when(password.changed_at)}" if password else "none (the account cannot sign in with a password yet)"

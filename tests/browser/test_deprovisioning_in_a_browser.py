@@ -1,6 +1,8 @@
 """Ending an account and bringing it back in a real browser: Support deprovisions it from its page with
 a reason and reads since when, by whom and why; Support is offered no Reprovision; Privacy reprovisions
-it from its page, and the account is provisioned again with a fresh activation e-mail queued."""
+it from its page, and the account is provisioned again with a fresh activation e-mail queued; then
+Privacy erases a deprovisioned account after the page that names what goes, and its page and trail
+read as "account #N (erased)"."""
 
 import pytest
 
@@ -46,7 +48,7 @@ def test_support_deprovisions_and_privacy_reprovisions_from_the_account_page(bro
     page = browser.new_page(viewport=SCREEN)
     log_in(page, live_server, "privacy1")
     page.goto(account_page)
-    assert buttons(page) == ["REPROVISION"]
+    assert buttons(page) == ["REPROVISION", "ERASE NOW"]
     navigating(page, lambda: page.click(".object-tools a:text-is('Reprovision')"))
     shoot(page, "account-page-reprovision-confirmation")
     assert "Reprovision this account? It goes back to provisioned" in page.locator("#content").inner_text()
@@ -60,4 +62,37 @@ def test_support_deprovisions_and_privacy_reprovisions_from_the_account_page(bro
     assert any("account.reprovisioned" in row and "privacy1" in row for row in latest)
     assert Account.objects.get(pk=account.pk).status == AccountStatus.PROVISIONED
     assert Token.objects.filter(account=account, action=TokenAction.ACTIVATION, consumed_at=None).exists()
+    page.close()
+
+
+def test_privacy_erases_a_deprovisioned_account_from_its_page(browser, live_server):
+    account = AccountFactory(deprovisioned=True, email="erin.gone@example.com", login="eringone")
+    staff_user("privacy1", "Privacy")
+    account_page = f"{live_server.url}/admin/accounts/account/{account.pk}/change/"
+
+    page = browser.new_page(viewport=SCREEN)
+    log_in(page, live_server, "privacy1")
+    page.goto(account_page)
+    navigating(page, lambda: page.click(".object-tools a:text-is('Erase now')"))
+    shoot(page, "account-page-erase-confirmation")
+    asked = page.locator("#content").inner_text()
+    assert f"Erase account #{account.pk} now? This cannot be undone." in asked
+    assert "erin.gone@example.com" in asked and "eringone" in asked
+    page.fill("textarea[name=reason]", "erin.gone@example.com asked for erasure by letter")
+    navigating(page, lambda: page.click("input[type=submit]"))
+
+    shoot(page, "account-page-erased")
+    assert page.url == account_page
+    assert "Account erased." in page.locator(".messagelist").inner_text()
+    assert page.locator(".field-status_badge .readonly").inner_text() == "erased"
+    erasure = page.locator(".field-erasure .readonly").inner_text()
+    assert "by privacy1" in erasure and "reason: [erased] asked for erasure by letter" in erasure
+    assert f"account #{account.pk} (erased)" in page.locator("#content").inner_text()
+    assert "erin.gone" not in page.content() and "eringone" not in page.content()
+    assert buttons(page) == []
+    assert page.locator(".field-deprovisioning .readonly").inner_text().startswith("on ")
+    assert page.locator(".field-password_state .readonly").inner_text() == "none (erased with the account)"
+    latest = page.locator("#recent-trail tbody tr").all_inner_texts()
+    assert any("account.erased" in row and "privacy1" in row for row in latest)
+    assert any("account.created" in row for row in latest)
     page.close()

@@ -533,3 +533,93 @@ class TestDeprovisioning:
         assert "account. reprovisioned" in text and "account. deprovisioned" in text  # wrapped after the dot
         assert "privacy1" in text and "asked to close it" in text and "status: active → deprovisioned" in text
         assert "changed their mind" in text and "status: deprovisioned → provisioned" in text
+
+
+class TestErasure:
+    """Only Privacy (and superusers) erase, one deprovisioned account at a time, from its page."""
+
+    def test_privacy_erases_after_a_page_that_names_what_goes(self, privacy):
+        account = AccountFactory(deprovisioned=True, email="gone.person@example.com", login="goneperson")
+        asked = privacy.get(act_url(account, "erase"))
+        question = asked.context["question"]
+        assert question.startswith(f"Erase account #{account.pk} now? This cannot be undone.")
+        for named in (
+            "gone.person@example.com",
+            "goneperson",
+            "password",
+            "audit trail",
+            "webhook deliveries",
+            "task queue",
+            "staff log-in records",
+            "admin's log",
+            "account.erased",
+            "(erased)",
+        ):
+            assert named in question, named
+        assert statuses(account) == [AccountStatus.DEPROVISIONED]
+
+        done = privacy.post(
+            act_url(account, "erase"), {"confirm": "yes", "reason": "asked by gone.person@example.com"}, follow=True
+        )
+
+        assert reported(done) == ["Account erased."]
+        assert statuses(account) == [AccountStatus.ERASED]
+        event = AuditEvent.objects.get(action="account.erased", resource_id=str(account.pk))
+        assert (event.actor_display, event.reason) == ("privacy1", "asked by [erased]")
+        page = privacy.get(change_page(account)).content.decode()
+        assert f"account #{account.pk} (erased)" in page and "by privacy1" in page
+        assert "gone.person" not in page and "goneperson" not in page
+        assert privacy.get(change_page(account)).context["action_buttons"] == []
+
+    def test_a_blank_reason_is_asked_again_and_nothing_is_erased(self, privacy):
+        account = AccountFactory(deprovisioned=True)
+        again = privacy.post(act_url(account, "erase"), {"confirm": "yes", "reason": "   "})
+        assert again.status_code == 200 and again.context["form"].errors
+        assert statuses(account) == [AccountStatus.DEPROVISIONED]
+
+    def test_an_account_not_deprovisioned_is_not_offered_it_and_a_forged_post_is_skipped(self, privacy):
+        account = AccountFactory(active=True, login="stillhere")
+        assert (act_url(account, "erase"), "Erase now") not in privacy.get(change_page(account)).context[
+            "action_buttons"
+        ]
+        done = privacy.post(act_url(account, "erase"), {"confirm": "yes", "reason": "forged"}, follow=True)
+        assert reported(done) == [
+            "No account erased.",
+            f"1 account skipped (not deprovisioned): account #{account.pk}.",
+        ]
+        assert statuses(account) == [AccountStatus.ACTIVE]
+        assert not AuditEvent.objects.filter(action="account.erased").exists()
+
+    @pytest.mark.attack
+    @pytest.mark.parametrize("role", ["Support", "Auditor", "Integrator"])
+    def test_no_other_role_may_erase_not_even_by_a_forged_post(self, role):
+        from tests.support import staff_client
+
+        client = staff_client(role)
+        account = AccountFactory(deprovisioned=True)
+        assert client.get(act_url(account, "erase")).status_code in (403, 302)
+        assert client.post(act_url(account, "erase"), {"confirm": "yes", "reason": "forged"}).status_code in (403, 302)
+        page = client.get(change_page(account))
+        if page.status_code == 200:
+            assert (act_url(account, "erase"), "Erase now") not in page.context["action_buttons"]
+        assert statuses(account) == [AccountStatus.DEPROVISIONED]
+
+    @pytest.mark.attack
+    def test_erase_is_no_list_action_even_for_privacy(self, privacy):
+        account = AccountFactory(deprovisioned=True)
+        assert 'value="erase"' not in privacy.get(CHANGELIST).content.decode()
+        admin_action(privacy, "erase", [account], reason="from the list")
+        assert statuses(account) == [AccountStatus.DEPROVISIONED]
+
+    @pytest.mark.attack
+    def test_an_outsider_is_sent_to_log_in_and_a_cross_site_post_is_refused(self, client):
+        from tests.support import csrf_client
+
+        account = AccountFactory(deprovisioned=True)
+        response = client.post(act_url(account, "erase"), {"confirm": "yes", "reason": "x"})
+        assert response.status_code == 302 and reverse("admin:login") in response["Location"]
+        forged = csrf_client("Privacy", "privacy-csrf").post(
+            act_url(account, "erase"), {"confirm": "yes", "reason": "x"}
+        )
+        assert forged.status_code == 403
+        assert statuses(account) == [AccountStatus.DEPROVISIONED]
