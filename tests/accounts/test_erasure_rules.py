@@ -237,3 +237,18 @@ def test_no_node_assignment_for_an_erased_account(sql, refused):
         [service, account_id, node],
         match="is erased; it gets no node",
     )
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_nothing_after_an_erasure_in_its_transaction_may_rewrite_the_trail(owner_sql):
+    from django.db import DatabaseError, transaction
+
+    with transaction.atomic(using="owner"):
+        (account_id,) = owner_sql("INSERT INTO accounts (email, login) VALUES (%s, %s) RETURNING id", [ADDRESS, LOGIN])[
+            0
+        ]
+        owner_sql("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [account_id])
+        owner_sql("SELECT account_erase(%s)", [account_id])
+        with pytest.raises(DatabaseError, match="audit events cannot be changed"):
+            with transaction.atomic(using="owner"):
+                owner_sql("UPDATE audit_events SET reason = 'rewritten' WHERE resource_id = %s", [str(account_id)])
