@@ -96,7 +96,8 @@ def accounts_erase_due(*, deprovisioned_before: datetime, batch_size: int) -> in
 
 def _erase(account_id: int) -> dict[str, int] | None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT account_erasure_identifiers(%s)", [account_id])
+        # Only what no other account holds: a shared address is that account's too (accounts/sql/0024_erasure.sql).
+        cursor.execute("SELECT account_erasure_owned(account_erasure_identifiers(%s), %s)", [account_id, account_id])
         (identifiers,) = cursor.fetchone()
         cursor.execute("SELECT account_erase(%s)::text", [account_id])
         (done,) = cursor.fetchone()

@@ -11,7 +11,13 @@ END;
 $$;
 
 DROP FUNCTION account_erase(bigint);
+DROP FUNCTION account_erasure_owned(text[], bigint);
 DROP FUNCTION account_erasure_identifiers(bigint);
+DROP TRIGGER before_webhook_delivery_record_erased ON webhook_deliveries;
+DROP FUNCTION trg_before_webhook_delivery_record_erased();
+DROP TRIGGER before_webhook_delivery_cancelled_kept ON webhook_deliveries;
+DROP TRIGGER before_event_publication_cancelled_kept ON event_publications;
+DROP FUNCTION trg_before_cancelled_kept();
 DROP TRIGGER before_token_insert_account_live_erased ON tokens;
 DROP TRIGGER before_node_assignment_insert_erased ON node_assignments;
 DROP FUNCTION trg_before_insert_account_erased();

@@ -185,11 +185,62 @@ BEGIN
 END;
 $$;
 
--- A finished Idempotency-Key's answer is blanked by an erasure; otherwise kept until it expires.
+-- CANCELLED is final: a delivery or a publication cancelled by an erasure is never sent again (sending
+-- it again would deliver the erased account's events after its account.erased).
+CREATE FUNCTION trg_before_cancelled_kept() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+BEGIN
+    IF erasure_account() IS NOT NULL THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'platform_events: % was cancelled when its account was erased; it is never sent',
+        CASE TG_TABLE_NAME WHEN 'webhook_deliveries' THEN 'this delivery' ELSE 'this publication' END
+        USING ERRCODE = 'LP003';
+END;
+$$;
+
+CREATE TRIGGER before_webhook_delivery_cancelled_kept
+    BEFORE UPDATE ON webhook_deliveries
+    FOR EACH ROW WHEN (OLD.status = 'CANCELLED')
+    EXECUTE FUNCTION trg_before_cancelled_kept();
+
+CREATE TRIGGER before_event_publication_cancelled_kept
+    BEFORE UPDATE ON event_publications
+    FOR EACH ROW WHEN (OLD.status = 'CANCELLED')
+    EXECUTE FUNCTION trg_before_cancelled_kept();
+
+-- The attempt a sender records for a delivery of an erased account's event, sent while the erasure ran:
+-- the answer's excerpt is not kept (a receiver may echo the address), and a failure is not retried.
+CREATE FUNCTION trg_before_webhook_delivery_record_erased() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM outbox_events o JOIN accounts a ON o.aggregate_type = 'account' AND a.id::text = o.aggregate_id
+               WHERE o.id = NEW.event_id AND a.status = 'erased') THEN
+        NEW.http_response_body_excerpt := NULL;
+        IF NEW.status = 'FAILED' THEN
+            NEW.status := 'CANCELLED';
+        END IF;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER before_webhook_delivery_record_erased
+    BEFORE UPDATE ON webhook_deliveries
+    FOR EACH ROW WHEN (OLD.claim IS NOT NULL AND NEW.claim IS NULL AND NEW.attempts > OLD.attempts)
+    EXECUTE FUNCTION trg_before_webhook_delivery_record_erased();
+
+-- A finished Idempotency-Key's answer is blanked by an erasure, and a key made of what it erases is
+-- deleted; otherwise kept until it expires.
 CREATE OR REPLACE FUNCTION trg_before_idempotency_key_change() RETURNS trigger
     LANGUAGE plpgsql SET search_path = public, pg_temp
 AS $$
 BEGIN
+    IF TG_OP = 'DELETE' AND erasure_account() IS NOT NULL THEN
+        RETURN OLD;
+    END IF;
     IF TG_OP = 'UPDATE' AND erasure_account() IS NOT NULL
        AND (NEW.client_id, NEW.key, NEW.request_hash, NEW.response_status, NEW.expires_at)
            IS NOT DISTINCT FROM (OLD.client_id, OLD.key, OLD.request_hash, OLD.response_status, OLD.expires_at) THEN
@@ -415,6 +466,17 @@ AS $$
     WHERE v IS NOT NULL AND v <> '' AND v <> '[erased]'
 $$;
 
+-- Of ``identifiers`` (account ``p_account``'s), those no other account that is not erased holds as its
+-- address or login.
+CREATE FUNCTION account_erasure_owned(identifiers text[], p_account bigint) RETURNS text[]
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp
+AS $$
+    SELECT coalesce(array_agg(i), '{}')
+    FROM unnest(identifiers) i
+    WHERE NOT EXISTS (SELECT FROM accounts a
+                      WHERE a.id <> p_account AND a.status <> 'erased' AND (lower(a.email) = i OR lower(a.login) = i))
+$$;
+
 -- Erase account ``p_account``, which must be deprovisioned (LA005 otherwise; LA009 if there is no such
 -- account). Returns what it did, as counts (the erasure's own audit row has them too), or NULL when
 -- the account was already erased (nothing to do: a retry). The actor and the reason are the audit
@@ -426,7 +488,7 @@ AS $$
 DECLARE
     account_status account_status;
     identifiers text[];
-    addresses text[];
+    owned text[];
     aggregate text := p_account::text;
     done jsonb := '{}';
     n bigint;
@@ -446,15 +508,22 @@ BEGIN
     END IF;
 
     identifiers := account_erasure_identifiers(p_account);
+    -- Those no other account holds: the ones erased wherever they appear. An address another account
+    -- also has (a sign-up never activated shares it; the runtime role may make such a decoy) is that
+    -- account's too, and is blanked only in this account's own rows.
+    owned := account_erasure_owned(identifiers, p_account);
 
     INSERT INTO erasure_in_progress (account) VALUES (p_account);
     -- Every row this transaction writes from here on gives the reason scrubbed.
     PERFORM set_config('lifecycle.reason', coalesce(erasure_scrub_text(audit_setting('reason'), identifiers), ''), true);
 
-    -- What is still due about it is never sent; what was sent keeps no excerpt of the answer.
+    -- What is still due about it is never sent; what was sent keeps no excerpt of the answer. One being
+    -- sent right now (its lease running) is left to finish: cancelled under the sender, it would no
+    -- longer hold back account.erased, which could then arrive first. Its answer's excerpt is dropped
+    -- when it is recorded (trg_before_webhook_delivery_record_erased), and a failure ends it cancelled.
     UPDATE webhook_deliveries SET status = 'CANCELLED', claim = NULL, lease_until = NULL
     WHERE event_id IN (SELECT id FROM outbox_events WHERE aggregate_type = 'account' AND aggregate_id = aggregate)
-      AND status IN ('PENDING', 'FAILED');
+      AND status IN ('PENDING', 'FAILED') AND (lease_until IS NULL OR lease_until <= now());
     GET DIAGNOSTICS n = ROW_COUNT;
     done := done || jsonb_build_object('deliveries_cancelled', n);
     UPDATE webhook_deliveries SET http_response_body_excerpt = NULL
@@ -462,7 +531,7 @@ BEGIN
       AND http_response_body_excerpt IS NOT NULL;
     UPDATE event_publications SET status = 'CANCELLED', claim = NULL, lease_until = NULL
     WHERE event_id IN (SELECT id FROM outbox_events WHERE aggregate_type = 'account' AND aggregate_id = aggregate)
-      AND status = 'PENDING';
+      AND status = 'PENDING' AND (lease_until IS NULL OR lease_until <= now());
     GET DIAGNOSTICS n = ROW_COUNT;
     done := done || jsonb_build_object('publications_cancelled', n);
 
@@ -522,15 +591,33 @@ BEGIN
     GET DIAGNOSTICS rows = ROW_COUNT;
     n := n + rows;
     done := done || jsonb_build_object('audit_rows_blanked', n);
-    addresses := ARRAY(SELECT i FROM unnest(identifiers) i WHERE position('@' IN i) > 0);
     -- The sweep reads the rows that have a reason (audit_events_with_reason_idx); its test is written out
     -- here (a function with its own search_path is never inlined, and a call per row costs more).
-    UPDATE audit_events SET reason = erasure_scrub_text(reason, addresses)
-    WHERE reason IS NOT NULL AND EXISTS (SELECT FROM unnest(addresses) a WHERE strpos(lower(reason), a) > 0);
+    UPDATE audit_events SET reason = erasure_scrub_text(reason, owned)
+    WHERE reason IS NOT NULL AND EXISTS (SELECT FROM unnest(owned) i WHERE strpos(lower(reason), i) > 0);
 
+    -- Free text staff typed elsewhere: an API client's revocation, a webhook endpoint's description and
+    -- why it was disabled; then the trail's rows of those (their changes just made included).
+    UPDATE api_clients SET revoked_reason = erasure_scrub_text(revoked_reason, owned)
+    WHERE revoked_reason IS NOT NULL AND EXISTS (SELECT FROM unnest(owned) i WHERE strpos(lower(revoked_reason), i) > 0);
+    UPDATE webhook_subscriptions
+    SET description = erasure_scrub_text(description, owned), disabled_reason = erasure_scrub_text(disabled_reason, owned)
+    WHERE EXISTS (SELECT FROM unnest(owned) i
+                  WHERE strpos(lower(coalesce(description, '') || ' ' || coalesce(disabled_reason, '')), i) > 0);
+    UPDATE audit_events
+    SET diff_before = erasure_scrub_json(diff_before, owned), diff_after = erasure_scrub_json(diff_after, owned)
+    WHERE resource_type IN ('api_client', 'webhook_subscription')
+      AND EXISTS (SELECT FROM unnest(owned) i
+                  WHERE strpos(lower(coalesce(diff_before::text, '') || coalesce(diff_after::text, '')), i) > 0);
+
+    -- Stored answers: those about this account, and any other that quotes what it alone held; a key
+    -- the client made of one of them goes with its answer.
     UPDATE idempotency_keys SET response_body = erasure_scrub_json(response_body, identifiers)
+    WHERE response_body ->> 'id' = aggregate OR response_body ->> 'account_id' = aggregate;
+    UPDATE idempotency_keys SET response_body = erasure_scrub_json(response_body, owned)
     WHERE response_body IS NOT NULL
-      AND EXISTS (SELECT FROM unnest(identifiers) i WHERE strpos(lower(response_body::text), i) > 0);
+      AND EXISTS (SELECT FROM unnest(owned) i WHERE strpos(lower(response_body::text), i) > 0);
+    DELETE FROM idempotency_keys WHERE EXISTS (SELECT FROM unnest(owned) i WHERE strpos(lower(key), i) > 0);
     GET DIAGNOSTICS n = ROW_COUNT;
     done := done || jsonb_build_object('idempotency_answers_blanked', n);
 

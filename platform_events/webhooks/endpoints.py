@@ -213,12 +213,13 @@ def deliveries_redeliver(deliveries: QuerySet | Iterable, *, actor) -> int:
     to PENDING, due now, in one statement; the trigger audits each (webhook.redelivered) and wakes the
     dispatcher. Returns how many were sent again. One under a live lease is being sent right now and is
     left alone: clearing its lease would let a second dispatcher send it at the same time. One made
-    before its endpoint's URL last changed is left alone too: its history is not the new URL's."""
+    before its endpoint's URL last changed is left alone too: its history is not the new URL's. One
+    cancelled by its account's erasure is never sent (the database refuses it too)."""
     ids = deliveries.values("pk") if isinstance(deliveries, QuerySet) else list(deliveries)
     with transaction.atomic(), audit_context(actor=actor):
         return (
             WebhookDelivery.objects.filter(pk__in=ids)
-            .exclude(status=DeliveryStatus.PENDING)
+            .exclude(status__in=[DeliveryStatus.PENDING, DeliveryStatus.CANCELLED])
             .exclude(created_at__lt=F("subscription__url_since"))
             .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=Now()))
             .update(status=DeliveryStatus.PENDING, next_retry_at=Now(), lease_until=None, claim=None)

@@ -124,7 +124,9 @@ def test_a_mail_run_sending_the_restore_e_mail_while_it_is_erased_records_nothin
     assert copies() == []
 
 
-def test_a_webhook_dispatch_posting_its_event_while_it_is_erased_leaves_it_cancelled(receiver, webhook_settings):
+def test_a_webhook_dispatch_posting_its_event_while_it_is_erased_keeps_the_order_and_no_echo(
+    receiver, webhook_settings
+):
     make_endpoint(receiver.url, events=["account.deprovisioned", "account.erased"])
     account = AccountFactory(active=True, email=ADDRESS, login=LOGIN)
     account_deprovision(account=account, actor=None)
@@ -142,7 +144,11 @@ def test_a_webhook_dispatch_posting_its_event_while_it_is_erased_leaves_it_cance
     dispatch.deliver()
     ((_, results),) = erased
     assert results[0][0], results[0]
+    # Being sent when the erasure ran, it was left to finish (so account.erased could not overtake it),
+    # and its answer's echo was not kept; account.erased followed it.
     deprovisioned = WebhookDelivery.objects.get(event__event_type="account.deprovisioned")
-    assert (deprovisioned.status, deprovisioned.http_response_body_excerpt) == (DeliveryStatus.CANCELLED, None)
+    assert (deprovisioned.status, deprovisioned.http_response_body_excerpt) == (DeliveryStatus.DELIVERED, None)
+    erased = WebhookDelivery.objects.get(event__event_type="account.erased")
+    assert erased.status == DeliveryStatus.DELIVERED and erased.last_attempt_at >= deprovisioned.last_attempt_at
     assert copies() == []
     threading.enumerate()  # nothing left running of ours: the helpers joined above

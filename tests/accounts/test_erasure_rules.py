@@ -80,18 +80,31 @@ def test_erasure_blanks_the_row_and_every_copy_in_the_trail_and_the_outbox(sql):
     assert (last[0], json.loads(last[1])) == ("account.erased", {"id": account_id})
 
 
-def test_a_reason_on_another_row_that_quotes_the_address_is_scrubbed_and_a_login_elsewhere_kept(sql):
+def test_another_rows_reason_loses_the_address_and_login_unless_another_account_holds_them(sql):
     account_id = erasable(sql)
     other = new_account(sql, "active", email="other@example.com", login="other")
-    sql("SELECT set_config('lifecycle.reason', %s, true)", [f"same person as {ADDRESS.upper()}, {LOGIN}"])
+    # A sign-up never activated with the other account's address: erased, it takes that address along
+    # only in its own rows.
+    (stale,) = sql("INSERT INTO accounts (email, login) VALUES ('OTHER@example.com', 'stale') RETURNING id")[0]
+    sql(
+        "SELECT set_config('lifecycle.reason', %s, true)",
+        [f"same person as {ADDRESS.upper()}, {LOGIN}; other@example.com"],
+    )
     sql("UPDATE accounts SET status = 'suspended' WHERE id = %s", [other])
+    sql("UPDATE accounts SET status = 'deprovisioned' WHERE id = %s", [stale])
 
     erase(sql, account_id)
+    erase(sql, stale)
 
     (reason,) = sql(
         "SELECT reason FROM audit_events WHERE action = 'account.suspended' AND resource_id = %s", [str(other)]
     )
-    assert reason == (f"same person as [erased], {LOGIN}",)
+    assert reason == ("same person as [erased], [erased]; other@example.com",)
+    (created,) = sql(
+        "SELECT diff_after->>'email' FROM audit_events WHERE action = 'account.created' AND resource_id = %s",
+        [str(stale)],
+    )
+    assert created == ("[erased]",)
 
 
 def test_a_login_is_replaced_as_a_word_not_inside_other_words(sql):
