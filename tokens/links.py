@@ -11,6 +11,7 @@ LANDING_PAGES = {
     TokenAction.ACTIVATION: "activate-link",
     TokenAction.PASSWORD_RECOVERY: "recover-link",
     TokenAction.RESTORE: "restore-link",
+    TokenAction.DELETION: "delete-link",
 }
 
 

@@ -26,6 +26,9 @@ class TokenAction(models.TextChoices):
     # Mailed to the address a deprovisioned account keeps; its link reprovisions the account
     # (docs/rules.md, "Deprovisioning").
     RESTORE = "restore"
+    # Mailed when a person asks to delete their account; its link deprovisions it, and the restore
+    # e-mail follows (docs/public-pages.md, "Deleting an account").
+    DELETION = "deletion"
 
 
 class MailState(models.TextChoices):

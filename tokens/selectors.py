@@ -35,6 +35,7 @@ def due_mail() -> QuerySet[Token]:
             Q(action=TokenAction.ACTIVATION, account__status=AccountStatus.PROVISIONED)
             | Q(action=TokenAction.PASSWORD_RECOVERY, account__status=AccountStatus.ACTIVE)
             | Q(action=TokenAction.RESTORE, account__status=AccountStatus.DEPROVISIONED)
+            | Q(action=TokenAction.DELETION, account__status=AccountStatus.ACTIVE)
         )
     )
 

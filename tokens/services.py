@@ -42,6 +42,7 @@ NEEDS = {
     TokenAction.ACTIVATION: AccountStatus.PROVISIONED,
     TokenAction.PASSWORD_RECOVERY: AccountStatus.ACTIVE,
     TokenAction.RESTORE: AccountStatus.DEPROVISIONED,
+    TokenAction.DELETION: AccountStatus.ACTIVE,
 }
 
 

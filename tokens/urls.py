@@ -11,4 +11,6 @@ urlpatterns = [
     path("recover/code/", views.recover_code, name="recover-code"),
     path("recover/<str:secret>", views.recover_link, name="recover-link"),
     path("restore/<str:secret>", views.restore_link, name="restore-link"),
+    path("delete-account/", views.delete_request, name="delete-account"),
+    path("delete/<str:secret>", views.delete_link, name="delete-link"),
 ]

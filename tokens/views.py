@@ -23,6 +23,7 @@ from accounts.services import account_password_check, account_password_hash
 from platform_events.audit.context import audit_context, request_origin
 from platform_events.client_ip import client_key
 from platform_events.limits.counters import LimitExceeded, limits_hit
+from platform_events.quantities import quantity
 from platform_events.refusals import Refused
 from tokens.errors import (
     AccountDeprovisioned,
@@ -311,7 +312,7 @@ def resend_activation(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _request_mail(request, action: TokenAction, *, heading: str, intro: str, done: str, code_page: str):
+def _request_mail(request, action: TokenAction, *, heading: str, intro: str, done: str, code_page: str | None):
     form = IdentifierForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         identifier = form.cleaned_data["identifier"]
@@ -319,10 +320,67 @@ def _request_mail(request, action: TokenAction, *, heading: str, intro: str, don
             return refused
         # Queued for every input: issuing a token only for real accounts would show in the answer's time.
         queue_public_request("send_again", identifier, action.value, request_origin(request))
-        return outcome_page(
-            request, CHECK_YOUR_EMAIL, done, next_steps=[NextStep("Enter the code", reverse(code_page))]
-        )
+        next_steps = [NextStep("Enter the code", reverse(code_page))] if code_page else []
+        return outcome_page(request, CHECK_YOUR_EMAIL, done, next_steps=next_steps)
     return form_page(request, form, heading=heading, button="Send me an e-mail", intro=intro)
+
+
+# Deleting an account
+
+# The trail's reason for a deprovisioning the person asked for on these pages.
+DELETION_REASON = "the person asked to delete the account (public page)"
+
+
+@require_http_methods(["GET", "POST"])
+def delete_request(request: HttpRequest) -> HttpResponse:
+    """Ask for the deletion e-mail: the same answer for every login or address (no oracle), limited as
+    the other e-mails are; only an active account's address is mailed a link."""
+    return _request_mail(
+        request,
+        TokenAction.DELETION,
+        heading="Delete your account",
+        intro="Enter your login or e-mail. If it names an active account, we e-mail it a link to confirm;"
+        " nothing changes until that link is opened and its page confirmed.",
+        done="If an active account has this login or e-mail, we sent it a link to confirm the deletion;"
+        " it works for 15 minutes. Nothing changes until it is used.",
+        code_page=None,
+    )
+
+
+def delete_link(request: HttpRequest, secret: str) -> HttpResponse:
+    """The deletion e-mail's link: GET says what deleting does and when (it changes nothing: mail
+    scanners fetch links); the button's POST consumes the token, which deprovisions the account as the
+    person, and the restore e-mail follows."""
+    token = token_by_secret(secret, action=TokenAction.DELETION)
+    if token is None:
+        return refusal_page(request, TokenNotFound("tokens: this link is not valid"))
+    days = quantity(settings.ERASURE_DELAY_DAYS, "day")
+    if request.method == "POST":
+        try:
+            with audit_context(request=request, reason=DELETION_REASON):
+                token = token_consume(secret=secret, action=TokenAction.DELETION, actor=TOKEN_HOLDER)
+        except Refused as error:
+            return refusal_page(request, error, token)
+        account = token.account
+        account.refresh_from_db()
+        erased_on = erasure_due(account)
+        when = f"on {erased_on:%Y-%m-%d}" if erased_on else f"{days} from now"
+        return outcome_page(
+            request,
+            "Your account is closed",
+            f"It can no longer sign in. It is erased for good {when}; until then, the e-mail we are sending"
+            " you has a link to restore it.",
+        )
+    context = {
+        "heading": "Delete your account",
+        "intro": f"Deleting closes the account {token.account.login} at once: it can no longer sign in, and the"
+        f" links and codes it was sent stop working. {days.capitalize()} later it is erased for good: its"
+        " address, login and password are gone, and the address is free for a new account. Until then, a"
+        " link we e-mail you restores it.",
+        "button": "Delete my account",
+        "account": token.account,
+    }
+    return render(request, "pages/confirm.html", context)
 
 
 @sensitive_post_parameters("password", "password_again")

@@ -164,3 +164,39 @@ def test_signing_up_again_with_a_closed_accounts_address_restores_it(browser, si
     assert page.locator("h1").inner_text() == "Your account is active"
     closed.refresh_from_db()
     assert closed.status == AccountStatus.ACTIVE
+
+
+def test_a_person_deletes_their_account_and_restores_it_from_the_e_mail_that_follows(browser, site, smtp_server):
+    """Delete my account: the page asks for the login, the e-mail's link opens a page that says what
+    happens and when, its button closes the account, and the e-mail that follows restores it."""
+    account = AccountFactory(login="leaver", email="lee.leaver@example.com", active=True)
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(f"{site.url}/delete-account/")
+    shoot(page, "delete-01-form")
+    page.fill("#id_identifier", "leaver")
+    submit(page, "Send me an e-mail")
+    assert page.locator("h1").inner_text() == "Check your e-mail"
+    assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE
+
+    run_queued_tasks()
+    drain()
+    body = smtp_server.messages[-1].get_body(("plain",)).get_content()
+    link = re.search(r"https?://\S+/delete/[A-Za-z0-9_-]{43}", body).group(0)
+    page.goto(link)
+    assert page.locator("h1").inner_text() == "Delete your account"
+    assert "30 days later it is erased for good" in page.locator("body").inner_text()
+    shoot(page, "delete-02-asked")
+    submit(page, "Delete my account")
+    assert page.locator("h1").inner_text() == "Your account is closed"
+    shoot(page, "delete-03-done")
+    account.refresh_from_db()
+    assert account.status == AccountStatus.DEPROVISIONED
+
+    drain()
+    body = smtp_server.messages[-1].get_body(("plain",)).get_content()
+    assert "was closed at your request" in body
+    page.goto(re.search(r"https?://\S+/restore/[A-Za-z0-9_-]{43}", body).group(0))
+    submit(page, "Restore my account")
+    assert page.locator("h1").inner_text() == "Your account is restored"
+    account.refresh_from_db()
+    assert account.status == AccountStatus.PROVISIONED

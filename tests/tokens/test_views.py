@@ -1,6 +1,7 @@
 """The public pages: a GET never consumes, a POST does; passwords are chosen at sign-up, activation
 and recovery; the request forms answer the same for every input; every outcome has a page."""
 
+import datetime
 import re
 
 import pytest
@@ -28,6 +29,7 @@ from tokens.mailroom.drain import drain
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_mail, token_resend_activation, token_send_password_recovery
+from tokens.views import DELETION_REASON
 
 pytestmark = pytest.mark.django_db
 
@@ -309,6 +311,7 @@ class TestNoOracle:
             ("recover-code", {"code": "00000"} | NEW_PASSWORD),
             ("recover", {}),
             ("resend", {}),
+            ("delete-account", {}),
         ],
     )
     def test_every_identifier_gets_the_same_status_and_page(self, client, page, data):
@@ -679,3 +682,60 @@ def test_concurrent_recovery_requests_all_get_the_same_answer(known):
     run_queued_tasks()
     live = Token.objects.filter(action=TokenAction.PASSWORD_RECOVERY, superseded_at__isnull=True)
     assert live.count() == int(known)
+
+
+class TestDeletion:
+    """A person deletes their own account: the page mails a link to an active account's address; the
+    link's page says what happens and when; its button deprovisions the account, and the restore
+    e-mail follows."""
+
+    def test_the_link_deprovisions_the_account_as_the_person_and_the_restore_e_mail_follows(self, client, settings):
+        settings.ERASURE_DELAY_DAYS = 30
+        account = AccountFactory(login="jane", email="jane@example.com", active=True)
+        asked = client.post(reverse("delete-account"), {"identifier": "JANE@example.com"})
+        assert asked.status_code == 200 and "Check your e-mail" in asked.content.decode()
+        run_queued_tasks()
+        token = live_token(account=account, action=TokenAction.DELETION)
+        assert token is not None
+        drain()
+        assert mail.outbox[-1].subject == "Delete your account jane?"
+        assert landing_path(token) in mail.outbox[-1].body and "30 days later" in mail.outbox[-1].body
+
+        page = client.get(landing_path(token))
+        text = page.content.decode()
+        assert page.status_code == 200 and "Delete my account" in text and "30 days later it is erased" in text
+        assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE  # a GET changes nothing
+
+        done = client.post(landing_path(token))
+        account.refresh_from_db()
+        assert account.status == AccountStatus.DEPROVISIONED
+        erased_on = f"{account.deprovisioned_at + datetime.timedelta(days=30):%Y-%m-%d}"
+        assert "Your account is closed" in done.content.decode() and erased_on in done.content.decode()
+        row = AuditEvent.objects.get(action="account.deprovisioned", resource_id=str(account.pk))
+        assert (row.actor_id, row.reason) == (f"account:{account.pk}", DELETION_REASON)
+        restore = live_token(account=account, action=TokenAction.RESTORE)
+        assert restore is not None
+        drain()
+        message = mail.outbox[-1]
+        assert message.subject == f"Your account jane is closed and is erased on {erased_on}"
+        assert "was closed at your request" in message.body and landing_path(restore) in message.body
+
+        used = client.post(landing_path(token))
+        assert used.status_code == 404  # the account is nobody's on these pages now
+
+    @pytest.mark.parametrize("kind", ["waiting", "frozen", "leaving", "nobody"])
+    def test_only_an_active_account_is_mailed_a_link(self, client, kind):
+        accounts_in_every_state()
+        client.post(reverse("delete-account"), {"identifier": kind})
+        run_queued_tasks()
+        assert not Token.objects.filter(action=TokenAction.DELETION).exists()
+
+    def test_a_deletion_link_opens_no_other_page_and_no_other_link_opens_it(self, client):
+        account = AccountFactory(active=True)
+        deletion = token_request_mail(identifier=account.login, action=TokenAction.DELETION, actor=None)
+        secret = secret_to_text(deletion.secret)
+        for other in ("activate-link", "recover-link", "restore-link"):
+            assert client.post(reverse(other, args=[secret])).status_code == 404, other
+        recovery = token_send_password_recovery(account=account, actor=None)
+        assert client.post(reverse("delete-link", args=[secret_to_text(recovery.secret)])).status_code == 404
+        assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.erasure import erasure_due
+from platform_events.quantities import quantity
 from tokens.links import landing_path
 from tokens.models import Token, TokenAction
 
@@ -19,6 +20,7 @@ ASK_AGAIN_PAGES = {
     TokenAction.ACTIVATION: "resend",
     TokenAction.PASSWORD_RECOVERY: "recover",
     TokenAction.RESTORE: "sign-up",
+    TokenAction.DELETION: "delete-account",
 }
 
 
@@ -32,6 +34,10 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
         "login": account.login,
         "deprovisioned_at": account.deprovisioned_at,  # for a restore e-mail
         "erased_on": erasure_due(account),
+        "erasure_delay": quantity(settings.ERASURE_DELAY_DAYS, "day"),  # for a deletion e-mail
+        # A restore token issued with the deprovisioning (the same transaction's time): the person asked
+        # to delete the account, rather than signing up again with its address.
+        "closed_by_request": token.action == TokenAction.RESTORE and token.created_at == account.deprovisioned_at,
         "link": f"{settings.PUBLIC_BASE_URL}{landing_path(token)}",
         "code": token.code,
         "expires_at": token.expires_at,
