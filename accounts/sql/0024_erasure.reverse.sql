@@ -12,6 +12,7 @@ $$;
 
 DROP FUNCTION account_erase(bigint);
 DROP FUNCTION account_erasure_owned(text[], bigint);
+DROP FUNCTION erasure_blank_audit_rows(text, text, text[]);
 DROP FUNCTION account_erasure_identifiers(bigint);
 DROP TRIGGER before_webhook_delivery_record_erased ON webhook_deliveries;
 DROP FUNCTION trg_before_webhook_delivery_record_erased();

@@ -443,6 +443,35 @@ CREATE TRIGGER before_node_assignment_insert_erased
     BEFORE INSERT ON node_assignments
     FOR EACH ROW EXECUTE FUNCTION trg_before_insert_account_erased();
 
+-- Blank the copies of ``identifiers`` in the audit rows ``condition`` picks (a WHERE clause over
+-- audit_events e, with $1 the erased account's id as text); where the person acted (not staff, not a
+-- client), the row's IP address and browser go too, and the person is named "account #N (erased)".
+-- account_erase()'s own step, in its marked transaction (the append-only trigger refuses it elsewhere).
+-- How many rows it blanked.
+CREATE FUNCTION erasure_blank_audit_rows(condition text, aggregate text, identifiers text[]) RETURNS bigint
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+DECLARE
+    blanked bigint;
+BEGIN
+    EXECUTE format($sql$
+        UPDATE audit_events e
+        SET reason = erasure_scrub_text(e.reason, $2),
+            diff_before = erasure_scrub_json(e.diff_before, $2),
+            diff_after = erasure_scrub_json(e.diff_after, $2),
+            path = erasure_scrub_text(e.path, $2),
+            actor_display = CASE WHEN e.actor_id = 'account:' || $1 THEN 'account #' || $1 || ' (erased)'
+                                 ELSE erasure_scrub_text(e.actor_display, $2) END,
+            actor_ip = CASE WHEN e.actor_id LIKE 'staff:%%' OR e.actor_id LIKE 'api-client:%%' THEN e.actor_ip END,
+            actor_user_agent = CASE WHEN e.actor_id LIKE 'staff:%%' OR e.actor_id LIKE 'api-client:%%'
+                                    THEN e.actor_user_agent END
+        WHERE %s$sql$, condition) USING aggregate, identifiers;
+    GET DIAGNOSTICS blanked = ROW_COUNT;
+    RETURN blanked;
+END;
+$$;
+REVOKE EXECUTE ON FUNCTION erasure_blank_audit_rows(text, text, text[]) FROM PUBLIC;
+
 -- The identifiers of account ``p_account``, lower case: its address and login now, and every earlier
 -- one its trail or its events recorded. account_erase() blanks their copies; the Python service reads
 -- them first for its pass over Django's tables (accounts/erasure.py).
@@ -492,7 +521,6 @@ DECLARE
     aggregate text := p_account::text;
     done jsonb := '{}';
     n bigint;
-    rows bigint;
 BEGIN
     -- The tokens first, then the account: the order a consumption takes them in (its row, then its
     -- account's), so that the two never wait for each other.
@@ -546,50 +574,18 @@ BEGIN
     DELETE FROM account_passwords WHERE account = p_account;
 
     -- The trail: the rows about the account, its tokens and its events' deliveries, and the rows it
-    -- acted in, keep every column but the copies of its identifiers; where the person acted (not
-    -- staff, not a client), their IP address and browser go too. Any other row's reason is scrubbed of
-    -- the addresses (a login may be a common word: only the account's own rows lose it).
-    -- Four indexed statements rather than one over their union: a row found twice is blanked twice,
-    -- which changes nothing the second time.
-    n := 0;
-    UPDATE audit_events e SET reason = erasure_scrub_text(e.reason, identifiers),
-        diff_before = erasure_scrub_json(e.diff_before, identifiers),
-        diff_after = erasure_scrub_json(e.diff_after, identifiers),
-        path = erasure_scrub_text(e.path, identifiers),
-        actor_display = erasure_scrub_text(e.actor_display, identifiers),
-        actor_ip = CASE WHEN e.actor_id LIKE 'staff:%' OR e.actor_id LIKE 'api-client:%' THEN e.actor_ip END,
-        actor_user_agent = CASE WHEN e.actor_id LIKE 'staff:%' OR e.actor_id LIKE 'api-client:%' THEN e.actor_user_agent END
-    WHERE e.resource_type = 'account' AND e.resource_id = aggregate;
-    GET DIAGNOSTICS rows = ROW_COUNT;
-    n := n + rows;
-    UPDATE audit_events e SET reason = erasure_scrub_text(e.reason, identifiers),
-        diff_before = erasure_scrub_json(e.diff_before, identifiers),
-        diff_after = erasure_scrub_json(e.diff_after, identifiers),
-        path = erasure_scrub_text(e.path, identifiers),
-        actor_display = erasure_scrub_text(e.actor_display, identifiers),
-        actor_ip = CASE WHEN e.actor_id LIKE 'staff:%' OR e.actor_id LIKE 'api-client:%' THEN e.actor_ip END,
-        actor_user_agent = CASE WHEN e.actor_id LIKE 'staff:%' OR e.actor_id LIKE 'api-client:%' THEN e.actor_user_agent END
-    WHERE e.resource_type = 'token' AND coalesce(e.diff_after ->> 'account', e.diff_before ->> 'account') = aggregate;
-    GET DIAGNOSTICS rows = ROW_COUNT;
-    n := n + rows;
-    UPDATE audit_events e SET reason = erasure_scrub_text(e.reason, identifiers),
-        diff_before = erasure_scrub_json(e.diff_before, identifiers),
-        diff_after = erasure_scrub_json(e.diff_after, identifiers),
-        path = erasure_scrub_text(e.path, identifiers),
-        actor_display = 'account #' || aggregate || ' (erased)', actor_ip = NULL, actor_user_agent = NULL
-    WHERE e.actor_id = 'account:' || aggregate;
-    GET DIAGNOSTICS rows = ROW_COUNT;
-    n := n + rows;
-    UPDATE audit_events e SET reason = erasure_scrub_text(e.reason, identifiers),
-        diff_before = erasure_scrub_json(e.diff_before, identifiers),
-        diff_after = erasure_scrub_json(e.diff_after, identifiers),
-        path = erasure_scrub_text(e.path, identifiers)
-    WHERE e.resource_type = 'webhook_delivery'
-      AND e.resource_id IN (SELECT d.id::text FROM webhook_deliveries d
-                            JOIN outbox_events o ON o.id = d.event_id
-                            WHERE o.aggregate_type = 'account' AND o.aggregate_id = aggregate);
-    GET DIAGNOSTICS rows = ROW_COUNT;
-    n := n + rows;
+    -- acted in, keep every column but the copies of its identifiers. Four indexed statements rather
+    -- than one over their union: a row found twice is blanked twice, which changes nothing the second time.
+    n := erasure_blank_audit_rows($q$e.resource_type = 'account' AND e.resource_id = $1$q$, aggregate, identifiers)
+       + erasure_blank_audit_rows(
+             $q$e.resource_type = 'token' AND coalesce(e.diff_after ->> 'account', e.diff_before ->> 'account') = $1$q$,
+             aggregate, identifiers)
+       + erasure_blank_audit_rows($q$e.actor_id = 'account:' || $1$q$, aggregate, identifiers)
+       + erasure_blank_audit_rows(
+             $q$e.resource_type = 'webhook_delivery'
+                AND e.resource_id IN (SELECT d.id::text FROM webhook_deliveries d JOIN outbox_events o ON o.id = d.event_id
+                                      WHERE o.aggregate_type = 'account' AND o.aggregate_id = $1)$q$,
+             aggregate, identifiers);
     done := done || jsonb_build_object('audit_rows_blanked', n);
     -- The sweep reads the rows that have a reason (audit_events_with_reason_idx); its test is written out
     -- here (a function with its own search_path is never inlined, and a call per row costs more).

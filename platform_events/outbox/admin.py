@@ -50,12 +50,13 @@ class AggregateFilter(admin.SimpleListFilter):
 
 # An event's publication in one word, read per listed row by its primary key (one query for the page).
 KAFKA_STATE = RawSQL(
-    "SELECT CASE WHEN p.status = 'PUBLISHED' THEN 'published' WHEN p.attempts > 0 THEN 'retrying' ELSE 'waiting' END"
+    "SELECT CASE WHEN p.status = 'PUBLISHED' THEN 'published' WHEN p.status = 'CANCELLED' THEN 'cancelled'"
+    " WHEN p.attempts > 0 THEN 'retrying' ELSE 'waiting' END"
     " FROM event_publications p WHERE p.event_id = outbox_events.id",
     [],
     output_field=CharField(),
 )
-KAFKA_TONES = {"published": Tone.GOOD, "waiting": Tone.QUIET, "retrying": Tone.CAUTION}
+KAFKA_TONES = {"published": Tone.GOOD, "waiting": Tone.QUIET, "retrying": Tone.CAUTION, "cancelled": Tone.QUIET}
 
 
 class KafkaFilter(admin.SimpleListFilter):
@@ -156,6 +157,8 @@ def publication_table(event: OutboxEvent, publication: Publication) -> str:
     """Where the event went and what the broker said, or why it still waits."""
     if publication.status == "PUBLISHED":
         state = "published"
+    elif publication.status == "CANCELLED":
+        state = "cancelled"
     else:
         state = "retrying" if publication.attempts else "waiting"
     rows = [
@@ -167,7 +170,9 @@ def publication_table(event: OutboxEvent, publication: Publication) -> str:
         ("last error", publication.last_error or "—"),
         ("published at", when(publication.published_at)),
     ]
-    if publication.status != "PUBLISHED":
+    if publication.status == "CANCELLED":
+        rows.append(("next attempt", "never: cancelled when its account was erased"))
+    elif publication.status != "PUBLISHED":
         if publication.claimed:
             due = "a relay is sending it now"
         elif publication.held_back_by is not None:

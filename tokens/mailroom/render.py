@@ -35,9 +35,13 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
         "deprovisioned_at": account.deprovisioned_at,  # for a restore e-mail
         "erased_on": erasure_due(account),
         "erasure_delay": quantity(settings.ERASURE_DELAY_DAYS, "day"),  # for a deletion e-mail
-        # A restore token issued with the deprovisioning (the same transaction's time): the person asked
-        # to delete the account, rather than signing up again with its address.
-        "closed_by_request": token.action == TokenAction.RESTORE and token.created_at == account.deprovisioned_at,
+        # The person closed the account with a deletion link, rather than someone signing up again with its
+        # address: a deletion token consumed since the deprovisioning began (its consumption is what
+        # deprovisioned it; a deprovisioning after an earlier one's would be later than it).
+        "closed_by_request": token.action == TokenAction.RESTORE
+        and Token.objects.filter(
+            account=account, action=TokenAction.DELETION, consumed_at__gte=account.deprovisioned_at
+        ).exists(),
         "link": f"{settings.PUBLIC_BASE_URL}{landing_path(token)}",
         "code": token.code,
         "expires_at": token.expires_at,

@@ -136,6 +136,22 @@ def test_an_event_held_back_by_its_accounts_earlier_one_says_which(admin_client)
     assert "due now, for the next relay to claim" in page
 
 
+def test_an_erased_accounts_event_says_its_publication_was_cancelled(admin_client, settings):
+    from accounts.erasure import account_erase
+    from accounts.services import account_deprovision
+
+    settings.KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:9"
+    start_stream()
+    account = AccountFactory(active=True)
+    account_deprovision(account=account, actor=None)
+    account_erase(account=account, actor=None)
+    created = OutboxEvent.objects.filter(event_type="account.created", aggregate_id=str(account.pk)).get()
+    page = unescape(admin_client.get(event_page(created)).content.decode())
+    assert ">cancelled<" in page and "never: cancelled when its account was erased" in page
+    listed = unescape(admin_client.get(EVENTS).content.decode())
+    assert ">cancelled<" in listed
+
+
 @pytest.mark.django_db
 def test_an_event_written_while_publication_was_off_shows_no_publication(admin_client):
     AccountFactory()
