@@ -152,3 +152,24 @@ def test_a_webhook_dispatch_posting_its_event_while_it_is_erased_keeps_the_order
     assert erased.status == DeliveryStatus.DELIVERED and erased.last_attempt_at >= deprovisioned.last_attempt_at
     assert copies() == []
     threading.enumerate()  # nothing left running of ours: the helpers joined above
+
+
+def test_a_deadlock_with_another_session_is_broken_and_the_erasure_tried_again(webhook_settings, caplog):
+    """A session that holds the account's due delivery and then asks for the account's row, while the
+    erasure holds the row and waits for the delivery: PostgreSQL rolls the erasure back (it waited
+    first, so it finds the cycle first), and the service tries it again once the session is done."""
+    make_endpoint("https://hooks.example.com/x", events=["account.deprovisioned"])
+    account = AccountFactory(active=True, email=ADDRESS, login=LOGIN)
+    account_deprovision(account=account, actor=None)
+    with connect() as other:
+        other.execute("SELECT 1 FROM webhook_deliveries WHERE status = 'PENDING' FOR UPDATE")
+        threads, results = in_threads(lambda: account_erase(account=Account.objects.get(pk=account.pk), actor=None))
+        wait_until_blocked(other, 1)
+        other.execute(
+            "SELECT 1 FROM accounts WHERE id = %s FOR UPDATE", [account.pk]
+        )  # granted once the erasure gives way
+        other.commit()
+        threads[0].join(timeout=30)
+    assert results[0][0], results[0]
+    assert "deadlock broken, trying again" in caplog.text
+    assert Account.objects.get(pk=account.pk).status == AccountStatus.ERASED
