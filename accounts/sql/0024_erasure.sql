@@ -608,14 +608,23 @@ BEGIN
 
     -- Stored answers: those about this account, and any other that quotes what it alone held; a key
     -- the client made of one of them goes with its answer.
-    UPDATE idempotency_keys SET response_body = erasure_scrub_json(response_body, identifiers)
-    WHERE response_body ->> 'id' = aggregate OR response_body ->> 'account_id' = aggregate;
-    UPDATE idempotency_keys SET response_body = erasure_scrub_json(response_body, owned)
-    WHERE response_body IS NOT NULL
-      AND EXISTS (SELECT FROM unnest(owned) i WHERE strpos(lower(response_body::text), i) > 0);
+    WITH blanked AS (
+        UPDATE idempotency_keys SET response_body = erasure_scrub_json(response_body, identifiers)
+        WHERE response_body ->> 'id' = aggregate OR response_body ->> 'account_id' = aggregate
+        RETURNING 1
+    )
+    SELECT count(*) INTO n FROM blanked;
+    WITH blanked AS (
+        UPDATE idempotency_keys SET response_body = erasure_scrub_json(response_body, owned)
+        WHERE response_body IS NOT NULL
+          AND EXISTS (SELECT FROM unnest(owned) i WHERE strpos(lower(response_body::text), i) > 0)
+        RETURNING 1
+    )
+    SELECT n + count(*) INTO n FROM blanked;
+    done := done || jsonb_build_object('idempotency_answers_blanked', n);
     DELETE FROM idempotency_keys WHERE EXISTS (SELECT FROM unnest(owned) i WHERE strpos(lower(key), i) > 0);
     GET DIAGNOSTICS n = ROW_COUNT;
-    done := done || jsonb_build_object('idempotency_answers_blanked', n);
+    done := done || jsonb_build_object('idempotency_keys_deleted', n);
 
     UPDATE accounts SET status = 'erased', email = NULL, login = NULL WHERE id = p_account;
     PERFORM audit_record('account.erased', 'account', aggregate, jsonb_build_object('status', 'deprovisioned'),

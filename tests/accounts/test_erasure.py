@@ -167,6 +167,7 @@ def test_an_account_taken_through_everything_and_erased_leaves_no_copy_in_a_dump
     dump = dump_of_the_database()
     assert copies(dump) == []
     assert done["deliveries_cancelled"] >= 1 and done["tasks_deleted"] == 2 and done["staff_log_ins_deleted"] >= 1
+    assert done["idempotency_answers_blanked"] >= 2
     assert OrmQ.objects.count() == 0 and not Task.objects.filter(success=False).exists()
     assert WebhookDelivery.objects.filter(status=DeliveryStatus.CANCELLED).exists()
     # The trail: every row still there, in order, readable, the last one the erasure's, by whom and why.
