@@ -301,9 +301,8 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
             names["login"] or f"#{event.account_ref}",
         )
         deleted = " (deleted)" if names["deleted"] else ""
-        return format_html(
-            '{} {}{}<br><span class="quiet">{}</span>', kind, login, deleted, names["email"] or "no e-mail known"
-        )
+        email = names["email"] or ("e-mail erased" if names.get("erased") else "no e-mail known")
+        return format_html('{} {}{}<br><span class="quiet">{}</span>', kind, login, deleted, email)
 
     @admin.display(description="reason")
     def reason_cut(self, event):
@@ -374,6 +373,8 @@ def account_label(account_id: int) -> str:
     names = account_names(account_id)
     if not names:
         return f"#{account_id}, not known"
+    if names.get("erased"):
+        return names["login"]  # "account #7 (erased)"
     label = f"{names['login'] or f'#{account_id}'} ({names['email'] or 'no e-mail known'})"
     return f"{label}, deleted" if names["deleted"] else label
 

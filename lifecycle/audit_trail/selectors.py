@@ -12,11 +12,24 @@ from collections.abc import Iterable
 from functools import reduce
 from operator import or_
 
-from django.db.models import BigIntegerField, Case, F, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
+from django.db.models import (
+    BigIntegerField,
+    BooleanField,
+    Case,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce, JSONObject, Lower
+from django.db.models.functions import Cast, Coalesce, Concat, JSONObject, Lower
 
-from accounts.models import Account
+from accounts.models import Account, AccountStatus
 from accounts.selectors import account_trail, accounts_by_identifier
 from platform_events.audit.models import ActorType, AuditAction, AuditEvent, ResourceType
 
@@ -32,9 +45,20 @@ ACCOUNT_OF_ROW = Case(
 )
 
 
+# What names an erased account, which keeps neither login nor address: "account #N (erased)".
+ERASED_NAME = Concat(Value("account #"), Cast("id", TextField()), Value(" (erased)"), output_field=TextField())
+ERASED = ExpressionWrapper(Q(status=AccountStatus.ERASED), output_field=BooleanField())
+
+
+def live_names() -> JSONObject:
+    """An existing account's names, as with_accounts() and account_names() give them."""
+    return JSONObject(login=Coalesce("login", ERASED_NAME), email="email", deleted=Value(False), erased=ERASED)
+
+
 def with_accounts(queryset: QuerySet[AuditEvent]) -> QuerySet[AuditEvent]:
     """The rows, each with ``account_ref`` (the id of the account it is about, as text, or None) and
-    ``account_names`` (``{"login", "email", "deleted"}``, or None when nothing names the account).
+    ``account_names`` (``{"login", "email", "deleted"}``, or None when nothing names the account; an
+    erased account is "account #N (erased)", with ``erased`` true).
 
     Names come from the account itself; for a deleted one, from the row's own diff, else from the
     account's ``account.deleted`` row. Subqueries of the select list: the database runs them for the
@@ -42,11 +66,7 @@ def with_accounts(queryset: QuerySet[AuditEvent]) -> QuerySet[AuditEvent]:
     """
     # A stored id that is not a number (a row written by hand) names no account instead of failing the cast.
     account_id = Case(When(account_ref__regex=r"^[0-9]{1,18}$", then=Cast("account_ref", BigIntegerField())))
-    live = (
-        Account.objects.filter(pk=OuterRef("account_id"))
-        .order_by()
-        .values(names=JSONObject(login="login", email="email", deleted=Value(False)))
-    )
+    live = Account.objects.filter(pk=OuterRef("account_id")).order_by().values(names=live_names())
     own_diff = Case(
         When(
             Q(resource_type=ResourceType.ACCOUNT) & (Q(diff_after__has_key="login") | Q(diff_before__has_key="login")),
@@ -98,10 +118,11 @@ def accounts_trail(account_ids: Iterable[int]) -> QuerySet[AuditEvent]:
 
 
 def account_names(account_id: int) -> dict | None:
-    """``{"login", "email", "deleted"}`` of one account, live or deleted, or None if nothing names it."""
-    account = Account.objects.filter(pk=account_id).values("login", "email").first()
+    """``{"login", "email", "deleted"}`` of one account, live or deleted, or None if nothing names it; an
+    erased one is "account #N (erased)", with ``erased`` true."""
+    account = Account.objects.filter(pk=account_id).values(names=live_names()).first()
     if account:
-        return {**account, "deleted": False}
+        return account["names"]
     deletions = AuditEvent.objects.filter(
         resource_type=ResourceType.ACCOUNT, resource_id=str(account_id), action=AuditAction.ACCOUNT_DELETED
     ).values(login=KT("diff_before__login"), email=KT("diff_before__email"))

@@ -95,4 +95,14 @@ def test_privacy_erases_a_deprovisioned_account_from_its_page(browser, live_serv
     latest = page.locator("#recent-trail tbody tr").all_inner_texts()
     assert any("account.erased" in row and "privacy1" in row for row in latest)
     assert any("account.created" in row for row in latest)
+
+    # The dashboard counts it among the erased, and the list shows it without address or login.
+    page.goto(f"{live_server.url}/admin/")
+    shoot(page, "dashboard-with-an-erased-account")
+    erased = page.locator("a[href='/admin/accounts/account/?status__exact=erased']")
+    assert erased.count() == 1
+    navigating(page, lambda: erased.click())
+    shoot(page, "account-list-erased")
+    rows = page.locator("#result_list tbody tr").all_inner_texts()
+    assert len(rows) == 1 and "erased" in rows[0] and "erin" not in rows[0]
     page.close()

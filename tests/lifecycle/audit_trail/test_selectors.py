@@ -40,3 +40,18 @@ def test_each_staff_action_names_its_account(admin_user):
         account_suspend(account=account, actor=admin_user)
     (event,) = latest_staff_actions(10)
     assert (event.account_ref, event.account_names["login"]) == (str(account.pk), "jane")
+
+
+def test_an_erased_account_is_named_account_n_erased_everywhere_the_trail_names_it(admin_user):
+    from accounts.erasure import account_erase
+    from accounts.services import account_deprovision
+    from lifecycle.audit_trail.selectors import account_names
+
+    account = AccountFactory(active=True, login="gonegirl", email="gone.girl@example.com")
+    account_deprovision(account=account, actor=admin_user)
+    account_erase(account=account, actor=admin_user, reason="asked")
+
+    named = f"account #{account.pk} (erased)"
+    assert account_names(account.pk) == {"login": named, "email": None, "deleted": False, "erased": True}
+    (latest, *_) = latest_staff_actions(5)
+    assert latest.action == "account.erased" and latest.account_names["login"] == named
