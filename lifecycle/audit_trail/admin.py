@@ -374,7 +374,7 @@ def account_label(account_id: int) -> str:
     if not names:
         return f"#{account_id}, not known"
     if names.get("erased"):
-        return names["login"]  # "account #7 (erased)"
+        return names["login"]  # "#7 (erased)"
     label = f"{names['login'] or f'#{account_id}'} ({names['email'] or 'no e-mail known'})"
     return f"{label}, deleted" if names["deleted"] else label
 

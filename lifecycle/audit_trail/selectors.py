@@ -45,8 +45,9 @@ ACCOUNT_OF_ROW = Case(
 )
 
 
-# What names an erased account, which keeps neither login nor address: "account #N (erased)".
-ERASED_NAME = Concat(Value("account #"), Cast("id", TextField()), Value(" (erased)"), output_field=TextField())
+# What names an erased account, which keeps neither login nor address: "#N (erased)", read after
+# "account" ("account #N (erased)", as its page is titled).
+ERASED_NAME = Concat(Value("#"), Cast("id", TextField()), Value(" (erased)"), output_field=TextField())
 ERASED = ExpressionWrapper(Q(status=AccountStatus.ERASED), output_field=BooleanField())
 
 
@@ -58,7 +59,7 @@ def live_names() -> JSONObject:
 def with_accounts(queryset: QuerySet[AuditEvent]) -> QuerySet[AuditEvent]:
     """The rows, each with ``account_ref`` (the id of the account it is about, as text, or None) and
     ``account_names`` (``{"login", "email", "deleted"}``, or None when nothing names the account; an
-    erased account is "account #N (erased)", with ``erased`` true).
+    erased account is "#N (erased)", with ``erased`` true).
 
     Names come from the account itself; for a deleted one, from the row's own diff, else from the
     account's ``account.deleted`` row. Subqueries of the select list: the database runs them for the
@@ -119,7 +120,7 @@ def accounts_trail(account_ids: Iterable[int]) -> QuerySet[AuditEvent]:
 
 def account_names(account_id: int) -> dict | None:
     """``{"login", "email", "deleted"}`` of one account, live or deleted, or None if nothing names it; an
-    erased one is "account #N (erased)", with ``erased`` true."""
+    erased one is "#N (erased)", with ``erased`` true."""
     account = Account.objects.filter(pk=account_id).values(names=live_names()).first()
     if account:
         return account["names"]

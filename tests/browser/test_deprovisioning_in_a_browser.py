@@ -105,4 +105,8 @@ def test_privacy_erases_a_deprovisioned_account_from_its_page(browser, live_serv
     shoot(page, "account-list-erased")
     rows = page.locator("#result_list tbody tr").all_inner_texts()
     assert len(rows) == 1 and "erased" in rows[0] and "erin" not in rows[0]
+    page.goto(f"{live_server.url}/admin/platform_events/auditevent/?account={account.pk}")
+    shoot(page, "audit-trail-of-an-erased-account")
+    trail = page.locator("#result_list tbody").inner_text()
+    assert f"account #{account.pk} (erased)" in trail and "e-mail erased" in trail and "erin" not in trail
     page.close()

@@ -51,7 +51,7 @@ def test_an_erased_account_is_named_account_n_erased_everywhere_the_trail_names_
     account_deprovision(account=account, actor=admin_user)
     account_erase(account=account, actor=admin_user, reason="asked")
 
-    named = f"account #{account.pk} (erased)"
+    named = f"#{account.pk} (erased)"
     assert account_names(account.pk) == {"login": named, "email": None, "deleted": False, "erased": True}
     (latest, *_) = latest_staff_actions(5)
     assert latest.action == "account.erased" and latest.account_names["login"] == named
