@@ -330,7 +330,7 @@ CSRF_FAILURE_VIEW = "lifecycle.error_pages.csrf_failure"
 PUBLIC_LIMITS_PER_HOUR = {
     "sign-up-per-identifier": read_int("LIMIT_SIGN_UP_PER_ADDRESS", default=3, minimum=1),
     "sign-up-per-client": read_int("LIMIT_SIGN_UP_PER_CLIENT", default=20, minimum=1),
-    # A recovery request and "send me a new e-mail" together.
+    # A recovery request, "send me a new e-mail" and "delete my account" together.
     "mail-per-identifier": read_int("LIMIT_MAIL_PER_IDENTIFIER", default=3, minimum=1),
     "mail-per-client": read_int("LIMIT_MAIL_PER_CLIENT", default=30, minimum=1),
     # Counted by the queued task, which knows the account: a login and its address are one mailbox.

@@ -111,6 +111,8 @@ def refusal_page(request: HttpRequest, error: Refused, token: Token | None = Non
     if token is not None and token.action == TokenAction.RESTORE:
         # A restore e-mail is asked for again by signing up again with the address.
         next_steps = [NextStep("Sign up again with this address", reverse("sign-up"))] if next_steps else []
+    if token is not None and token.action == TokenAction.DELETION:
+        next_steps = [ask_again("delete-account")] if next_steps else []
     return outcome_page(request, heading, text, status=status, account=account, next_steps=next_steps)
 
 
@@ -347,6 +349,7 @@ def delete_request(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_http_methods(["GET", "POST"])
 def delete_link(request: HttpRequest, secret: str) -> HttpResponse:
     """The deletion e-mail's link: GET says what deleting does and when (it changes nothing: mail
     scanners fetch links); the button's POST consumes the token, which deprovisions the account as the

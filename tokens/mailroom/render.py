@@ -39,6 +39,7 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
         # address: a deletion token consumed since the deprovisioning began (its consumption is what
         # deprovisioned it; a deprovisioning after an earlier one's would be later than it).
         "closed_by_request": token.action == TokenAction.RESTORE
+        and account.deprovisioned_at is not None
         and Token.objects.filter(
             account=account, action=TokenAction.DELETION, consumed_at__gte=account.deprovisioned_at
         ).exists(),
