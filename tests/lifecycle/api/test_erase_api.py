@@ -110,3 +110,19 @@ def test_only_staff_who_may_erase_can_give_a_client_the_scope(db):
         api_client_create(name="support made", scopes=[ApiScope.ACCOUNTS_ERASE], actor=made["Support"])
     client, _ = api_client_create(name="privacy made", scopes=[ApiScope.ACCOUNTS_ERASE], actor=made["Privacy"])
     assert client.scopes == [ApiScope.ACCOUNTS_ERASE]
+
+
+@pytest.mark.parametrize("had_a_node", [True, False])
+def test_a_storage_sync_of_an_erased_account_is_answered_as_retired(api, had_a_node):
+    from accounts.nodes import services
+
+    services.service_add(service="sync-1.5", pattern="{node}/1.5/{uid}")
+    services.node_add(service="sync-1.5", node="https://phx12", capacity=10, actor=None)
+    account = AccountFactory(active=True)
+    if had_a_node:
+        assert api.put(f"/services/sync-1.5/accounts/{account.pk}/node", {"generation": 3}).status_code == 201
+    assert api.delete(f"/accounts/{account.pk}", erase="now").json()["status"] == "erased"
+
+    response = api.put(f"/services/sync-1.5/accounts/{account.pk}/node", {"generation": 4})
+
+    assert response.status_code == 410 and problem_type(response) == "assignment-retired", response.content
