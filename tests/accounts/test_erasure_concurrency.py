@@ -3,8 +3,6 @@ accounts/sql/0024_erasure.sql): a restore link used at the same moment, a sign-u
 address, a mail run sending its e-mail, a webhook dispatch posting its event. No error leaks, and no
 copy of the address or login comes back."""
 
-import threading
-
 import pytest
 from django.contrib.auth.hashers import make_password
 from django.db import connection
@@ -151,7 +149,6 @@ def test_a_webhook_dispatch_posting_its_event_while_it_is_erased_keeps_the_order
     erased = WebhookDelivery.objects.get(event__event_type="account.erased")
     assert erased.status == DeliveryStatus.DELIVERED and erased.last_attempt_at >= deprovisioned.last_attempt_at
     assert copies() == []
-    threading.enumerate()  # nothing left running of ours: the helpers joined above
 
 
 def test_a_deadlock_with_another_session_is_broken_and_the_erasure_tried_again(webhook_settings, caplog):
