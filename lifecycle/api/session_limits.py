@@ -1,5 +1,8 @@
-"""The limits on failed password checks (POST /api/v1/sessions), all asked before the password is
-hashed, so that a refused check costs no hash (docs/api.md, "Password check").
+"""The limits on failed password checks, all asked before the password is hashed, so that a refused
+check costs no hash (docs/api.md, "Password check"). Two ways check a password: the client API's POST
+/api/v1/sessions, and the account pages' sign-in (lifecycle/my_account/), which is one more client
+whose every check gives the person's address. Both count on the same counters: a name's failures
+count once, whichever way they came.
 
 - Per name as typed (any case), whoever it names: after ``API_SESSION_FAILURES_PER_NAME`` failures
   in a day, growing delays (1 s, 2 s, 4 s ... at most ``API_SESSION_LONGEST_DELAY_SECONDS``), never
@@ -12,7 +15,7 @@ hashed, so that a refused check costs no hash (docs/api.md, "Password check").
   stranger failing from elsewhere does not keep the person waiting; but only
   ``API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME`` failures an hour come that way: past them (many
   addresses, or a client passing on addresses a guesser chose), the delays hold every address.
-- Per client, whatever the names: ``API_SESSION_FAILURES_PER_CLIENT`` an hour. With addresses, one
+- Per client (an API client, or the sign-in page), whatever the names: ``API_SESSION_FAILURES_PER_CLIENT`` an hour. With addresses, one
   that has not failed this hour is let through it (as through a name's delays): a stranger's failures
   on made-up names hold the addresses they came from, not the person signing in from their own; a
   guesser spreading out gets one try per fresh address, then meets the limit like the rest.
@@ -26,13 +29,16 @@ other would tell that both exist and belong together, where a name nobody has an
 person's two names give a guesser twice the tries, as on the public pages.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
-from platform_events.limits.counters import Limit, hits_counted, limits_hit, limits_reached
+from accounts.models import Account
+from accounts.services import account_password_verify
+from platform_events.limits.counters import Limit, LimitExceeded, hits_counted, limits_hit, limits_reached
 from platform_events.limits.delays import Delay, delay_failed, delay_refusal, delay_remaining
 
 HOUR = timedelta(hours=1)
@@ -47,12 +53,21 @@ def per_name() -> Delay:
     )
 
 
+# The account pages' sign-in, as a client of its own.
+SIGN_IN_PAGE = "sign-in-page"
+
+
+def api_client(client_id: int) -> str:
+    return f"api-client:{client_id}"
+
+
 @dataclass
 class SessionCheck:
-    """One password check: ``identifier`` as typed, by client ``client_id``, from ``address`` (an
-    address key, ``platform_events.client_ip.address_key``; None when the client gave none)."""
+    """One password check: ``identifier`` as typed, by ``client`` (``api_client()``, or ``SIGN_IN_PAGE``),
+    from ``address`` (an address key, ``platform_events.client_ip.address_key``; None when the client
+    gave none)."""
 
-    client_id: int
+    client: str
     identifier: str
     address: str | None
     # Let through the name's delays as an address that had not failed on it: its failure counts so.
@@ -119,10 +134,33 @@ class SessionCheck:
         per_client = Limit(
             name="api-session-per-client", max_hits=settings.API_SESSION_FAILURES_PER_CLIENT, window=HOUR
         )
-        limits = [(per_client, f"api-client:{self.client_id}")]
+        limits = [(per_client, self.client)]
         if self.address is None:
             return limits
         per_address = Limit(
             name="api-session-per-address", max_hits=settings.API_SESSION_FAILURES_PER_ADDRESS, window=HOUR
         )
         return [self._per_name_and_address(), (per_address, self.address), *limits]
+
+
+def password_checked(
+    check: SessionCheck, password: str, *, accepted: Callable[[Account], bool] = lambda account: True
+) -> tuple[Account | None, bool]:
+    """The account ``check.identifier`` names and whether ``password`` signs in to it: the limits
+    asked first (``LimitExceeded``, raised once the counts are committed), a failure counted. A right
+    password for an account ``accepted`` refuses counts as a failure too, so that the counts do not
+    tell it apart from a wrong one."""
+    refused = None
+    with transaction.atomic():
+        check.one_at_a_time()
+        try:
+            check.refuse_if_limited()
+            account, right = account_password_verify(identifier=check.identifier, password=password)
+            right = right and accepted(account)
+            if not right:
+                check.count_failure()
+        except LimitExceeded as refusal:
+            refused = refusal  # raised once the counts are committed
+    if refused is not None:
+        raise refused
+    return account, right

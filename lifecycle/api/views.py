@@ -11,7 +11,6 @@ from typing import Annotated, Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from ninja import Path, Query, Router
 from ninja.responses import NinjaJSONEncoder
 
@@ -23,7 +22,6 @@ from accounts.services import (
     account_deprovision,
     account_password_check,
     account_password_hash,
-    account_password_verify,
     account_provision,
     account_suspend,
     account_unsuspend,
@@ -44,7 +42,7 @@ from lifecycle.api.schemas import (
     SessionOut,
     Text,
 )
-from lifecycle.api.session_limits import SessionCheck
+from lifecycle.api.session_limits import SessionCheck, api_client, password_checked
 from platform_events.api.idempotency import KEY_PATTERN, Outcome, idempotency_key, request_fingerprint, run_once
 from platform_events.api.models import ApiScope
 from platform_events.api.problems import Problem
@@ -334,23 +332,15 @@ def check_password(request, body: SessionIn):
             f" {', '.join(request.auth.scopes)}",
         )
     address = None if body.client_address is None else address_key(body.client_address)
-    limits = SessionCheck(client_id=request.auth.pk, identifier=body.identifier, address=address)
-    refused = None
-    with transaction.atomic():
-        limits.one_at_a_time()
-        try:
-            limits.refuse_if_limited()
-            account, right = account_password_verify(identifier=body.identifier, password=body.password)
-            if not right:
-                limits.count_failure()
-        except LimitExceeded as refusal:
-            refused = refusal  # answered once the counts are committed
-    if refused is not None:
+    check = SessionCheck(client=api_client(request.auth.pk), identifier=body.identifier, address=address)
+    try:
+        account, right = password_checked(check, body.password)
+    except LimitExceeded as refused:
         raise Problem(
             "rate-limited",
             "too many failed password checks; retry later",
             headers={"Retry-After": str(refused.retry_after)},
-        )
+        ) from None
     if not right:
         raise Problem("invalid-credentials", "wrong login, e-mail or password")
     return {"account_id": account.pk, "status": account.status}
