@@ -97,3 +97,19 @@ class AccountErased(IllegalTransition):
 @raised_as(sqlstate="LA009")
 class AccountMissing(AccountGone):
     """The database's word for an account that is not there (account_erase() of an unknown id)."""
+
+
+@raised_as(sqlstate="LA010")
+class NotSignedIn(Refused):
+    """A session for an account that is not active (accounts/sql/0025_account_sessions.sql): the
+    account changed between the password check and the sign-in."""
+
+    code = "not-signed-in"
+    default_reason = "not active"
+
+
+@raised_as(sqlstate="LA011")
+class SessionIsKept(Refused):
+    """A session's record rewritten, ended twice, or a live one deleted."""
+
+    code = "session-kept"

@@ -90,3 +90,36 @@ class AccountPassword(models.Model):
 
 # Node assignment lives in its own sub-package; Django finds an app's models here.
 from accounts.nodes.models import Node, NodeAssignment, Service  # noqa: E402, F401
+
+
+class SessionEnd(models.TextChoices):
+    """Why an end user's session ended (accounts/sql/0025_account_sessions.sql)."""
+
+    SIGN_OUT = "sign-out", "signed out"
+    PASSWORD = "password", "password changed"
+    SUSPENDED = "suspended", "account suspended"
+    DEPROVISIONED = "deprovisioned", "account deprovisioned"
+
+
+class AccountSession(models.Model):
+    """One sign-in of an end user on the account pages (accounts/sessions.py): the browser holds the
+    secret, this row its SHA-256. The database keeps the rules: only an active account signs in, a
+    session ends once and is never rewritten, and leaving the active state or a new password ends it."""
+
+    id = models.BigAutoField(primary_key=True)
+    account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, db_column="account", related_name="sessions")
+    secret_digest = models.BinaryField(max_length=32)
+    signed_in_at = models.DateTimeField(db_default=Now())
+    expires_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_by = models.CharField(max_length=16, choices=SessionEnd, null=True, blank=True)
+    client_address = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=256, blank=True, default="")
+
+    class Meta:
+        managed = False
+        db_table = "account_sessions"
+        ordering = ["-signed_in_at", "-id"]
+
+    def __str__(self):
+        return f"session {self.pk} of account {self.account_id}"

@@ -1,5 +1,5 @@
 """The accounts' retention rules: deprovisioned accounts, erased once the erasure delay has passed;
-sign-ups never activated, deleted with their tokens; and replaced node assignments, purged as
+sign-ups never activated, deleted with their tokens; end users' sign-ins; and replaced node assignments, purged as
 purge_old_records does (accounts/nodes/purge.py)."""
 
 import logging
@@ -10,14 +10,14 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.erasure import accounts_erase_due
-from accounts.models import Account, AccountStatus
+from accounts.models import Account, AccountSession, AccountStatus
 from accounts.nodes.models import Service
 from accounts.nodes.purge import PurgeCounts, PurgeRunning, grace_text, purge_batches
 from accounts.nodes.selectors import old_assignments_count
 from accounts.selectors import abandoned_sign_ups_count
 from accounts.services import accounts_delete_abandoned
 from platform_events.quantities import quantity
-from platform_events.retention import RetentionRule
+from platform_events.retention import RetentionRule, queryset_rule
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,17 @@ def abandoned_sign_ups() -> RetentionRule:
         keeps=f"sign-ups never activated: {quantity(days, 'day')} after their last token",
         count=lambda: abandoned_sign_ups_count(created_before=before),
         delete_batch=lambda size: accounts_delete_abandoned(created_before=before, batch_size=size),
+    )
+
+
+def old_sign_ins() -> RetentionRule:
+    """End users' sign-ins to the account pages (when, address, browser): RETENTION_SIGN_IN_DAYS, at
+    least as long as a session lasts, so that only ended or expired ones go."""
+    days = settings.RETENTION_SIGN_IN_DAYS
+    return queryset_rule(
+        "sign-ins",
+        f"end users' sign-ins to the account pages: {quantity(days, 'day')}",
+        AccountSession.objects.filter(signed_in_at__lt=timezone.now() - timedelta(days=days)),
     )
 
 

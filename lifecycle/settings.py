@@ -231,6 +231,7 @@ if MAILROOM_LEASE_SECONDS < 2 * MAILROOM_MESSAGE_SECONDS:
 
 # Retention (manage.py cleanup, daily in qcluster; docs/production.md, "Retention"): days kept.
 RETENTION_SIGN_UP_DAYS = read_int("RETENTION_SIGN_UP_DAYS", default=7, minimum=1, maximum=36_500)
+RETENTION_SIGN_IN_DAYS = read_int("RETENTION_SIGN_IN_DAYS", default=90, minimum=1, maximum=36_500)
 RETENTION_TOKEN_DAYS = read_int("RETENTION_TOKEN_DAYS", default=90, minimum=1, maximum=36_500)
 RETENTION_MAIL_RUN_DAYS = read_int("RETENTION_MAIL_RUN_DAYS", default=30, minimum=1, maximum=36_500)
 RETENTION_ACCESS_LOG_DAYS = read_int("RETENTION_ACCESS_LOG_DAYS", default=90, minimum=1, maximum=36_500)
@@ -305,15 +306,23 @@ PASSWORD_HASHERS = [
 # The public pages (docs/public-pages.md). Off: /signup/ says sign-up is closed; accounts are then
 # made by staff or the services only.
 PUBLIC_SIGN_UP = read_bool("PUBLIC_SIGN_UP", default=True)
-# Where the pages send people once their account is active or their password changed: the sign-in
-# page of the product that uses these accounts (Lifecycle has none for end users). Empty: no "Sign in"
-# link, the page says the account is ready. Never this site: its root is the staff login, where an end
-# user's attempts would count toward the staff lock-out.
+# Where the pages send people once their account is active or their password changed: this site's
+# own sign-in (/account/sign-in/, the account page) when empty, or the sign-in page of the product
+# that uses these accounts. Never this site's root or admin: the staff login, where an end user's
+# attempts would count toward the staff lock-out.
 SIGN_IN_URL = read_url("SIGN_IN_URL", default="", optional=True)
 if SIGN_IN_URL and (SIGN_IN_URL == PUBLIC_BASE_URL or SIGN_IN_URL.startswith(f"{PUBLIC_BASE_URL}/admin")):
     raise ImproperlyConfigured(
         f"SIGN_IN_URL must be the sign-in page of the product that uses these accounts, not {SIGN_IN_URL!r},"
         " which leads end users to the staff login of this back-office; leave it empty for no sign-in link."
+    )
+# End users' own sessions (the account pages, lifecycle/my_account/): how long one lasts from its
+# sign-in; the list of sign-ins (when, address, browser) is kept at least as long (RETENTION_SIGN_IN_DAYS).
+ACCOUNT_SESSION_HOURS = read_int("ACCOUNT_SESSION_HOURS", default=24, minimum=1, maximum=24 * 30)
+if RETENTION_SIGN_IN_DAYS * 24 < ACCOUNT_SESSION_HOURS:
+    raise ImproperlyConfigured(
+        f"RETENTION_SIGN_IN_DAYS ({RETENTION_SIGN_IN_DAYS}) must keep a sign-in at least as long as its session"
+        f" lasts (ACCOUNT_SESSION_HOURS, {ACCOUNT_SESSION_HOURS} hours)."
     )
 # How people reach support, as the pages print it: an address or a URL.
 SUPPORT_CONTACT = env.str("SUPPORT_CONTACT", default="support@localhost")

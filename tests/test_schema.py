@@ -62,6 +62,7 @@ def test_every_table_of_ours_is_checked():
     assert {model._meta.db_table for model in UNMANAGED_MODELS} == {
         "accounts",
         "account_passwords",
+        "account_sessions",
         "tokens",
         "jobs",
         "audit_events",

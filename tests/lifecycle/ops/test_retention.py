@@ -12,10 +12,11 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from django_q.models import Schedule, Task
 
-from accounts.models import Account, AccountStatus
+from accounts.models import Account, AccountSession, AccountStatus
 from accounts.nodes import services as nodes
 from accounts.nodes.selectors import assignment_records
 from accounts.services import account_suspend, account_unsuspend
+from accounts.sessions import account_session_start
 from lifecycle import tasks
 from lifecycle.demo.factories import AccountFactory
 from lifecycle.management.commands.cleanup import Command as Cleanup
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.django_db
 RULES = [
     "erasures",
     "sign-ups",
+    "sign-ins",
     "tokens",
     "mail-runs",
     "limits",
@@ -232,6 +234,23 @@ def test_expired_sessions_old_access_log_and_old_task_results_are_deleted():
     assert AccessLog.objects.count() == 1 and Task.objects.get().name == "t29"
 
 
+def test_sign_ins_older_than_the_retention_are_deleted_and_newer_ones_kept(sql, settings):
+    settings.RETENTION_SIGN_IN_DAYS = 90
+    account = AccountFactory(active=True)
+    old, recent = (
+        account_session_start(account=account, client_address="192.0.2.1", user_agent="x").session for _ in range(2)
+    )
+    with history_rewrite():
+        sql(
+            "UPDATE account_sessions SET signed_in_at = now() - interval '91 days',"
+            " expires_at = now() - interval '90 days' WHERE id = %s",
+            [old.pk],
+        )
+        sql("UPDATE account_sessions SET signed_in_at = now() - interval '89 days' WHERE id = %s", [recent.pk])
+    assert "sign-ins 1." in cleanup("--only", "sign-ins")
+    assert list(AccountSession.objects.values_list("pk", flat=True)) == [recent.pk]
+
+
 # The command
 
 
@@ -276,7 +295,7 @@ def test_the_help_names_every_rule_with_what_it_keeps():
     [
         (["--batch-size", "0"], "between 1 and 100000"),
         (["--batch-size", "99999999999999999999"], "between 1 and 100000"),
-        (["--only", "audit"], "no rule named audit; the rules are erasures, sign-ups, tokens, mail-runs"),
+        (["--only", "audit"], "no rule named audit; the rules are erasures, sign-ups, sign-ins, tokens, mail-runs"),
     ],
 )
 def test_bad_arguments_are_refused(args, message):
@@ -302,7 +321,7 @@ def test_the_worker_runs_it_daily(sql):
     assert (schedule.func, schedule.schedule_type, schedule.repeats) == ("lifecycle.tasks.cleanup", "D", -1)
     account = AccountFactory()
     age(account, 8, sql)
-    assert tasks.cleanup().startswith("Deleted: erasures 0, sign-ups 1, tokens 0,")
+    assert tasks.cleanup().startswith("Deleted: erasures 0, sign-ups 1, sign-ins 0, tokens 0,")
 
 
 # Outbox events, their deliveries, and the consumers' records (RETENTION_EVENT_DAYS: 30 days)
