@@ -27,6 +27,8 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     # The development inbox (lifecycle/dev_inbox/): the e-mails kept under .local/mail/, with DEBUG on only.
     *([path("dev/mail/", include("lifecycle.dev_inbox.urls"))] if settings.DEBUG else []),
+    # End users' own account (lifecycle/my_account/): its own session, never the admin's.
+    path("account/", include("lifecycle.my_account.urls")),
     path("", include("tokens.urls")),
 ]
 

@@ -8,5 +8,5 @@ class TokensConfig(AppConfig):
         from tokens import (
             digests,  # noqa: F401  registers its deploy check (TOKEN_DIGEST_KEYS)
             errors,  # noqa: F401  registers the database's refusals (LT...)
-            pages,  # noqa: F401  registers its deploy check (SIGN_IN_URL, SUPPORT_CONTACT)
+            pages,  # noqa: F401  registers its deploy check (SUPPORT_CONTACT)
         )

@@ -20,9 +20,9 @@ class NextStep:
 
 
 def sign_in() -> list[NextStep]:
-    """The way on once an account is active: the product's sign-in page, or none when ``SIGN_IN_URL`` is
-    unset (this site has no sign-in for end users; its root is the staff login)."""
-    return [NextStep("Sign in", settings.SIGN_IN_URL)] if settings.SIGN_IN_URL else []
+    """The way on once an account is active: the product's sign-in page when ``SIGN_IN_URL`` names one,
+    else this site's own (the account page's, never the staff login at its root)."""
+    return [NextStep("Sign in", settings.SIGN_IN_URL or reverse_lazy("account-sign-in"))]
 
 
 def ask_again(action_page: str = "resend") -> NextStep:
@@ -38,19 +38,10 @@ def public_context(request: HttpRequest) -> dict:
 
 @checks.register(checks.Tags.security, deploy=True)
 def check_public_contacts(app_configs, **kwargs):
-    """In production the pages need the product's sign-in page and a support contact people can reach."""
+    """In production the pages need a support contact people can reach."""
     if settings.DEBUG:
         return []
     warnings = []
-    if not settings.SIGN_IN_URL:
-        warnings.append(
-            checks.Warning(
-                "SIGN_IN_URL is not set: the public pages end an activation or a password change without a"
-                " link to where people sign in.",
-                hint="Set SIGN_IN_URL to the sign-in page of the product that uses these accounts.",
-                id="tokens.W001",
-            )
-        )
     if settings.SUPPORT_CONTACT.rpartition("@")[2] in ("", "localhost"):
         warnings.append(
             checks.Warning(

@@ -100,10 +100,7 @@ def refusal_page(request: HttpRequest, error: Refused, token: Token | None = Non
     )
     account = token.account if token is not None else None
     if isinstance(error, TokenAlreadyUsed) and account is not None and account.status == AccountStatus.ACTIVE:
-        if settings.SIGN_IN_URL:
-            text = f"{text} Your account is active: sign in with your login, {account.login}."
-        else:
-            text = f"{text} Your account is active and ready to use; its login is {account.login}."
+        text = f"{text} Your account is active: sign in with your login, {account.login}."
         next_steps = sign_in()
     if token is not None and token.action == TokenAction.PASSWORD_RECOVERY:
         # A recovery link's way on is always another recovery e-mail, sign-in page or not.
@@ -230,9 +227,7 @@ def _activated(request: HttpRequest, token: Token) -> HttpResponse:
     return outcome_page(
         request,
         "Your account is active",
-        f"Sign in with your login, {token.account.login}, and your password."
-        if settings.SIGN_IN_URL
-        else f"It is ready to use with your login, {token.account.login}, and your password.",
+        f"Sign in with your login, {token.account.login}, and your password.",
         account=token.account,
         next_steps=sign_in(),
     )
@@ -430,9 +425,7 @@ def _password_changed(request: HttpRequest, token: Token) -> HttpResponse:
     return outcome_page(
         request,
         "Your password is changed",
-        f"Sign in with your login, {token.account.login}, and the new password."
-        if settings.SIGN_IN_URL
-        else f"The new password is set for your login, {token.account.login}.",
+        f"Sign in with your login, {token.account.login}, and the new password.",
         account=token.account,
         next_steps=sign_in(),
     )

@@ -188,34 +188,37 @@ class TestActivationLink:
 
 
 class TestWithoutASignInPage:
-    """SIGN_IN_URL unset (the default): the pages say the account is ready and link nowhere, least of all
-    into the back-office, whose login counts an end user's attempts toward the staff lock-out."""
+    """SIGN_IN_URL unset (the default): the pages lead to this site's own sign-in, the account page's,
+    never into the back-office, whose login counts an end user's attempts toward the staff lock-out."""
 
-    def test_activation_says_the_account_is_ready_without_a_sign_in_link(self, client, settings):
+    def sign_in_link(self, text: str) -> bool:
+        return f'href="{reverse("account-sign-in")}">Sign in</a>' in text and "/admin" not in text
+
+    def test_activation_leads_to_the_account_pages_sign_in(self, client, settings):
         settings.SIGN_IN_URL = ""
         account = AccountFactory(login="jane")
         response = client.post(landing_path(live_token(account=account)), NEW_PASSWORD)
         text = response.content.decode()
-        assert "It is ready to use with your login, jane, and your password." in text
-        assert "Sign in" not in text and "/admin" not in text
+        assert "Sign in with your login, jane, and your password." in text
+        assert self.sign_in_link(text)
         assert f'href="{settings.PUBLIC_BASE_URL}"' not in text and 'href="/"' not in text
 
-    def test_a_password_change_says_it_is_set_without_a_sign_in_link(self, client, settings):
+    def test_a_password_change_leads_to_the_account_pages_sign_in(self, client, settings):
         settings.SIGN_IN_URL = ""
         account = AccountFactory(active=True, login="jane")
         response = client.post(landing_path(recovery_token(account)), NEW_PASSWORD)
         text = response.content.decode()
-        assert "The new password is set for your login, jane." in text
-        assert "Sign in" not in text and "/admin" not in text
+        assert "Sign in with your login, jane, and the new password." in text
+        assert self.sign_in_link(text)
 
-    def test_a_used_link_says_the_account_is_active_without_a_sign_in_link(self, client, settings):
+    def test_a_used_link_says_the_account_is_active_and_leads_to_sign_in(self, client, settings):
         settings.SIGN_IN_URL = ""
         account = AccountFactory(login="jane")
         url = landing_path(live_token(account=account))
         client.post(url, NEW_PASSWORD)
         text = client.post(url, NEW_PASSWORD).content.decode()
-        assert "Your account is active and ready to use; its login is jane." in text
-        assert "Sign in" not in text and "/admin" not in text
+        assert "Your account is active: sign in with your login, jane." in text
+        assert self.sign_in_link(text)
 
     @pytest.mark.parametrize("sign_in_url", ["", "https://app.example.com/sign-in"])
     def test_a_used_recovery_link_offers_another_recovery_e_mail(self, client, settings, sign_in_url):

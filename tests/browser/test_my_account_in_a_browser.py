@@ -1,0 +1,89 @@
+"""An end user's own account in a real browser (Playwright driving Chromium against a live server):
+from the activation's "Sign in" to the account page, a wrong password on the way, the list of
+sign-ins, and signing out."""
+
+import pytest
+
+from accounts.models import AccountSession, SessionEnd
+from accounts.services import account_password_hash, account_set_password
+from lifecycle.demo.factories import AccountFactory
+from tests.browser.conftest import SCREEN, needs_chromium, shoot
+from tokens.links import landing_path
+from tokens.selectors import live_token
+
+pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
+
+PASSWORD = "seven quiet harbours 1874"
+
+
+@pytest.fixture
+def site(live_server, settings):
+    settings.PUBLIC_BASE_URL = live_server.url
+    settings.SIGN_IN_URL = ""
+    return live_server
+
+
+def submit(page, button: str):
+    with page.expect_navigation():
+        page.click(f"button:text('{button}')")
+
+
+def test_activate_then_sign_in_see_the_account_and_sign_out(browser, site):
+    account = AccountFactory(login="janedoe", email="jane.doe@example.com")
+    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    page = browser.new_page(viewport=SCREEN)
+
+    # Activation ends with "Sign in", which leads to the account pages' own sign-in.
+    page.goto(f"{site.url}{landing_path(live_token(account=account))}")
+    submit(page, "Activate my account")
+    with page.expect_navigation():
+        page.click("a:text('Sign in')")
+    assert page.url == f"{site.url}/account/sign-in/"
+    assert page.locator("h1").inner_text() == "Sign in"
+    shoot(page, "account-01-sign-in")
+
+    # A wrong password: one sentence, the form again.
+    page.fill("#id_identifier", "Jane.Doe@example.com")
+    page.fill("#id_password", "not my password")
+    submit(page, "Sign in")
+    assert "Wrong login, e-mail or password." in page.locator(".errorlist").inner_text()
+    shoot(page, "account-02-wrong-password")
+
+    # The right one: the account page, with this browser's sign-in listed.
+    page.fill("#id_password", PASSWORD)
+    submit(page, "Sign in")
+    assert page.url == f"{site.url}/account/"
+    facts = page.locator(".facts").inner_text()
+    assert "janedoe" in facts and "jane.doe@example.com" in facts and "Active" in facts
+    assert "this browser" in page.locator(".sign-ins").inner_text()
+    assert "HeadlessChrome 1" in page.locator(".sign-ins").inner_text()  # named, not the raw header
+    shoot(page, "account-03-account")
+
+    # The cookie is the account pages' own, and the admin does not take it.
+    (cookie,) = [c for c in page.context.cookies() if c["name"] == "lifecycle_account"]
+    assert cookie["path"] == "/account/" and cookie["httpOnly"] and cookie["sameSite"] == "Lax"
+    page.goto(f"{site.url}/admin/")
+    assert "/admin/login/" in page.url
+    page.goto(f"{site.url}/account/")
+
+    # Sign out: the session ends, and the account page leads to sign-in again.
+    submit(page, "Sign out")
+    assert page.locator("h1").inner_text() == "You are signed out"
+    shoot(page, "account-04-signed-out")
+    assert AccountSession.objects.get().ended_by == SessionEnd.SIGN_OUT
+    page.goto(f"{site.url}/account/")
+    assert page.url == f"{site.url}/account/sign-in/"
+
+
+def test_the_account_page_at_a_phones_width(browser, site):
+    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=True)
+    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    page = browser.new_page(viewport={"width": 360, "height": 740})
+    page.goto(f"{site.url}/account/sign-in/")
+    page.fill("#id_identifier", "janedoe")
+    page.fill("#id_password", PASSWORD)
+    submit(page, "Sign in")
+    assert page.url == f"{site.url}/account/"
+    # Nothing wider than the screen: no sideways scrolling.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    shoot(page, "account-05-phone")

@@ -1,0 +1,129 @@
+"""The account pages (lifecycle/my_account/views.py): sign in, the account and its sign-ins, sign out."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from accounts.models import AccountSession, SessionEnd
+from accounts.services import account_suspend
+from lifecycle.my_account.views import COOKIE, WRONG
+from tests.lifecycle.my_account.conftest import sign_in
+from tests.support import PASSWORD, page_text
+
+pytestmark = pytest.mark.django_db
+
+FIREFOX = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0"
+CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/131.0 Safari/537.36"
+
+
+@pytest.mark.parametrize("name", ["patperson", "PATPERSON", "pat.person@example.com", "Pat.Person@EXAMPLE.com"])
+def test_a_person_signs_in_with_login_or_address_in_any_case(person, name):
+    client = Client()
+    response = sign_in(client, name, HTTP_USER_AGENT=CHROME, REMOTE_ADDR="203.0.113.5")
+    assert response.status_code == 302 and response["Location"] == reverse("account")
+    session = AccountSession.objects.get()
+    assert (session.account, session.client_address, session.user_agent) == (person, "203.0.113.5", CHROME)
+
+
+def test_the_cookie_is_the_account_pages_own(person, settings):
+    settings.SESSION_COOKIE_SECURE = True
+    response = sign_in(Client(), person.login)
+    cookie = response.cookies[COOKIE]
+    assert cookie["path"] == "/account/" and cookie["httponly"] and cookie["secure"]
+    assert cookie["samesite"] == "Lax" and int(cookie["max-age"]) == settings.ACCOUNT_SESSION_HOURS * 3600
+    assert settings.SESSION_COOKIE_NAME not in response.cookies  # no admin session is made
+
+
+def test_the_account_page_shows_the_account_and_its_sign_ins(person, signed_in):
+    sign_in(Client(), person.login, HTTP_USER_AGENT=FIREFOX, REMOTE_ADDR="198.51.100.4")
+    response = signed_in.get(reverse("account"))
+    page = page_text(response)
+    assert response.status_code == 200
+    for shown in (
+        "patperson",
+        "Pat.Person@example.com",
+        "Active",
+        "this browser",
+        "198.51.100.4",
+        "Firefox 133 on Windows",
+    ):
+        assert shown in page, shown
+    assert "no-store" in response["Cache-Control"]
+
+
+def test_an_ended_sign_in_is_listed_with_why(person, signed_in):
+    other = Client()
+    sign_in(other, person.login)
+    other.post(reverse("account-sign-out"))
+    assert "signed out" in page_text(signed_in.get(reverse("account")))
+
+
+def test_without_a_session_the_account_page_leads_to_sign_in():
+    response = Client().get(reverse("account"))
+    assert response.status_code == 302 and response["Location"] == reverse("account-sign-in")
+
+
+def test_a_dead_cookie_is_forgotten_on_the_way_to_sign_in(person, signed_in):
+    account_suspend(account=person, actor=None)
+    response = signed_in.get(reverse("account"))
+    assert response["Location"] == reverse("account-sign-in")
+    assert response.cookies[COOKIE].value == "" and response.cookies[COOKIE]["path"] == "/account/"
+
+
+def test_a_signed_in_browser_going_to_sign_in_goes_to_its_account(signed_in):
+    assert signed_in.get(reverse("account-sign-in"))["Location"] == reverse("account")
+
+
+def test_the_sign_in_form_links_to_recovery_and_sign_up(settings):
+    page = page_text(Client().get(reverse("account-sign-in")))
+    assert reverse("recover") in page and reverse("sign-up") in page
+    settings.PUBLIC_SIGN_UP = False
+    assert reverse("sign-up") not in page_text(Client().get(reverse("account-sign-in")))
+
+
+def test_a_wrong_password_is_one_sentence_and_the_form_again(person):
+    response = sign_in(Client(), person.login, "not it at all")
+    assert response.status_code == 400 and WRONG in page_text(response)
+    assert not AccountSession.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "data", [{}, {"identifier": "patperson"}, {"password": PASSWORD}, {"identifier": "İan", "password": "x"}]
+)
+def test_an_incomplete_form_is_said_and_counts_nothing(person, data, sql):
+    response = Client().post(reverse("account-sign-in"), data)
+    assert response.status_code == 400
+    assert sql("SELECT count(*) FROM rate_limits") == [(0,)]
+
+
+def test_sign_out_ends_the_session_and_forgets_the_cookie(signed_in):
+    response = signed_in.post(reverse("account-sign-out"))
+    assert response.status_code == 200 and "You are signed out" in page_text(response)
+    assert response.cookies[COOKIE].value == ""
+    assert AccountSession.objects.get().ended_by == SessionEnd.SIGN_OUT
+
+
+def test_sign_out_without_a_session_says_the_same():
+    response = Client().post(reverse("account-sign-out"))
+    assert response.status_code == 200 and "You are signed out" in page_text(response)
+
+
+def test_sign_out_is_a_post_only(signed_in):
+    assert signed_in.get(reverse("account-sign-out")).status_code == 405
+    assert AccountSession.objects.get().ended_at is None
+
+
+def test_signing_in_again_ends_the_browsers_earlier_session(person, signed_in):
+    earlier = signed_in.cookies[COOKIE].value
+    sign_in(signed_in, person.login)
+    assert signed_in.cookies[COOKIE].value != earlier
+    assert sorted(AccountSession.objects.values_list("ended_by", flat=True), key=str) == [None, "sign-out"]
+
+
+def test_after_activation_sign_in_leads_here_unless_a_product_page_is_set(settings):
+    from tokens.pages import sign_in as sign_in_step
+
+    settings.SIGN_IN_URL = ""
+    assert [str(step.url) for step in sign_in_step()] == [reverse("account-sign-in")]
+    settings.SIGN_IN_URL = "https://app.example.com/login"
+    assert [step.url for step in sign_in_step()] == ["https://app.example.com/login"]
