@@ -84,6 +84,13 @@ class TokenNotIssuedUnused(Refused):
     code = "token-not-unused"
 
 
+@raised_as(sqlstate="LT010")
+class TokenIsANotice(Refused):
+    """A notice token (a password change's) consumed: it has nothing to use."""
+
+    code = "token-is-a-notice"
+
+
 class WrongCode(Refused):
     code = "wrong-code"
 

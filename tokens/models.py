@@ -29,6 +29,9 @@ class TokenAction(models.TextChoices):
     # Mailed when a person asks to delete their account; its link deprovisions it, and the restore
     # e-mail follows (docs/public-pages.md, "Deleting an account").
     DELETION = "deletion"
+    # A notice, mailed when an active account's password changes: its secret and code open nothing
+    # (docs/public-pages.md, "Your account").
+    PASSWORD_CHANGED = "password_changed"
 
 
 class MailState(models.TextChoices):
@@ -67,8 +70,9 @@ class Token(models.Model):
     account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, db_column="account", related_name="tokens")
     expires_at = models.DateTimeField()
     consumed_at = models.DateTimeField(null=True, blank=True)
-    # How it was consumed: "link" or "code" (tokens/sql/0012; None before that, or by a plain psql UPDATE).
-    consumed_with = models.CharField(max_length=4, null=True, blank=True, editable=False)
+    # How it was consumed: "link" or "code" (tokens/sql/0012; None before that, or by a plain psql UPDATE),
+    # or "password" for a deletion the account page confirmed (tokens/sql/0024).
+    consumed_with = models.CharField(max_length=8, null=True, blank=True, editable=False)
     created_at = models.DateTimeField(db_default=Now())
     failed_attempts = models.SmallIntegerField(db_default=0)
     superseded_at = models.DateTimeField(null=True, blank=True)

@@ -36,6 +36,7 @@ def due_mail() -> QuerySet[Token]:
             | Q(action=TokenAction.PASSWORD_RECOVERY, account__status=AccountStatus.ACTIVE)
             | Q(action=TokenAction.RESTORE, account__status=AccountStatus.DEPROVISIONED)
             | Q(action=TokenAction.DELETION, account__status=AccountStatus.ACTIVE)
+            | Q(action=TokenAction.PASSWORD_CHANGED, account__status=AccountStatus.ACTIVE)
         )
     )
 

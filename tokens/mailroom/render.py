@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.erasure import erasure_due
 from platform_events.quantities import quantity
-from tokens.links import landing_path
+from tokens.links import LANDING_PAGES, landing_path
 from tokens.models import Token, TokenAction
 
 # Where a person whose link ran out asks for a new e-mail (tokens/urls.py).
@@ -21,6 +21,8 @@ ASK_AGAIN_PAGES = {
     TokenAction.PASSWORD_RECOVERY: "recover",
     TokenAction.RESTORE: "sign-up",
     TokenAction.DELETION: "delete-account",
+    # A password notice's way on, when the change was not the person's: recovery.
+    TokenAction.PASSWORD_CHANGED: "recover",
 }
 
 
@@ -43,9 +45,11 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
         and Token.objects.filter(
             account=account, action=TokenAction.DELETION, consumed_at__gte=account.deprovisioned_at
         ).exists(),
-        "link": f"{settings.PUBLIC_BASE_URL}{landing_path(token)}",
+        # A notice has no page to land on: its secret opens nothing.
+        "link": f"{settings.PUBLIC_BASE_URL}{landing_path(token)}" if token.action in LANDING_PAGES else None,
         "code": token.code,
         "expires_at": token.expires_at,
+        "issued_at": token.created_at,  # for a password notice: when the password changed
         "valid_for": validity_left(token.expires_at - now),
         "ask_again_link": f"{settings.PUBLIC_BASE_URL}{reverse(ASK_AGAIN_PAGES[token.action])}",
     }
