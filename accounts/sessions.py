@@ -17,6 +17,7 @@ from django.utils import timezone
 from ua_parser import parse
 
 from accounts.models import Account, AccountSession, AccountStatus, SessionEnd
+from accounts.services import account_set_password
 from platform_events.db.refusals import lifecycle_rules
 
 # Browsers' User-Agent headers run to a few hundred characters; the list of sign-ins needs the start.
@@ -119,3 +120,14 @@ def browser_name(user_agent: str) -> str:
         return "unknown browser"
     name = f"{agent.family} {agent.major}" if agent.major else agent.family
     return f"{name} on {system.family}" if system is not None and system.family != "Other" else name
+
+
+def account_password_change(
+    *, account: Account, password_hash: str, client_address: str | None, user_agent: str
+) -> SignedIn:
+    """Give the account a new password (``password_hash``, from account_password_hash) and sign this
+    browser in again, in one transaction. The database ends every session of the account and issues
+    the notice the mailroom sends to its address; the new session is this browser's only one."""
+    with transaction.atomic():
+        account_set_password(account=account, password_hash=password_hash, actor=account)
+        return account_session_start(account=account, client_address=client_address, user_agent=user_agent)

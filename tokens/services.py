@@ -298,3 +298,15 @@ def token_request_mail(
             with connection.cursor() as cursor:
                 cursor.execute("NOTIFY token_insert")  # the listeners drain now, as for a new token
     return live
+
+
+def token_delete_by_password(*, account: Account) -> Token:
+    """A signed-in person's deletion of their account, its password checked by the caller: a deletion
+    token issued and consumed at once, "password" its way, as the person (tokens/sql/0024). The
+    database deprovisions the account, ends its sessions and issues the restore token, as for a
+    deletion link; the restore e-mail says it was the person's request. ``WrongAccountState`` when the
+    account is no longer active."""
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=account):
+        token = _issue_or_refuse(account, TokenAction.DELETION, needs=AccountStatus.ACTIVE, actor=account)
+        Token.objects.filter(pk=token.pk).update(consumed_at=Now(), consumed_with="password")
+    return Token.objects.select_related("account").get(pk=token.pk)

@@ -1,6 +1,6 @@
 from django import forms
 
-from tokens.forms import IdentifierForm
+from tokens.forms import IdentifierForm, NewPasswordForm
 
 
 class SignInForm(IdentifierForm):
@@ -11,3 +11,19 @@ class SignInForm(IdentifierForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["identifier"].widget.attrs["autocomplete"] = "username"
+
+
+class ChangePasswordForm(NewPasswordForm):
+    """The current password, then the new one twice; the validators see the new one once the view
+    has the account (accounts.services.account_password_check)."""
+
+    current_password = forms.CharField(
+        label="Current password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
+    )
+    field_order = ["current_password", "password", "password_again"]
+
+
+class DeleteAccountForm(forms.Form):
+    password = forms.CharField(
+        label="Your password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
+    )

@@ -12,6 +12,7 @@ sign in (suspended, deprovisioned, never activated).
 from functools import wraps
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import rotate_token
 from django.shortcuts import redirect, render
@@ -20,19 +21,27 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.erasure import erasure_due
 from accounts.errors import NotSignedIn
 from accounts.models import AccountStatus, SessionEnd
+from accounts.services import account_password_check, account_password_hash
 from accounts.sessions import (
+    account_password_change,
     account_session_by_secret,
     account_session_end,
     account_session_start,
     account_sign_ins,
 )
 from lifecycle.api.session_limits import SIGN_IN_PAGE, SessionCheck, password_checked
-from lifecycle.my_account.forms import SignInForm
+from lifecycle.my_account.forms import ChangePasswordForm, DeleteAccountForm, SignInForm
+from platform_events.audit.context import audit_context
 from platform_events.client_ip import client_ip, client_key
 from platform_events.limits.counters import LimitExceeded
+from platform_events.quantities import quantity
+from platform_events.refusals import Refused
 from tokens.pages import NextStep, form_page, outcome_page, too_many_page
+from tokens.services import token_delete_by_password
+from tokens.views import DELETION_REASON
 
 COOKIE = "lifecycle_account"
 # Sent to the account pages only: not to the admin, the API or the other public pages.
@@ -122,7 +131,10 @@ def _signed_in(request: HttpRequest, secret: str) -> HttpResponse:
     if earlier is not None:
         account_session_end(session=earlier)
     rotate_token(request)
-    response = redirect("account")
+    return _with_cookie(redirect("account"), secret)
+
+
+def _with_cookie(response: HttpResponse, secret: str) -> HttpResponse:
     response.set_cookie(
         COOKIE,
         secret,
@@ -149,6 +161,136 @@ def sign_out(request: HttpRequest) -> HttpResponse:
         next_steps=[NextStep("Sign in again", reverse("account-sign-in"))],
     )
     return _forget_cookie(response)
+
+
+@never_cache
+@sensitive_post_parameters("current_password", "password", "password_again")
+@require_http_methods(["GET", "POST"])
+@signed_in
+def change_password(request: HttpRequest) -> HttpResponse:
+    """The current password, asked on the sign-in's limits and counters (a stolen session may not guess
+    it faster than a stranger at the sign-in), then the new one through the sign-up's validators. The
+    database ends every session of the account and mails the notice; this browser is signed in again."""
+    account = request.account_session.account
+    form = ChangePasswordForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        new = form.cleaned_data["password"]
+        try:
+            # Before the current password is checked: a refused new one costs no try.
+            account_password_check(new, login=account.login, email=account.email)
+        except ValidationError as error:
+            form.add_error("password", error)
+        else:
+            check = SessionCheck(
+                client=SIGN_IN_PAGE, identifier=account.login, address=client_key(request) or "unknown"
+            )
+            try:
+                _, right = password_checked(
+                    check, form.cleaned_data["current_password"], accepted=lambda named: named.pk == account.pk
+                )
+            except LimitExceeded as exceeded:
+                return too_many_page(request, exceeded)
+            if not right:
+                form.add_error("current_password", "This is not your current password.")
+            else:
+                return _password_changed(request, account, account_password_hash(new))
+    return form_page(
+        request,
+        form,
+        heading="Change your password",
+        button="Change my password",
+        intro="Every other browser signed in to your account is signed out, and your address is told.",
+        links=[NextStep("Back to your account", reverse("account"))],
+    )
+
+
+def _password_changed(request: HttpRequest, account, password_hash: str) -> HttpResponse:
+    try:
+        with audit_context(request=request):
+            started = account_password_change(
+                account=account,
+                password_hash=password_hash,
+                client_address=client_ip(request),
+                user_agent=request.headers.get("User-Agent", ""),
+            )
+    except NotSignedIn:
+        # Suspended meanwhile: the password stands, and this browser is signed out with the rest.
+        return _forget_cookie(
+            outcome_page(
+                request,
+                "Your password is changed",
+                "Your account can no longer be signed in to. Please contact support.",
+            )
+        )
+    response = outcome_page(
+        request,
+        "Your password is changed",
+        "Every other browser signed in to your account is signed out, and an e-mail tells your address.",
+        next_steps=[NextStep("Back to your account", reverse("account"))],
+    )
+    return _with_cookie(response, started.secret)
+
+
+@never_cache
+@sensitive_post_parameters("password")
+@require_http_methods(["GET", "POST"])
+@signed_in
+def delete_account(request: HttpRequest) -> HttpResponse:
+    """Delete my account, confirmed by the password rather than a mailed link: the same deletion as the
+    link's (tokens.services.token_delete_by_password), the restore e-mail following at once."""
+    account = request.account_session.account
+    form = DeleteAccountForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        try:
+            right = _current_password_right(request, account, form.cleaned_data["password"])
+        except LimitExceeded as exceeded:
+            return too_many_page(request, exceeded)
+        if not right:
+            form.add_error("password", "This is not your password.")
+        else:
+            try:
+                with audit_context(request=request, reason=DELETION_REASON):
+                    token_delete_by_password(account=account)
+            except Refused:
+                # Suspended or closed meanwhile: nothing was deleted, and this browser is signed out.
+                return _forget_cookie(
+                    outcome_page(
+                        request,
+                        "Not possible",
+                        "This account can no longer be deleted here. Please contact support.",
+                        status=409,
+                    )
+                )
+            account.refresh_from_db()
+            erased_on = erasure_due(account)
+            return _forget_cookie(
+                outcome_page(
+                    request,
+                    "Your account is closed",
+                    f"It can no longer sign in. It is erased for good on {erased_on:%Y-%m-%d}; until then, the"
+                    " e-mail we are sending you has a link to restore it.",
+                )
+            )
+    days = quantity(settings.ERASURE_DELAY_DAYS, "day")
+    return form_page(
+        request,
+        form,
+        heading="Delete your account",
+        button="Delete my account",
+        intro=f"Deleting closes the account {account.login} at once: it can no longer sign in, and the links and"
+        f" codes it was sent stop working. {days.capitalize()} later it is erased for good: its address, login"
+        " and password are gone, and the address is free for a new account. Until then, a link we e-mail you"
+        " restores it. Your password confirms it is you.",
+        links=[NextStep("Keep my account", reverse("account"))],
+    )
+
+
+def _current_password_right(request: HttpRequest, account, password: str) -> bool:
+    """Whether ``password`` is the signed-in account's, asked on the sign-in's limits and counters: a
+    stolen session may not guess it faster than a stranger at the sign-in (``LimitExceeded``)."""
+    check = SessionCheck(client=SIGN_IN_PAGE, identifier=account.login, address=client_key(request) or "unknown")
+    _, right = password_checked(check, password, accepted=lambda named: named.pk == account.pk)
+    return right
 
 
 @never_cache

@@ -2,18 +2,22 @@
 from the activation's "Sign in" to the account page, a wrong password on the way, the list of
 sign-ins, and signing out."""
 
+import re
+
 import pytest
 
-from accounts.models import AccountSession, SessionEnd
+from accounts.models import AccountSession, AccountStatus, SessionEnd
 from accounts.services import account_password_hash, account_set_password
 from lifecycle.demo.factories import AccountFactory
 from tests.browser.conftest import SCREEN, needs_chromium, shoot
 from tokens.links import landing_path
+from tokens.mailroom.drain import drain
 from tokens.selectors import live_token
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
 PASSWORD = "seven quiet harbours 1874"
+NEW_PASSWORD = "violet tulips in april 31"
 
 
 @pytest.fixture
@@ -73,6 +77,80 @@ def test_activate_then_sign_in_see_the_account_and_sign_out(browser, site):
     assert AccountSession.objects.get().ended_by == SessionEnd.SIGN_OUT
     page.goto(f"{site.url}/account/")
     assert page.url == f"{site.url}/account/sign-in/"
+
+
+def test_change_the_password_and_every_other_browser_is_signed_out(browser, site, smtp_server):
+    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=True)
+    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    laptop, phone = (browser.new_context(viewport=SCREEN).new_page() for _ in range(2))
+    for page in (laptop, phone):
+        sign_in(page, site, "janedoe", PASSWORD)
+
+    laptop.click("a:text('Change your password')")
+    laptop.wait_for_url(f"{site.url}/account/password/")
+    shoot(laptop, "account-06-change-password")
+    laptop.fill("#id_current_password", "not my password")
+    laptop.fill("#id_password", NEW_PASSWORD)
+    laptop.fill("#id_password_again", NEW_PASSWORD)
+    submit(laptop, "Change my password")
+    assert "This is not your current password." in laptop.locator(".errorlist").inner_text()
+    shoot(laptop, "account-07-wrong-current-password")
+
+    laptop.fill("#id_current_password", PASSWORD)
+    laptop.fill("#id_password", NEW_PASSWORD)
+    laptop.fill("#id_password_again", NEW_PASSWORD)
+    submit(laptop, "Change my password")
+    assert laptop.locator("h1").inner_text() == "Your password is changed"
+    shoot(laptop, "account-08-password-changed")
+
+    # This browser stays signed in; the other one is signed out.
+    laptop.goto(f"{site.url}/account/")
+    assert laptop.url == f"{site.url}/account/"
+    assert "password changed" in laptop.locator(".sign-ins").inner_text()
+    phone.goto(f"{site.url}/account/")
+    assert phone.url == f"{site.url}/account/sign-in/"
+    sign_in(phone, site, "janedoe", NEW_PASSWORD)
+    assert phone.url == f"{site.url}/account/"
+
+    # The notice, as the account's address receives it, leads to recovery.
+    drain()
+    (notice,) = smtp_server.messages
+    assert notice["To"] == "jane.doe@example.com" and notice["Subject"] == "Your password was changed"
+    assert f"{site.url}/recover/" in notice.get_body(("plain",)).get_content()
+
+
+def test_delete_the_account_with_the_password_then_restore_it_from_the_e_mail(browser, site, smtp_server):
+    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=True)
+    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    page = browser.new_page(viewport=SCREEN)
+    sign_in(page, site, "janedoe", PASSWORD)
+    page.click("a:text('Delete your account')")
+    page.wait_for_url(f"{site.url}/account/delete/")
+    assert "Your password confirms it is you." in page.content()
+    shoot(page, "account-09-delete")
+    page.fill("#id_password", PASSWORD)
+    submit(page, "Delete my account")
+    assert page.locator("h1").inner_text() == "Your account is closed"
+    shoot(page, "account-10-deleted")
+    account.refresh_from_db()
+    assert account.status == AccountStatus.DEPROVISIONED
+    page.goto(f"{site.url}/account/")
+    assert page.url == f"{site.url}/account/sign-in/"
+
+    # The restore e-mail says it was the person's request; its link brings the account back.
+    drain()
+    body = smtp_server.messages[-1].get_body(("plain",)).get_content()
+    assert "closed at your request" in body
+    page.goto(re.search(r"https?://\S+/restore/[A-Za-z0-9_-]{43}", body).group(0))
+    submit(page, "Restore my account")
+    assert page.locator("h1").inner_text() == "Your account is restored"
+
+
+def sign_in(page, site, name: str, password: str):
+    page.goto(f"{site.url}/account/sign-in/")
+    page.fill("#id_identifier", name)
+    page.fill("#id_password", password)
+    submit(page, "Sign in")
 
 
 def test_the_account_page_at_a_phones_width(browser, site):

@@ -4,7 +4,12 @@ issues the restore token in the same transaction."""
 
 import pytest
 
+from accounts.models import AccountStatus
+from lifecycle.demo.factories import AccountFactory
 from tests.accounts.test_deprovision_rules import new_account
+from tokens.errors import WrongAccountState
+from tokens.models import Token, TokenAction
+from tokens.services import token_delete_by_password
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +52,30 @@ def test_a_suspended_accounts_deletion_token_is_refused_and_nothing_changes(sql,
         "UPDATE tokens SET consumed_at = now(), consumed_with = 'link' WHERE id = %s", [token_id], match="is suspended"
     )
     assert sql("SELECT status::text FROM accounts WHERE id = %s", [account_id]) == [("suspended",)]
+
+
+# Confirmed by the password (tokens/sql/0024_deletion_by_password.sql)
+
+
+def test_only_a_deletion_is_consumed_with_the_password(sql, refused):
+    account = AccountFactory(active=True)
+    (recovery,) = sql(
+        "INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account.pk]
+    )[0]
+    refused(
+        "UPDATE tokens SET consumed_at = now(), consumed_with = 'password' WHERE id = %s",
+        [recovery],
+        match="tokens_consumed_with_check",
+    )
+    (deletion,) = sql("INSERT INTO tokens (account, action) VALUES (%s, 'deletion') RETURNING id", [account.pk])[0]
+    sql("UPDATE tokens SET consumed_at = now(), consumed_with = 'password' WHERE id = %s", [deletion])
+    assert sql("SELECT status::text FROM accounts WHERE id = %s", [account.pk]) == [("deprovisioned",)]
+
+
+def test_a_deletion_by_password_of_an_account_no_longer_active_is_refused_and_changes_nothing():
+    account = AccountFactory(suspended=True)
+    with pytest.raises(WrongAccountState):
+        token_delete_by_password(account=account)
+    account.refresh_from_db()
+    assert account.status == AccountStatus.SUSPENDED
+    assert not Token.objects.filter(account=account, action=TokenAction.DELETION).exists()

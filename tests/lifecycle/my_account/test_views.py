@@ -1,18 +1,26 @@
 """The account pages (lifecycle/my_account/views.py): sign in, the account and its sign-ins, sign out."""
 
 import pytest
+from django.conf import settings
+from django.contrib.auth.hashers import check_password
 from django.test import Client
 from django.urls import reverse
 
-from accounts.models import AccountSession, SessionEnd
+from accounts.models import AccountPassword, AccountSession, AccountStatus, SessionEnd
 from accounts.services import account_suspend
 from lifecycle.my_account.views import COOKIE, WRONG
+from platform_events.audit.models import AuditEvent
+from platform_events.outbox.models import OutboxEvent
 from tests.lifecycle.my_account.conftest import sign_in
 from tests.support import PASSWORD, page_text
+from tokens.mailroom.drain import drain
+from tokens.models import Token, TokenAction
+from tokens.views import DELETION_REASON
 
 pytestmark = pytest.mark.django_db
 
 FIREFOX = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0"
+NEW = "a brand new pass phrase 88"
 CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/131.0 Safari/537.36"
 
 
@@ -127,3 +135,92 @@ def test_after_activation_sign_in_leads_here_unless_a_product_page_is_set(settin
     assert [str(step.url) for step in sign_in_step()] == [reverse("account-sign-in")]
     settings.SIGN_IN_URL = "https://app.example.com/login"
     assert [step.url for step in sign_in_step()] == ["https://app.example.com/login"]
+
+
+# Changing the password
+
+
+def change(client: Client, current: str = PASSWORD, new: str = NEW, again: str | None = None, **headers):
+    data = {"current_password": current, "password": new, "password_again": new if again is None else again}
+    return client.post(reverse("account-password"), data, **headers)
+
+
+def test_a_new_password_replaces_the_old_and_this_browser_stays_signed_in(person, signed_in, smtp_server):
+    other = Client()
+    sign_in(other, person.login)
+    earlier = signed_in.cookies[COOKIE].value
+    response = change(signed_in)
+    assert response.status_code == 200 and "Your password is changed" in page_text(response)
+    assert check_password(NEW, AccountPassword.objects.get(account=person).password)
+    # Every session ended, this browser's with them; it holds a new one.
+    assert signed_in.cookies[COOKIE].value != earlier
+    assert signed_in.get(reverse("account")).status_code == 200
+    assert other.get(reverse("account")).status_code == 302
+    assert sorted(AccountSession.objects.values_list("ended_by", flat=True), key=str) == [None, "password", "password"]
+    # The notice goes to the account's address, by the mailroom; the trail and the outbox say so.
+    drain()
+    (notice,) = smtp_server.messages
+    assert notice["To"] == person.email and notice["Subject"] == "Your password was changed"
+    assert f"{settings.PUBLIC_BASE_URL}{reverse('recover')}" in notice.get_body(("plain",)).get_content()
+    audit = AuditEvent.objects.filter(action="account.password_set", resource_id=str(person.pk)).latest("occurred_at")
+    assert (audit.actor_type, audit.actor_id, audit.actor_ip) == ("USER", f"account:{person.pk}", "127.0.0.1")
+    assert OutboxEvent.objects.filter(event_type="account.password_changed", aggregate_id=str(person.pk)).exists()
+
+
+def test_a_wrong_current_password_is_said_and_changes_nothing(person, signed_in):
+    response = change(signed_in, current="not it at all")
+    assert response.status_code == 400 and "This is not your current password." in page_text(response)
+    assert check_password(PASSWORD, AccountPassword.objects.get(account=person).password)
+    assert AccountSession.objects.get().ended_at is None
+
+
+def test_a_new_password_the_validators_refuse_is_said_and_counts_no_try(person, signed_in, sql):
+    response = change(signed_in, new="patperson")
+    assert response.status_code == 400 and "too similar" in page_text(response)
+    assert sql("SELECT count(*) FROM rate_limits") == [(0,)]
+    assert check_password(PASSWORD, AccountPassword.objects.get(account=person).password)
+
+
+def test_the_two_new_passwords_must_match(signed_in):
+    response = change(signed_in, again="something else 42")
+    assert response.status_code == 400 and "The two passwords differ." in page_text(response)
+
+
+def test_the_password_page_needs_a_session():
+    assert Client().get(reverse("account-password"))["Location"] == reverse("account-sign-in")
+    assert change(Client())["Location"] == reverse("account-sign-in")
+
+
+# Deleting the account
+
+
+def test_deleting_with_the_password_closes_the_account_and_mails_the_restore_link(person, signed_in, smtp_server):
+    assert "Your password confirms it is you." in page_text(signed_in.get(reverse("account-delete")))
+    response = signed_in.post(reverse("account-delete"), {"password": PASSWORD})
+    assert response.status_code == 200 and "Your account is closed" in page_text(response)
+    assert response.cookies[COOKIE].value == ""
+    person.refresh_from_db()
+    assert person.status == AccountStatus.DEPROVISIONED
+    assert AccountSession.objects.get().ended_by == SessionEnd.DEPROVISIONED
+    deletion = Token.objects.get(account=person, action=TokenAction.DELETION)
+    assert deletion.consumed_with == "password" and deletion.mail_state == "skipped"
+    audit = AuditEvent.objects.get(action="account.deprovisioned", resource_id=str(person.pk))
+    assert (audit.actor_id, audit.reason) == (f"account:{person.pk}", DELETION_REASON)
+    drain()
+    (restore,) = smtp_server.messages
+    assert restore["To"] == person.email and "/restore/" in restore.get_body(("plain",)).get_content()
+    assert "was closed at your request" in restore.get_body(("plain",)).get_content()
+    assert signed_in.get(reverse("account")).status_code == 302
+
+
+def test_a_wrong_password_deletes_nothing(person, signed_in):
+    response = signed_in.post(reverse("account-delete"), {"password": "not it at all"})
+    assert response.status_code == 400 and "This is not your password." in page_text(response)
+    person.refresh_from_db()
+    assert person.status == AccountStatus.ACTIVE and not Token.objects.filter(action=TokenAction.DELETION).exists()
+
+
+def test_deleting_needs_a_session_and_a_post(signed_in):
+    assert Client().post(reverse("account-delete"), {"password": PASSWORD})["Location"] == reverse("account-sign-in")
+    signed_in.get(reverse("account-delete"), {"password": PASSWORD})
+    assert AccountSession.objects.get().ended_at is None
