@@ -109,6 +109,8 @@ class AccountSession(models.Model):
     id = models.BigAutoField(primary_key=True)
     account = models.ForeignKey(Account, on_delete=models.DO_NOTHING, db_column="account", related_name="sessions")
     secret_digest = models.BinaryField(max_length=32)
+    # When the password the sign-in checked was set: the database refuses the session if it changed since.
+    password_changed_at = models.DateTimeField()
     signed_in_at = models.DateTimeField(db_default=Now())
     expires_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)

@@ -7,6 +7,7 @@ itself, or None: the system, audited as the database role), and opens the audit 
 (platform_events/audit/context.py).
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
@@ -97,21 +98,42 @@ def account_password_hash(password: str) -> str:
     return make_password(password)
 
 
-def account_password_verify(*, identifier: str, password: str) -> tuple[Account | None, bool]:
+@dataclass(frozen=True)
+class PasswordVerdict:
+    """What a password check found: the account named (or None), whether the password is its password,
+    and when the password it was checked against was set (None without one): a session started on
+    the strength of this check holds that time, and the database refuses it once the password has
+    changed since (accounts/sql/0025_account_sessions.sql)."""
+
+    account: Account | None
+    right: bool
+    password_changed_at: datetime | None = None
+
+
+def account_password_verdict(*, identifier: str, password: str) -> PasswordVerdict:
     """The account a login or e-mail names (for an address several sign-ups share, the activated one,
     else the newest), and whether ``password`` is its password. For a name nobody has, or an account
-    without a password, (account or None, False) after the same work: a password is hashed either
-    way, so the time taken does not say whether the account exists. A deprovisioned account is
-    nobody's: its password is not checked (docs/rules.md, "Deprovisioning")."""
+    without a password, a wrong verdict after the same work: a password is hashed either way, so the
+    time taken does not say whether the account exists. A deprovisioned account is nobody's: its
+    password is not checked (docs/rules.md, "Deprovisioning")."""
     named = accounts_by_identifier(identifier).exclude(status=AccountStatus.DEPROVISIONED)
     account = named.order_by(F("activated_at").asc(nulls_last=True), "-id").first()
     # Account 0 is nobody's: the same statement whether or not the name was found.
-    stored = AccountPassword.objects.filter(account_id=account.pk if account else 0).values_list("password", flat=True)
-    stored = stored.first()
+    stored = (
+        AccountPassword.objects.filter(account_id=account.pk if account else 0)
+        .values_list("password", "changed_at")
+        .first()
+    )
     if stored is None:
         make_password(password)  # the work check_password would have done
-        return account, False
-    return account, check_password(password, stored)
+        return PasswordVerdict(account, False)
+    return PasswordVerdict(account, check_password(password, stored[0]), stored[1])
+
+
+def account_password_verify(*, identifier: str, password: str) -> tuple[Account | None, bool]:
+    """``account_password_verdict`` as (account, right)."""
+    verdict = account_password_verdict(identifier=identifier, password=password)
+    return verdict.account, verdict.right
 
 
 def account_set_password(*, account: Account, password_hash: str, actor) -> None:

@@ -7,6 +7,7 @@ account that leaves the active state or gets a new password, whoever made the ch
 """
 
 import hashlib
+import ipaddress
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 from ua_parser import parse
 
-from accounts.models import Account, AccountSession, AccountStatus, SessionEnd
+from accounts.models import Account, AccountPassword, AccountSession, AccountStatus, SessionEnd
 from accounts.services import account_set_password
 from platform_events.db.refusals import lifecycle_rules
 
@@ -36,16 +37,21 @@ def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode()).digest()
 
 
-def account_session_start(*, account: Account, client_address: str | None, user_agent: str) -> SignedIn:
-    """A new session of ``account`` for ACCOUNT_SESSION_HOURS. The database refuses an account that is
-    not active (``NotSignedIn``), such as one suspended since its password was checked."""
+def account_session_start(
+    *, account: Account, password_changed_at: datetime, client_address: str | None, user_agent: str
+) -> SignedIn:
+    """A new session of ``account`` for ACCOUNT_SESSION_HOURS, on the strength of a check of the
+    password set at ``password_changed_at`` (``PasswordVerdict.password_changed_at``). The database
+    refuses it (``NotSignedIn``) when the account is not active, or its password changed since the
+    check: a sign-in under way when the owner sets a new password does not outlive it."""
     secret = secrets.token_urlsafe(32)
     with lifecycle_rules(), transaction.atomic():
         session = AccountSession.objects.create(
             account=account,
             secret_digest=_digest(secret),
+            password_changed_at=password_changed_at,
             expires_at=timezone.now() + timedelta(hours=settings.ACCOUNT_SESSION_HOURS),
-            client_address=client_address,
+            client_address=_ip_address(client_address),
             user_agent=_printable(user_agent)[:USER_AGENT_KEPT],
         )
     return SignedIn(session=session, secret=secret)
@@ -104,6 +110,15 @@ def account_sign_ins(account: Account, *, current: AccountSession | None = None,
     ]
 
 
+def _ip_address(address: str | None) -> str | None:
+    """The client's address when it is an IP address; None for what a server may put there instead
+    (``unix:``, a socket path)."""
+    try:
+        return str(ipaddress.ip_address(address)) if address else None
+    except ValueError:
+        return None
+
+
 def _printable(text: str) -> str:
     # A header is Latin-1 text; control characters (NUL among them) are nobody's browser name.
     return "".join(character for character in text if character.isprintable())
@@ -130,4 +145,7 @@ def account_password_change(
     the notice the mailroom sends to its address; the new session is this browser's only one."""
     with transaction.atomic():
         account_set_password(account=account, password_hash=password_hash, actor=account)
-        return account_session_start(account=account, client_address=client_address, user_agent=user_agent)
+        changed_at = AccountPassword.objects.values_list("changed_at", flat=True).get(account=account)
+        return account_session_start(
+            account=account, password_changed_at=changed_at, client_address=client_address, user_agent=user_agent
+        )

@@ -16,6 +16,7 @@ class Migration(migrations.Migration):
                 ("id", models.BigAutoField(primary_key=True, serialize=False)),
                 ("account", models.ForeignKey(db_column="account", on_delete=django.db.models.deletion.DO_NOTHING, related_name="sessions", to="accounts.account")),
                 ("secret_digest", models.BinaryField(max_length=32)),
+                ("password_changed_at", models.DateTimeField()),
                 ("signed_in_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
                 ("expires_at", models.DateTimeField()),
                 ("ended_at", models.DateTimeField(blank=True, null=True)),

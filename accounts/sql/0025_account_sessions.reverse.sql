@@ -1,3 +1,4 @@
+DROP TRIGGER after_password_sessions_set_or_removed ON account_passwords;
 DROP TRIGGER after_password_sessions ON account_passwords;
 DROP FUNCTION trg_after_password_sessions();
 DROP TRIGGER after_account_status_sessions ON accounts;

@@ -7,6 +7,8 @@ CREATE TABLE account_sessions (
     id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     account        bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
     secret_digest  bytea NOT NULL UNIQUE CHECK (length(secret_digest) = 32),
+    -- When the password the sign-in checked was set: a session is refused once it has changed since.
+    password_changed_at timestamptz NOT NULL,
     signed_in_at   timestamptz NOT NULL DEFAULT now(),
     expires_at     timestamptz NOT NULL,
     ended_at       timestamptz,
@@ -22,9 +24,11 @@ CREATE TABLE account_sessions (
 CREATE INDEX account_sessions_account_idx ON account_sessions (account, signed_in_at DESC);
 CREATE INDEX account_sessions_signed_in_idx ON account_sessions (signed_in_at);
 
--- Only an active account signs in, whoever inserts the row. The account is locked FOR SHARE, so a
--- suspension or a deprovisioning waits for the sign-in and then ends its session too. A session
--- starts now and live: the record of when and how it ended is the database's. A transaction holding
+-- Only an active account signs in, whoever inserts the row, and only with the password it has now:
+-- the sign-in says when the password it checked was set, and a password changed since (between the
+-- check and this insert) refuses it. The account and its password are locked FOR SHARE, so a
+-- suspension, a deprovisioning or a new password waits for the sign-in and then ends its session
+-- too. A session starts now and live: the record of when and how it ended is the database's. A transaction holding
 -- the owner's key (platform_events/sql/0005_history_rules.sql) may give an earlier start: the demo
 -- data and the tests age sign-ins so.
 CREATE FUNCTION trg_before_account_session_insert() RETURNS trigger
@@ -32,10 +36,16 @@ CREATE FUNCTION trg_before_account_session_insert() RETURNS trigger
 AS $$
 DECLARE
     state account_status;
+    password_set timestamptz;
 BEGIN
     SELECT status INTO state FROM accounts WHERE id = NEW.account FOR SHARE;
     IF state IS DISTINCT FROM 'active' THEN
         RAISE EXCEPTION 'accounts: account % is %; only an active account signs in', NEW.account, coalesce(state::text, 'missing')
+            USING ERRCODE = 'LA010';
+    END IF;
+    SELECT changed_at INTO password_set FROM account_passwords WHERE account = NEW.account FOR SHARE;
+    IF password_set IS DISTINCT FROM NEW.password_changed_at THEN
+        RAISE EXCEPTION 'accounts: the password of account % is not the one this sign-in checked; sign in again', NEW.account
             USING ERRCODE = 'LA010';
     END IF;
     IF NEW.ended_at IS NOT NULL OR NEW.ended_by IS NOT NULL THEN
@@ -65,8 +75,10 @@ BEGIN
            IS NOT DISTINCT FROM (OLD.id, OLD.account, OLD.secret_digest, OLD.client_address, OLD.user_agent) THEN
         RETURN NEW;
     END IF;
-    IF (NEW.id, NEW.account, NEW.secret_digest, NEW.signed_in_at, NEW.expires_at, NEW.client_address, NEW.user_agent)
-           IS DISTINCT FROM (OLD.id, OLD.account, OLD.secret_digest, OLD.signed_in_at, OLD.expires_at, OLD.client_address, OLD.user_agent)
+    IF (NEW.id, NEW.account, NEW.secret_digest, NEW.password_changed_at, NEW.signed_in_at, NEW.expires_at,
+        NEW.client_address, NEW.user_agent)
+           IS DISTINCT FROM (OLD.id, OLD.account, OLD.secret_digest, OLD.password_changed_at, OLD.signed_in_at,
+                             OLD.expires_at, OLD.client_address, OLD.user_agent)
        OR OLD.ended_at IS NOT NULL
        OR NEW.ended_by IS NULL THEN
         RAISE EXCEPTION 'accounts: session % is not rewritten; a live session may only be ended (ended_by)', OLD.id
@@ -126,14 +138,14 @@ CREATE TRIGGER after_account_status_sessions
     EXECUTE FUNCTION trg_after_account_status_sessions();
 
 -- A new password ends every session of the account, whoever set it (the account page, a recovery
--- link, psql): whoever knew the old one is signed out. The account page then signs its own browser in
--- again with a new session.
+-- link, psql), and so does a password removed or set again after one was removed: whoever knew the
+-- old one is signed out. The account page then signs its own browser in again with a new session.
 CREATE FUNCTION trg_after_password_sessions() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp
 AS $$
 BEGIN
     UPDATE account_sessions SET ended_by = 'password'
-    WHERE account = NEW.account AND ended_at IS NULL;
+    WHERE account = CASE WHEN TG_OP = 'DELETE' THEN OLD.account ELSE NEW.account END AND ended_at IS NULL;
     RETURN NULL;
 END;
 $$;
@@ -142,4 +154,9 @@ CREATE TRIGGER after_password_sessions
     AFTER UPDATE OF password ON account_passwords
     FOR EACH ROW
     WHEN (OLD.password IS DISTINCT FROM NEW.password)
+    EXECUTE FUNCTION trg_after_password_sessions();
+
+CREATE TRIGGER after_password_sessions_set_or_removed
+    AFTER INSERT OR DELETE ON account_passwords
+    FOR EACH ROW
     EXECUTE FUNCTION trg_after_password_sessions();

@@ -1,8 +1,9 @@
 """The limits on failed password checks, all asked before the password is hashed, so that a refused
 check costs no hash (docs/api.md, "Password check"). Two ways check a password: the client API's POST
-/api/v1/sessions, and the account pages' sign-in (lifecycle/my_account/), which is one more client
-whose every check gives the person's address. Both count on the same counters: a name's failures
-count once, whichever way they came.
+/api/v1/sessions, and the account pages' sign-in (lifecycle/my_account/), whose every check gives the
+visitor's address and which has no count of its own beyond: its visitors are the whole world, and a
+stranger spending one count for all would keep out everyone who mistyped once this hour. Both count
+on the same counters: a name's failures count once, whichever way they came.
 
 - Per name as typed (any case), whoever it names: after ``API_SESSION_FAILURES_PER_NAME`` failures
   in a day, growing delays (1 s, 2 s, 4 s ... at most ``API_SESSION_LONGEST_DELAY_SECONDS``), never
@@ -15,7 +16,7 @@ count once, whichever way they came.
   stranger failing from elsewhere does not keep the person waiting; but only
   ``API_SESSION_NEW_ADDRESS_FAILURES_PER_NAME`` failures an hour come that way: past them (many
   addresses, or a client passing on addresses a guesser chose), the delays hold every address.
-- Per client (an API client, or the sign-in page), whatever the names: ``API_SESSION_FAILURES_PER_CLIENT`` an hour. With addresses, one
+- Per API client, whatever the names: ``API_SESSION_FAILURES_PER_CLIENT`` an hour. With addresses, one
   that has not failed this hour is let through it (as through a name's delays): a stranger's failures
   on made-up names hold the addresses they came from, not the person signing in from their own; a
   guesser spreading out gets one try per fresh address, then meets the limit like the rest.
@@ -30,14 +31,14 @@ person's two names give a guesser twice the tries, as on the public pages.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.models import Account
-from accounts.services import account_password_verify
+from accounts.services import PasswordVerdict, account_password_verdict
 from platform_events.limits.counters import Limit, LimitExceeded, hits_counted, limits_hit, limits_reached
 from platform_events.limits.delays import Delay, delay_failed, delay_refusal, delay_remaining
 
@@ -53,21 +54,17 @@ def per_name() -> Delay:
     )
 
 
-# The account pages' sign-in, as a client of its own.
-SIGN_IN_PAGE = "sign-in-page"
-
-
 def api_client(client_id: int) -> str:
     return f"api-client:{client_id}"
 
 
 @dataclass
 class SessionCheck:
-    """One password check: ``identifier`` as typed, by ``client`` (``api_client()``, or ``SIGN_IN_PAGE``),
-    from ``address`` (an address key, ``platform_events.client_ip.address_key``; None when the client
-    gave none)."""
+    """One password check: ``identifier`` as typed, by ``client`` (``api_client()``; None for the account
+    pages, counted per visitor's address instead), from ``address`` (an address key,
+    ``platform_events.client_ip.address_key``; None when the client gave none)."""
 
-    client: str
+    client: str | None
     identifier: str
     address: str | None
     # Let through the name's delays as an address that had not failed on it: its failure counts so.
@@ -83,7 +80,7 @@ class SessionCheck:
     def refuse_if_limited(self) -> None:
         """Raise ``LimitExceeded`` when this check is refused now; count nothing."""
         limits = self._limits()
-        if self._address_clean():
+        if self.client is not None and self._address_clean():
             limits = limits[:-1]  # not held by the client's limit: it is the strangers' addresses' to meet
         limits_reached(limits)
         delay = per_name()
@@ -134,7 +131,8 @@ class SessionCheck:
         per_client = Limit(
             name="api-session-per-client", max_hits=settings.API_SESSION_FAILURES_PER_CLIENT, window=HOUR
         )
-        limits = [(per_client, self.client)]
+        # The client's own count comes last: refuse_if_limited() lets a clean address through it.
+        limits = [] if self.client is None else [(per_client, self.client)]
         if self.address is None:
             return limits
         per_address = Limit(
@@ -145,7 +143,7 @@ class SessionCheck:
 
 def password_checked(
     check: SessionCheck, password: str, *, accepted: Callable[[Account], bool] = lambda account: True
-) -> tuple[Account | None, bool]:
+) -> PasswordVerdict:
     """The account ``check.identifier`` names and whether ``password`` signs in to it: the limits
     asked first (``LimitExceeded``, raised once the counts are committed), a failure counted. A right
     password for an account ``accepted`` refuses counts as a failure too, so that the counts do not
@@ -155,12 +153,13 @@ def password_checked(
         check.one_at_a_time()
         try:
             check.refuse_if_limited()
-            account, right = account_password_verify(identifier=check.identifier, password=password)
-            right = right and accepted(account)
-            if not right:
+            verdict = account_password_verdict(identifier=check.identifier, password=password)
+            if verdict.right and not accepted(verdict.account):
+                verdict = replace(verdict, right=False)
+            if not verdict.right:
                 check.count_failure()
         except LimitExceeded as refusal:
             refused = refusal  # raised once the counts are committed
     if refused is not None:
         raise refused
-    return account, right
+    return verdict

@@ -334,13 +334,13 @@ def check_password(request, body: SessionIn):
     address = None if body.client_address is None else address_key(body.client_address)
     check = SessionCheck(client=api_client(request.auth.pk), identifier=body.identifier, address=address)
     try:
-        account, right = password_checked(check, body.password)
+        verdict = password_checked(check, body.password)
     except LimitExceeded as refused:
         raise Problem(
             "rate-limited",
             "too many failed password checks; retry later",
             headers={"Retry-After": str(refused.retry_after)},
         ) from None
-    if not right:
+    if not verdict.right:
         raise Problem("invalid-credentials", "wrong login, e-mail or password")
-    return {"account_id": account.pk, "status": account.status}
+    return {"account_id": verdict.account.pk, "status": verdict.account.status}

@@ -32,7 +32,7 @@ from accounts.sessions import (
     account_session_start,
     account_sign_ins,
 )
-from lifecycle.api.session_limits import SIGN_IN_PAGE, SessionCheck, password_checked
+from lifecycle.api.session_limits import SessionCheck, password_checked
 from lifecycle.my_account.forms import ChangePasswordForm, DeleteAccountForm, SignInForm
 from platform_events.audit.context import audit_context
 from platform_events.client_ip import client_ip, client_key
@@ -87,27 +87,23 @@ def sign_in(request: HttpRequest) -> HttpResponse:
         return redirect("account")
     form = SignInForm(_posted(request))
     if request.method == "POST" and form.is_valid():
-        check = SessionCheck(
-            client=SIGN_IN_PAGE,
-            identifier=form.cleaned_data["identifier"],
-            # No address (gunicorn on a unix socket leaves REMOTE_ADDR empty): one shared count, never a 500.
-            address=client_key(request) or "unknown",
-        )
+        check = _check(request, form.cleaned_data["identifier"])
         try:
-            account, right = password_checked(
+            verdict = password_checked(
                 check, form.cleaned_data["password"], accepted=lambda account: account.status == AccountStatus.ACTIVE
             )
         except LimitExceeded as exceeded:
             return too_many_page(request, exceeded)
-        if right:
+        if verdict.right:
             try:
                 started = account_session_start(
-                    account=account,
+                    account=verdict.account,
+                    password_changed_at=verdict.password_changed_at,
                     client_address=client_ip(request),
                     user_agent=request.headers.get("User-Agent", ""),
                 )
             except NotSignedIn:
-                pass  # suspended since its password was checked: answered as any refusal
+                pass  # suspended, or its password changed, since it was checked: answered as any refusal
             else:
                 return _signed_in(request, started.secret)
         form.add_error(None, WRONG)
@@ -181,13 +177,8 @@ def change_password(request: HttpRequest) -> HttpResponse:
         except ValidationError as error:
             form.add_error("password", error)
         else:
-            check = SessionCheck(
-                client=SIGN_IN_PAGE, identifier=account.login, address=client_key(request) or "unknown"
-            )
             try:
-                _, right = password_checked(
-                    check, form.cleaned_data["current_password"], accepted=lambda named: named.pk == account.pk
-                )
+                right = _current_password_right(request, account, form.cleaned_data["current_password"])
             except LimitExceeded as exceeded:
                 return too_many_page(request, exceeded)
             if not right:
@@ -288,9 +279,16 @@ def delete_account(request: HttpRequest) -> HttpResponse:
 def _current_password_right(request: HttpRequest, account, password: str) -> bool:
     """Whether ``password`` is the signed-in account's, asked on the sign-in's limits and counters: a
     stolen session may not guess it faster than a stranger at the sign-in (``LimitExceeded``)."""
-    check = SessionCheck(client=SIGN_IN_PAGE, identifier=account.login, address=client_key(request) or "unknown")
-    _, right = password_checked(check, password, accepted=lambda named: named.pk == account.pk)
-    return right
+    return password_checked(
+        _check(request, account.login), password, accepted=lambda named: named.pk == account.pk
+    ).right
+
+
+def _check(request: HttpRequest, identifier: str) -> SessionCheck:
+    """A password check on these pages: counted per name and per visitor's address, with no count of
+    the pages' own (lifecycle/api/session_limits.py)."""
+    # No address (gunicorn on a unix socket leaves REMOTE_ADDR empty): one shared count, never a 500.
+    return SessionCheck(client=None, identifier=identifier, address=client_key(request) or "unknown")
 
 
 @never_cache

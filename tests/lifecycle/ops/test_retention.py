@@ -12,10 +12,10 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from django_q.models import Schedule, Task
 
-from accounts.models import Account, AccountSession, AccountStatus
+from accounts.models import Account, AccountPassword, AccountSession, AccountStatus
 from accounts.nodes import services as nodes
 from accounts.nodes.selectors import assignment_records
-from accounts.services import account_suspend, account_unsuspend
+from accounts.services import account_password_hash, account_set_password, account_suspend, account_unsuspend
 from accounts.sessions import account_session_start
 from lifecycle import tasks
 from lifecycle.demo.factories import AccountFactory
@@ -237,8 +237,11 @@ def test_expired_sessions_old_access_log_and_old_task_results_are_deleted():
 def test_sign_ins_older_than_the_retention_are_deleted_and_newer_ones_kept(sql, settings):
     settings.RETENTION_SIGN_IN_DAYS = 90
     account = AccountFactory(active=True)
+    account_set_password(account=account, password_hash=account_password_hash("a pass phrase 1"), actor=None)
+    set_at = AccountPassword.objects.get(account=account).changed_at
     old, recent = (
-        account_session_start(account=account, client_address="192.0.2.1", user_agent="x").session for _ in range(2)
+        account_session_start(account=account, password_changed_at=set_at, client_address=None, user_agent="x").session
+        for _ in range(2)
     )
     with history_rewrite():
         sql(
