@@ -99,6 +99,7 @@ class SessionEnd(models.TextChoices):
     PASSWORD = "password", "password changed"
     SUSPENDED = "suspended", "account suspended"
     DEPROVISIONED = "deprovisioned", "account deprovisioned"
+    ADDRESS = "address", "address change undone"
 
 
 class AccountSession(models.Model):

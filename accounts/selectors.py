@@ -231,6 +231,13 @@ def sign_up_problems(*, email: str, login: str) -> dict[str, str]:
     return {field: problem for field, problem in problems.items() if problem}
 
 
+def email_problem(email: str) -> str | None:
+    """What the account rules find wrong with an address ("e-mail is not a valid address ..."), or None."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT accounts_email_problem(%s)", [email])
+        return cursor.fetchone()[0]
+
+
 def problem_sentence(problem: str) -> str:
     """A problem sign_up_problems() names ("e-mail is not a valid address ...") as the sentence the
     public pages and the API show ("E-mail is not a valid address ....")."""

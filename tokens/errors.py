@@ -91,6 +91,14 @@ class TokenIsANotice(Refused):
     code = "token-is-a-notice"
 
 
+@raised_as(sqlstate="LT011")
+class AddressUnchanged(Refused):
+    """An address change to the address the account has already."""
+
+    code = "address-unchanged"
+    status = 422
+
+
 class WrongCode(Refused):
     code = "wrong-code"
 

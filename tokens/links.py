@@ -12,6 +12,8 @@ LANDING_PAGES = {
     TokenAction.PASSWORD_RECOVERY: "recover-link",
     TokenAction.RESTORE: "restore-link",
     TokenAction.DELETION: "delete-link",
+    TokenAction.EMAIL_CHANGE: "email-change-link",
+    TokenAction.EMAIL_CHANGE_UNDO: "email-undo-link",
 }
 
 

@@ -32,6 +32,10 @@ class TokenAction(models.TextChoices):
     # A notice, mailed when an active account's password changes: its secret and code open nothing
     # (docs/public-pages.md, "Your account").
     PASSWORD_CHANGED = "password_changed"
+    # A change of address (docs/rules.md, "Changing the address"): mailed to the new address, its link
+    # makes it the account's; the undo, mailed to the old one, puts that back for 7 days.
+    EMAIL_CHANGE = "email_change"
+    EMAIL_CHANGE_UNDO = "email_change_undo"
 
 
 class MailState(models.TextChoices):
@@ -73,6 +77,8 @@ class Token(models.Model):
     # How it was consumed: "link" or "code" (tokens/sql/0012; None before that, or by a plain psql UPDATE),
     # or "password" for a deletion the account page confirmed (tokens/sql/0024).
     consumed_with = models.CharField(max_length=8, null=True, blank=True, editable=False)
+    # The address an address change's token is for and mailed to (tokens/sql/0026); None for the others.
+    email = models.CharField(max_length=254, null=True, blank=True, editable=False)
     created_at = models.DateTimeField(db_default=Now())
     failed_attempts = models.SmallIntegerField(db_default=0)
     superseded_at = models.DateTimeField(null=True, blank=True)

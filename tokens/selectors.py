@@ -37,6 +37,8 @@ def due_mail() -> QuerySet[Token]:
             | Q(action=TokenAction.RESTORE, account__status=AccountStatus.DEPROVISIONED)
             | Q(action=TokenAction.DELETION, account__status=AccountStatus.ACTIVE)
             | Q(action=TokenAction.PASSWORD_CHANGED, account__status=AccountStatus.ACTIVE)
+            | Q(action=TokenAction.EMAIL_CHANGE, account__status=AccountStatus.ACTIVE)
+            | Q(action=TokenAction.EMAIL_CHANGE_UNDO, account__status=AccountStatus.ACTIVE)
         )
     )
 

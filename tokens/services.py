@@ -310,3 +310,20 @@ def token_delete_by_password(*, account: Account) -> Token:
         token = _issue_or_refuse(account, TokenAction.DELETION, needs=AccountStatus.ACTIVE, actor=account)
         Token.objects.filter(pk=token.pk).update(consumed_at=Now(), consumed_with="password")
     return Token.objects.select_related("account").get(pk=token.pk)
+
+
+def token_request_email_change(*, account: Account, email: str, actor) -> Token:
+    """Mail ``email`` a link that makes it the account's address (tokens/sql/0026_email_change.sql);
+    until it is used the account keeps its address, and a newer request replaces this one. Refused
+    for an address the account rules refuse (``InvalidEmail``), the account's own
+    (``AddressUnchanged``), or an account that is not active (``WrongAccountState``). Whether another
+    account holds the address is not asked here: the link's use finds out, and only the mailbox's
+    owner sees the answer."""
+    acting = _acting(actor, account)
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=acting), connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO tokens (account, action, email) VALUES (%s, %s, %s) RETURNING id",
+            [account.pk, TokenAction.EMAIL_CHANGE, email],
+        )
+        (token_id,) = cursor.fetchone()
+    return Token.objects.select_related("account").get(pk=token_id)

@@ -13,4 +13,6 @@ urlpatterns = [
     path("restore/<str:secret>", views.restore_link, name="restore-link"),
     path("delete-account/", views.delete_request, name="delete-account"),
     path("delete/<str:secret>", views.delete_link, name="delete-link"),
+    path("email/<str:secret>", views.email_change_link, name="email-change-link"),
+    path("email/undo/<str:secret>", views.email_undo_link, name="email-undo-link"),
 ]

@@ -110,6 +110,11 @@ def refusal_page(request: HttpRequest, error: Refused, token: Token | None = Non
         next_steps = [NextStep("Sign up again with this address", reverse("sign-up"))] if next_steps else []
     if token is not None and token.action == TokenAction.DELETION:
         next_steps = [ask_again("delete-account")] if next_steps else []
+    if token is not None and token.action == TokenAction.EMAIL_CHANGE:
+        # A new address is asked for again from the account page.
+        next_steps = [ask_again("account-email")] if next_steps else []
+    if token is not None and token.action == TokenAction.EMAIL_CHANGE_UNDO:
+        next_steps = []  # an undo is not asked for again: support restores an address after 7 days
     return outcome_page(request, heading, text, status=status, account=account, next_steps=next_steps)
 
 
@@ -326,6 +331,8 @@ def _request_mail(request, action: TokenAction, *, heading: str, intro: str, don
 
 # The trail's reason for a deprovisioning the person asked for on these pages.
 DELETION_REASON = "the person asked to delete the account (public page)"
+EMAIL_CHANGE_REASON = "the person confirmed the new address (public page)"
+EMAIL_UNDO_REASON = "the person put the old address back (public page)"
 
 
 @require_http_methods(["GET", "POST"])
@@ -461,5 +468,67 @@ def restore_link(request: HttpRequest, secret: str) -> HttpResponse:
         + ". Restoring it brings it back; you then activate it again from the e-mail that follows.",
         "button": "Restore my account",
         "account": token.account,
+    }
+    return render(request, "pages/confirm.html", context)
+
+
+# Changing the address
+
+
+@require_http_methods(["GET", "POST"])
+def email_change_link(request: HttpRequest, secret: str) -> HttpResponse:
+    """The link mailed to a new address: GET says which address becomes whose (it changes nothing:
+    mail scanners fetch links); the button's POST consumes the token, which makes it the account's
+    address, and the old address is told, with a link to undo it."""
+    token = token_by_secret(secret, action=TokenAction.EMAIL_CHANGE)
+    if token is None:
+        return refusal_page(request, TokenNotFound("tokens: this link is not valid"))
+    if request.method == "POST":
+        try:
+            with audit_context(request=request, reason=EMAIL_CHANGE_REASON):
+                token = token_consume(secret=secret, action=TokenAction.EMAIL_CHANGE, actor=TOKEN_HOLDER)
+        except Refused as error:
+            return refusal_page(request, error, token)
+        return outcome_page(
+            request,
+            "Your address is changed",
+            f"{token.email} is now the address of your account: its e-mails come here. The old address is told,"
+            " with a link that puts it back within 7 days.",
+            next_steps=sign_in(),
+        )
+    context = {
+        "heading": "Confirm your new address",
+        "intro": f"Make {token.email} the address of the account {token.account.login}? Its e-mails come here"
+        " from then on, and the old address is told.",
+        "button": "Confirm my new address",
+    }
+    return render(request, "pages/confirm.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def email_undo_link(request: HttpRequest, secret: str) -> HttpResponse:
+    """The link mailed to the old address after a change: GET says what undoing does; the button's
+    POST puts the old address back, and the database signs out every browser of the account."""
+    token = token_by_secret(secret, action=TokenAction.EMAIL_CHANGE_UNDO)
+    if token is None:
+        return refusal_page(request, TokenNotFound("tokens: this link is not valid"))
+    if request.method == "POST":
+        try:
+            with audit_context(request=request, reason=EMAIL_UNDO_REASON):
+                token = token_consume(secret=secret, action=TokenAction.EMAIL_CHANGE_UNDO, actor=TOKEN_HOLDER)
+        except Refused as error:
+            return refusal_page(request, error, token)
+        return outcome_page(
+            request,
+            "Your address is back",
+            f"{token.email} is the address of your account again, and every browser signed in to it is signed"
+            " out. If you did not change it, someone knows your password: choose a new one now.",
+            next_steps=[NextStep("Choose a new password", reverse("recover"))],
+        )
+    context = {
+        "heading": "Put your address back",
+        "intro": f"The address of the account {token.account.login} was changed from {token.email}. Put"
+        f" {token.email} back? Every browser signed in to the account is signed out.",
+        "button": "Put my address back",
     }
     return render(request, "pages/confirm.html", context)

@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
                 ("signed_in_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
                 ("expires_at", models.DateTimeField()),
                 ("ended_at", models.DateTimeField(blank=True, null=True)),
-                ("ended_by", models.CharField(blank=True, choices=[("sign-out", "signed out"), ("password", "password changed"), ("suspended", "account suspended"), ("deprovisioned", "account deprovisioned")], max_length=16, null=True)),
+                ("ended_by", models.CharField(blank=True, choices=[("sign-out", "signed out"), ("password", "password changed"), ("suspended", "account suspended"), ("deprovisioned", "account deprovisioned"), ("address", "address change undone")], max_length=16, null=True)),
                 ("client_address", models.GenericIPAddressField(blank=True, null=True)),
                 ("user_agent", models.CharField(blank=True, default="", max_length=256)),
             ],

@@ -12,8 +12,9 @@ CREATE TABLE account_sessions (
     signed_in_at   timestamptz NOT NULL DEFAULT now(),
     expires_at     timestamptz NOT NULL,
     ended_at       timestamptz,
-    -- Why it ended: signed out, the password changed, or the account left the active state.
-    ended_by       text CHECK (ended_by IN ('sign-out', 'password', 'suspended', 'deprovisioned')),
+    -- Why it ended: signed out, the password changed, the account left the active state, or a change of
+    -- its address was undone from the old address (tokens/sql/0026_email_change.sql).
+    ended_by       text CHECK (ended_by IN ('sign-out', 'password', 'suspended', 'deprovisioned', 'address')),
     client_address inet,
     user_agent     varchar(256) NOT NULL DEFAULT '',
     CHECK ((ended_at IS NULL) = (ended_by IS NULL)),

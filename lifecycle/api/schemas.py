@@ -85,6 +85,14 @@ class ProvisionIn(Body):
     )
 
 
+class EmailChangeIn(Body):
+    email: Text = Field(
+        json_schema_extra=_documented(EMAIL_PATTERN),
+        examples=["ada.new@example.com"],
+        description="The new address: it receives a link, and becomes the account's once the link is used.",
+    )
+
+
 class ReasonIn(Body):
     reason: Text = Field(
         min_length=1,
@@ -208,7 +216,7 @@ class MailOut(Schema):
     """An e-mail queued for the account: the mailroom sends it. Its link and code are never shown here."""
 
     account_id: int
-    action: Literal["activation", "password_recovery"]
+    action: Literal["activation", "password_recovery", "email_change"]
     expires_at: datetime
 
 

@@ -34,6 +34,7 @@ from lifecycle.api.schemas import (
     NOT_BLANK,
     AccountListOut,
     AccountOut,
+    EmailChangeIn,
     MailOut,
     ProblemOut,
     ProvisionIn,
@@ -50,7 +51,7 @@ from platform_events.audit.context import audit_context
 from platform_events.client_ip import address_key
 from platform_events.limits.counters import LimitExceeded
 from platform_events.refusals import Refused
-from tokens.services import token_resend_activation, token_send_password_recovery
+from tokens.services import token_request_email_change, token_resend_activation, token_send_password_recovery
 
 router = Router(tags=["accounts"])
 
@@ -314,6 +315,25 @@ def resend_activation(request, account_id: AccountId):
 def send_recovery(request, account_id: AccountId):
     """A password-recovery link and code for an active account."""
     return _mail(request, account_id, token_send_password_recovery)
+
+
+@router.post(
+    "/accounts/{account_id}/email-change",
+    auth=WRITE,
+    response={202: MailOut, **problems(400, 404, 409)},
+    openapi_extra=IDEMPOTENT,
+    summary="Change the address, verified by a link to the new one",
+)
+def email_change(request, account_id: AccountId, body: EmailChangeIn):
+    """A link to the new address that makes it the account's (an active account's); until it is used
+    the old address stays in force, and a newer request replaces this one. Once used, the old address
+    is told, with a link that puts it back within 7 days. Whether another account holds the new
+    address is found when the link is used (the address is then refused, without saying whose)."""
+    return _mail(
+        request,
+        account_id,
+        lambda account, actor: token_request_email_change(account=account, email=body.email, actor=actor),
+    )
 
 
 @router.post(

@@ -27,3 +27,16 @@ class DeleteAccountForm(forms.Form):
     password = forms.CharField(
         label="Your password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
     )
+
+
+class ChangeEmailForm(forms.Form):
+    # The database's address rules check it (accounts/sql/0007_address_rules.sql), in their own words.
+    email = forms.CharField(
+        label="New e-mail address",
+        max_length=254,
+        strip=True,
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+    )
+    password = forms.CharField(
+        label="Your password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "current-password"})
+    )

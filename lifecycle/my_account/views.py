@@ -24,6 +24,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts.erasure import erasure_due
 from accounts.errors import NotSignedIn
 from accounts.models import AccountStatus, SessionEnd
+from accounts.selectors import email_problem, problem_sentence
 from accounts.services import account_password_check, account_password_hash
 from accounts.sessions import (
     account_password_change,
@@ -33,14 +34,14 @@ from accounts.sessions import (
     account_sign_ins,
 )
 from lifecycle.api.session_limits import SessionCheck, password_checked
-from lifecycle.my_account.forms import ChangePasswordForm, DeleteAccountForm, SignInForm
+from lifecycle.my_account.forms import ChangeEmailForm, ChangePasswordForm, DeleteAccountForm, SignInForm
 from platform_events.audit.context import audit_context
 from platform_events.client_ip import client_ip, client_key
-from platform_events.limits.counters import LimitExceeded
+from platform_events.limits.counters import LimitExceeded, limits_hit
 from platform_events.quantities import quantity
 from platform_events.refusals import Refused
 from tokens.pages import NextStep, form_page, outcome_page, too_many_page
-from tokens.services import token_delete_by_password
+from tokens.services import public_limit, token_delete_by_password, token_request_email_change
 from tokens.views import DELETION_REASON
 
 COOKIE = "lifecycle_account"
@@ -220,6 +221,65 @@ def _password_changed(request: HttpRequest, account, password_hash: str) -> Http
         next_steps=[NextStep("Back to your account", reverse("account"))],
     )
     return _with_cookie(response, started.secret)
+
+
+@never_cache
+@sensitive_post_parameters("password")
+@require_http_methods(["GET", "POST"])
+@signed_in
+def change_email(request: HttpRequest) -> HttpResponse:
+    """A new address, with the password: a link goes to the new address, which becomes the account's
+    once it is used (tokens/sql/0026_email_change.sql). The answer is the same whether or not another
+    account holds the address: only its mailbox learns that, when the link is used. E-mails asked for
+    count on the public pages' limits (per address typed, per visitor)."""
+    account = request.account_session.account
+    form = ChangeEmailForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        new = form.cleaned_data["email"]
+        # The address first: a refused one costs no try of the password.
+        if problem := email_problem(new):
+            form.add_error("email", problem_sentence(problem))
+        elif new == account.email:
+            form.add_error("email", "This is your address already.")
+        else:
+            try:
+                right = _current_password_right(request, account, form.cleaned_data["password"])
+                if right:
+                    limits_hit(
+                        [
+                            (public_limit("mail-per-identifier"), new),
+                            (public_limit("mail-per-client"), client_key(request) or "unknown"),
+                        ]
+                    )
+            except LimitExceeded as exceeded:
+                return too_many_page(request, exceeded)
+            if not right:
+                form.add_error("password", "This is not your password.")
+            else:
+                try:
+                    with audit_context(request=request):
+                        token_request_email_change(account=account, email=new, actor=account)
+                except Refused:
+                    # Suspended or closed since the page was shown: nothing was sent.
+                    return outcome_page(
+                        request, "Not possible", "This account's address cannot be changed now.", status=409
+                    )
+                return outcome_page(
+                    request,
+                    "Check your new address",
+                    f"A link to confirm {new} is on its way to it; it works for 15 minutes. Until it is used,"
+                    f" {account.email} stays your address.",
+                    next_steps=[NextStep("Back to your account", reverse("account"))],
+                )
+    return form_page(
+        request,
+        form,
+        heading="Change your e-mail address",
+        button="Send the link",
+        intro=f"Your address is {account.email}. We e-mail a link to the new one; it becomes your address once"
+        " the link is used, and the old one is told, with a link to undo the change within 7 days.",
+        links=[NextStep("Back to your account", reverse("account"))],
+    )
 
 
 @never_cache

@@ -62,6 +62,7 @@ CATALOGUE = {
         ProblemType("keys-changed-at-in-future", 422, "The keys_changed_at is further ahead of the clock than allowed"),
         ProblemType("invalid-email", 422, "The e-mail address is not one this product can send to"),
         ProblemType("invalid-login", 422, "The login is not valid"),
+        ProblemType("address-unchanged", 422, "The address is the account's already"),
         ProblemType("password-rejected", 422, "The password is too weak or too like the login or e-mail"),
         ProblemType("idempotency-key-reused", 422, "This Idempotency-Key was used with another request"),
         ProblemType("rate-limited", 429, "Too many requests; retry after the time given"),

@@ -146,6 +146,46 @@ def test_delete_the_account_with_the_password_then_restore_it_from_the_e_mail(br
     assert page.locator("h1").inner_text() == "Your account is restored"
 
 
+def test_change_the_address_by_the_link_in_the_e_mail_then_undo_it_from_the_old_one(browser, site, smtp_server):
+    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=True)
+    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    page = browser.new_page(viewport=SCREEN)
+    sign_in(page, site, "janedoe", PASSWORD)
+    page.click("a:text('Change your e-mail address')")
+    page.wait_for_url(f"{site.url}/account/email/")
+    shoot(page, "account-11-change-email")
+    page.fill("#id_email", "jane.new@example.net")
+    page.fill("#id_password", PASSWORD)
+    submit(page, "Send the link")
+    assert page.locator("h1").inner_text() == "Check your new address"
+    shoot(page, "account-12-check-new-address")
+
+    # The link, as the new address receives it: its page asks, its button changes the address.
+    drain()
+    (confirm,) = [m for m in smtp_server.messages if m["To"] == "jane.new@example.net"]
+    page.goto(re.search(r"https?://\S+/email/[A-Za-z0-9_-]{43}", confirm.get_body(("plain",)).get_content()).group(0))
+    shoot(page, "account-13-confirm-new-address")
+    submit(page, "Confirm my new address")
+    assert page.locator("h1").inner_text() == "Your address is changed"
+    page.goto(f"{site.url}/account/")
+    assert "jane.new@example.net" in page.locator(".facts").inner_text()
+
+    # The old address is told, with a link that puts it back and signs every browser out.
+    drain()
+    (told,) = [m for m in smtp_server.messages if m["To"] == "jane.doe@example.com"]
+    undo = re.search(r"https?://\S+/email/undo/[A-Za-z0-9_-]{43}", told.get_body(("plain",)).get_content()).group(0)
+    other = browser.new_page(viewport=SCREEN)
+    other.goto(undo)
+    shoot(other, "account-14-undo")
+    submit(other, "Put my address back")
+    assert other.locator("h1").inner_text() == "Your address is back"
+    shoot(other, "account-15-address-back")
+    account.refresh_from_db()
+    assert account.email == "jane.doe@example.com"
+    page.goto(f"{site.url}/account/")
+    assert page.url == f"{site.url}/account/sign-in/"
+
+
 def sign_in(page, site, name: str, password: str):
     page.goto(f"{site.url}/account/sign-in/")
     page.fill("#id_identifier", name)

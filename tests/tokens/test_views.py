@@ -28,8 +28,13 @@ from tokens.links import landing_path, secret_to_text
 from tokens.mailroom.drain import drain
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
-from tokens.services import token_request_mail, token_resend_activation, token_send_password_recovery
-from tokens.views import DELETION_REASON
+from tokens.services import (
+    token_request_email_change,
+    token_request_mail,
+    token_resend_activation,
+    token_send_password_recovery,
+)
+from tokens.views import DELETION_REASON, EMAIL_CHANGE_REASON
 
 pytestmark = pytest.mark.django_db
 
@@ -742,3 +747,62 @@ class TestDeletion:
         recovery = token_send_password_recovery(account=account, actor=None)
         assert client.post(reverse("delete-link", args=[secret_to_text(recovery.secret)])).status_code == 404
         assert Account.objects.get(pk=account.pk).status == AccountStatus.ACTIVE
+
+
+class TestEmailChange:
+    """The links of a change of address (tokens/views.py, email_change_link and email_undo_link)."""
+
+    def change(self, account, email="jane.new@example.net"):
+        return token_request_email_change(account=account, email=email, actor=None)
+
+    def test_the_link_shows_which_address_becomes_whose_and_a_get_changes_nothing(self, client):
+        account = AccountFactory(active=True, login="jane", email="jane@example.com")
+        response = client.get(landing_path(self.change(account)))
+        text = page_text(response)
+        assert "Make jane.new@example.net the address of the account jane?" in text
+        account.refresh_from_db()
+        assert account.email == "jane@example.com"
+
+    def test_its_button_changes_the_address_as_the_person_and_the_old_address_is_told(self, client, smtp_server):
+        account = AccountFactory(active=True, login="jane", email="jane@example.com")
+        response = client.post(landing_path(self.change(account)))
+        assert response.status_code == 200 and "Your address is changed" in page_text(response)
+        account.refresh_from_db()
+        assert account.email == "jane.new@example.net"
+        audit = AuditEvent.objects.get(resource_id=str(account.pk), diff_after__email="jane.new@example.net")
+        assert (audit.actor_id, audit.reason) == (f"account:{account.pk}", EMAIL_CHANGE_REASON)
+        drain()
+        (told,) = [m for m in smtp_server.messages if m["To"] == "jane@example.com"]
+        assert told["Subject"] == "The address of your account jane was changed"
+        body = told.get_body(("plain",)).get_content()
+        assert "to jane.new@example.net" in body and "/email/undo/" in body
+
+    def test_an_address_another_account_holds_is_refused_without_saying_whose(self, client):
+        AccountFactory(active=True, login="someone", email="taken@example.net")
+        account = AccountFactory(active=True, login="jane", email="jane@example.com")
+        response = client.post(landing_path(self.change(account, "taken@example.net")))
+        assert response.status_code == 409
+        text = page_text(response)
+        assert "E-mail address already in use" in text and "someone" not in text
+        account.refresh_from_db()
+        assert account.email == "jane@example.com"
+
+    def test_the_undo_puts_the_old_address_back_and_leads_to_a_new_password(self, client):
+        account = AccountFactory(active=True, login="jane", email="jane@example.com")
+        client.post(landing_path(self.change(account)))
+        undo = live_token(account=account, action=TokenAction.EMAIL_CHANGE_UNDO)
+        assert "Put jane@example.com back?" in page_text(client.get(landing_path(undo)))
+        response = client.post(landing_path(undo))
+        assert "Your address is back" in page_text(response)
+        assert f'href="{reverse("recover")}"' in response.content.decode()
+        account.refresh_from_db()
+        assert account.email == "jane@example.com"
+
+    def test_a_used_link_or_another_actions_secret_finds_nothing_to_do(self, client):
+        account = AccountFactory(active=True, login="jane", email="jane@example.com")
+        token = self.change(account)
+        client.post(landing_path(token))
+        assert client.post(landing_path(token)).status_code == 409
+        recovery = token_send_password_recovery(account=account, actor=None)
+        assert client.get(f"/email/{secret_to_text(recovery.secret)}").status_code == 404
+        assert client.get(f"/email/undo/{secret_to_text(token.secret)}").status_code == 404

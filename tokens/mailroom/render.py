@@ -23,6 +23,8 @@ ASK_AGAIN_PAGES = {
     TokenAction.DELETION: "delete-account",
     # A password notice's way on, when the change was not the person's: recovery.
     TokenAction.PASSWORD_CHANGED: "recover",
+    # A new address is asked for again on the account page; an undo cannot be asked for again.
+    TokenAction.EMAIL_CHANGE: "account-email",
 }
 
 
@@ -51,14 +53,21 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
         "expires_at": token.expires_at,
         "issued_at": token.created_at,  # for a password notice: when the password changed
         "valid_for": validity_left(token.expires_at - now),
-        "ask_again_link": f"{settings.PUBLIC_BASE_URL}{reverse(ASK_AGAIN_PAGES[token.action])}",
+        "ask_again_link": f"{settings.PUBLIC_BASE_URL}{reverse(ASK_AGAIN_PAGES[token.action])}"
+        if token.action in ASK_AGAIN_PAGES
+        else None,
+        # For an address change: the address the token is for (the new one, or the old one for an undo)
+        # and the account's address when the e-mail is sent.
+        "address": token.email,
+        "account_address": account.email,
     }
     name = f"emails/{token.action}"
     subject = " ".join(render_to_string(f"{name}.subject.txt", context).split())
     message = EmailMultiAlternatives(
         subject=subject,
         body=render_to_string(f"{name}.txt", context),
-        to=[account.email],
+        # An address change's e-mail goes to the address it is for; every other one to the account's.
+        to=[token.email or account.email],
         headers={
             # The same Message-ID on a re-sent copy lets mail servers and clients fold duplicates.
             "Message-ID": f"<token-{token.pk}@{urlsplit(settings.PUBLIC_BASE_URL).hostname}>",

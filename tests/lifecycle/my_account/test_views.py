@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from accounts.models import AccountPassword, AccountSession, AccountStatus, SessionEnd
 from accounts.services import account_suspend
+from lifecycle.demo.factories import AccountFactory
 from lifecycle.my_account.views import COOKIE, WRONG
 from platform_events.audit.models import AuditEvent
 from platform_events.outbox.models import OutboxEvent
@@ -224,3 +225,52 @@ def test_deleting_needs_a_session_and_a_post(signed_in):
     assert Client().post(reverse("account-delete"), {"password": PASSWORD})["Location"] == reverse("account-sign-in")
     signed_in.get(reverse("account-delete"), {"password": PASSWORD})
     assert AccountSession.objects.get().ended_at is None
+
+
+# Changing the address
+
+
+def change_email(client: Client, email: str, password: str = PASSWORD):
+    return client.post(reverse("account-email"), {"email": email, "password": password})
+
+
+def test_a_new_address_gets_a_link_and_the_old_one_stays_until_it_is_used(person, signed_in, smtp_server):
+    response = change_email(signed_in, "pat.new@example.net")
+    assert response.status_code == 200 and "Check your new address" in page_text(response)
+    person.refresh_from_db()
+    assert person.email == "Pat.Person@example.com"
+    drain()
+    (message,) = smtp_server.messages
+    assert message["To"] == "pat.new@example.net" and "/email/" in message.get_body(("plain",)).get_content()
+
+
+def test_the_same_answer_whether_or_not_another_account_holds_the_address(person, signed_in):
+    AccountFactory(active=True, email="taken@example.net")
+    taken = page_text(change_email(signed_in, "taken@example.net"), typed="taken@example.net")
+    free = page_text(change_email(signed_in, "free@example.net"), typed="free@example.net")
+    assert taken.replace("taken@", "X@") == free.replace("free@", "X@")
+
+
+@pytest.mark.parametrize(
+    ("email", "said"),
+    [
+        ("not-an-address", "E-mail is not a valid address"),
+        ("Pat.Person@example.com", "This is your address already."),
+    ],
+)
+def test_an_address_that_cannot_be_the_new_one_is_said_and_costs_no_try(person, signed_in, sql, email, said):
+    response = change_email(signed_in, email)
+    assert response.status_code == 400 and said in page_text(response)
+    assert sql("SELECT count(*) FROM tokens WHERE action = 'email_change'") == [(0,)]
+    assert sql("SELECT count(*) FROM rate_limits") == [(0,)]
+
+
+def test_a_wrong_password_sends_nothing(person, signed_in, sql):
+    response = change_email(signed_in, "pat.new@example.net", "not it at all")
+    assert response.status_code == 400 and "This is not your password." in page_text(response)
+    assert sql("SELECT count(*) FROM tokens WHERE action = 'email_change'") == [(0,)]
+
+
+def test_asking_for_links_to_one_address_stops_at_the_mail_limit(person, signed_in, settings):
+    settings.PUBLIC_LIMITS_PER_HOUR = {**settings.PUBLIC_LIMITS_PER_HOUR, "mail-per-identifier": 2}
+    assert [change_email(signed_in, "pat.new@example.net").status_code for _ in range(3)] == [200, 200, 429]

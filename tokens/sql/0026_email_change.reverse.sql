@@ -1,0 +1,11 @@
+DROP TRIGGER after_token_consumed_address ON tokens;
+DROP FUNCTION trg_after_token_consumed_address();
+DROP TRIGGER before_token_consume_address ON tokens;
+DROP FUNCTION trg_before_token_consume_address();
+DROP TRIGGER before_token_keep_email ON tokens;
+DROP FUNCTION trg_before_token_keep_email();
+DROP TRIGGER before_token_insert_address ON tokens;
+DROP FUNCTION trg_before_token_insert_address();
+DELETE FROM tokens WHERE action IN ('email_change', 'email_change_undo');
+ALTER TABLE tokens DROP CONSTRAINT tokens_email_only_for_address_changes;
+ALTER TABLE tokens DROP COLUMN email;
