@@ -131,7 +131,9 @@ class Mailbox:
     async def handle_DATA(self, server, session, envelope):
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
         token_id = int(message["X-Lifecycle-Token"])
-        link = LINK.search(message.get_body(("plain",)).get_content()).group(1)
+        # A notice ("your password was changed") carries no link: it is counted as every e-mail is.
+        found = LINK.search(message.get_body(("plain",)).get_content())
+        link = found.group(1) if found else ""
         with self.lock:
             self.accepted[token_id].append(time.monotonic())
             for recipient in envelope.rcpt_tos:
