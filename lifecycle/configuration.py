@@ -274,3 +274,30 @@ def read_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Netw
                 f"{name} must be comma-separated networks such as 10.0.0.0/8 or fd00::/8, not {part!r}{meant}."
             ) from None
     return tuple(networks)
+
+
+def read_accent_colour(name: str, default: str) -> str:
+    """A colour as ``#rrggbb`` that white text on it, and it as text on white, can be read (WCAG 2.1
+    AA: a contrast ratio of at least 4.5:1): the public pages draw their buttons and links in it."""
+    value = env.str(name, default=default).strip() or default
+    if not re.fullmatch(r"#[0-9a-fA-F]{6}", value):
+        raise ImproperlyConfigured(f"{name} must be a colour written #rrggbb, such as #2f5d8a, not {value!r}.")
+    ratio = contrast_with_white(value)
+    if ratio < 4.5:
+        raise ImproperlyConfigured(
+            f"{name} {value} is too light: white on it has a contrast ratio of {ratio:.2f}, and WCAG asks"
+            " at least 4.5 for text. Choose a darker shade."
+        )
+    return value.lower()
+
+
+def contrast_with_white(colour: str) -> float:
+    """WCAG 2.1's contrast ratio between ``#rrggbb`` and white."""
+
+    def channel(hex_pair: str) -> float:
+        value = int(hex_pair, 16) / 255
+        return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
+
+    red, green, blue = (channel(colour[i : i + 2]) for i in (1, 3, 5))
+    luminance = 0.2126 * red + 0.7152 * green + 0.0722 * blue
+    return 1.05 / (luminance + 0.05)

@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from lifecycle.configuration import (
     env,
+    read_accent_colour,
     read_bool,
     read_choice,
     read_database_url,
@@ -324,6 +325,12 @@ if RETENTION_SIGN_IN_DAYS * 24 < ACCOUNT_SESSION_HOURS:
         f"RETENTION_SIGN_IN_DAYS ({RETENTION_SIGN_IN_DAYS}) must keep a sign-in at least as long as its session"
         f" lasts (ACCOUNT_SESSION_HOURS, {ACCOUNT_SESSION_HOURS} hours)."
     )
+# The organisation's brand on every public page and e-mail (docs/public-pages.md, "Brand"): its name,
+# its logo (an https URL; empty: Lifecycle's own mark) and the colour of buttons and links, which must
+# keep WCAG AA contrast with white (start-up refuses a lighter one).
+SITE_NAME = env.str("SITE_NAME", default="Lifecycle").strip() or "Lifecycle"
+SITE_LOGO_URL = read_url("SITE_LOGO_URL", default="", optional=True)
+SITE_ACCENT_COLOUR = read_accent_colour("SITE_ACCENT_COLOUR", default="#2f5d8a")
 # How people reach support, as the pages print it: an address or a URL.
 SUPPORT_CONTACT = env.str("SUPPORT_CONTACT", default="support@localhost")
 # Whom staff should ask when the back-office locks them out or refuses them a page: whoever administers
@@ -521,7 +528,7 @@ CONTENT_SECURITY_POLICY = {
         "style-src": [SELF, NONCE],
         "style-src-attr": [UNSAFE_INLINE],
         # The API docs' Swagger UI draws its icons from data: URLs in its stylesheet.
-        "img-src": [SELF, "data:"],
+        "img-src": [SELF, "data:", *([SITE_LOGO_URL] if SITE_LOGO_URL else [])],
         "object-src": [NONE],
         "base-uri": [NONE],
         "form-action": [SELF],

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core import checks
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.templatetags.static import static
 from django.urls import reverse_lazy
 
 from platform_events.limits.counters import LimitExceeded
@@ -29,11 +30,26 @@ def ask_again(action_page: str = "resend") -> NextStep:
     return NextStep("Ask for a new e-mail", reverse_lazy(action_page))
 
 
-def public_context(request: HttpRequest) -> dict:
-    """Context processor: the support contact every public page ends with."""
+def public_context(request: HttpRequest | None = None) -> dict:
+    """Context processor: the brand every public page and e-mail carries (its name, logo and accent
+    colour), and the support contact every public page ends with."""
     contact = settings.SUPPORT_CONTACT
     href = contact if contact.startswith(("http://", "https://")) else f"mailto:{contact}"
-    return {"support_contact": contact, "support_href": href}
+    return {"support_contact": contact, "support_href": href, **brand()}
+
+
+def brand(*, absolute: bool = False) -> dict:
+    """The organisation's brand from settings: its name, its logo's URL (Lifecycle's own mark when
+    SITE_LOGO_URL is unset; ``absolute`` for e-mails, which are read away from this site) and its
+    accent colour."""
+    own_logo = static("lifecycle/logo.svg")
+    if absolute:
+        own_logo = f"{settings.PUBLIC_BASE_URL}{own_logo}"
+    return {
+        "site_name": settings.SITE_NAME,
+        "site_logo_url": settings.SITE_LOGO_URL or own_logo,
+        "site_accent": settings.SITE_ACCENT_COLOUR,
+    }
 
 
 @checks.register(checks.Tags.security, deploy=True)

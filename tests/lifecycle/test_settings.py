@@ -495,3 +495,46 @@ def test_a_kafka_password_is_refused_without_being_repeated():
     assert result.returncode == 1
     assert result.stderr.strip().startswith("Configuration error: KAFKA_SASL_* is set but KAFKA_SECURITY_PROTOCOL")
     assert "hunter2-kafka" not in result.stderr + result.stdout
+
+
+# The brand (SITE_NAME, SITE_LOGO_URL, SITE_ACCENT_COLOUR)
+
+
+@pytest.mark.parametrize(
+    ("value", "sentence"),
+    [
+        ("blue", "SITE_ACCENT_COLOUR must be a colour written #rrggbb, such as #2f5d8a, not 'blue'."),
+        ("#2f5d8", "SITE_ACCENT_COLOUR must be a colour written #rrggbb"),
+        ("#ffd700", "SITE_ACCENT_COLOUR #ffd700 is too light: white on it has a contrast ratio of 1.40"),
+        ("#808080", "SITE_ACCENT_COLOUR #808080 is too light"),
+    ],
+)
+def test_an_accent_colour_that_cannot_be_read_is_refused_in_one_sentence(monkeypatch, value, sentence):
+    monkeypatch.setenv("SITE_ACCENT_COLOUR", value)
+    with pytest.raises(ImproperlyConfigured) as refusal:
+        configuration.read_accent_colour("SITE_ACCENT_COLOUR", default="#2f5d8a")
+    assert str(refusal.value).startswith(sentence)
+
+
+@pytest.mark.parametrize(("value", "kept"), [("#2F5D8A", "#2f5d8a"), ("", "#2f5d8a"), ("#000000", "#000000")])
+def test_an_accent_colour_dark_enough_is_kept_in_lower_case(monkeypatch, value, kept):
+    monkeypatch.setenv("SITE_ACCENT_COLOUR", value)
+    assert configuration.read_accent_colour("SITE_ACCENT_COLOUR", default="#2f5d8a") == kept
+
+
+def test_the_contrast_ratio_is_wcags():
+    assert configuration.contrast_with_white("#000000") == pytest.approx(21.0)
+    assert configuration.contrast_with_white("#ffffff") == pytest.approx(1.0)
+    assert configuration.contrast_with_white("#767676") == pytest.approx(4.54, abs=0.01)
+
+
+def test_a_logo_on_another_site_is_allowed_by_the_content_security_policy():
+    result = manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from django.conf import settings; print(settings.CONTENT_SECURITY_POLICY['DIRECTIVES']['img-src'])",
+        SITE_LOGO_URL="https://cdn.example.org/logo.png",
+        DEBUG="true",
+    )
+    assert "https://cdn.example.org/logo.png" in result.stdout, result.stderr

@@ -806,3 +806,12 @@ class TestEmailChange:
         recovery = token_send_password_recovery(account=account, actor=None)
         assert client.get(f"/email/{secret_to_text(recovery.secret)}").status_code == 404
         assert client.get(f"/email/undo/{secret_to_text(token.secret)}").status_code == 404
+
+
+def test_every_public_page_carries_the_organisations_brand(client, settings):
+    settings.SITE_NAME = "Example Org"
+    settings.SITE_ACCENT_COLOUR = "#7a1f5c"
+    for name in ("sign-up", "recover", "account-sign-in"):
+        page = client.get(reverse(name)).content.decode()
+        assert "· Example Org</title>" in page and "<span>Example Org</span>" in page, name
+        assert 'style="--accent: #7a1f5c"' in page and 'src="/static/lifecycle/logo.svg"' in page, name

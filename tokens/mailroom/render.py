@@ -13,6 +13,7 @@ from accounts.erasure import erasure_due
 from platform_events.quantities import quantity
 from tokens.links import LANDING_PAGES, landing_path
 from tokens.models import Token, TokenAction
+from tokens.pages import brand
 
 # Where a person whose link ran out asks for a new e-mail (tokens/urls.py).
 # A restore e-mail is asked for by signing up again with the address.
@@ -35,6 +36,7 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
     now = now or timezone.now()
     account = token.account
     context = {
+        **brand(absolute=True),
         "login": account.login,
         "deprovisioned_at": account.deprovisioned_at,  # for a restore e-mail
         "erased_on": erasure_due(account),

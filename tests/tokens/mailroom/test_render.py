@@ -131,3 +131,20 @@ def test_a_restore_e_mail_names_the_closed_account_and_links_to_the_restore_page
         assert f"closed on {account.deprovisioned_at:%Y-%m-%d}" in body
         assert f"{settings.PUBLIC_BASE_URL}/signup/" in body  # where to ask again
         assert token.code not in body  # no page takes a restore code
+
+
+def test_every_e_mail_carries_the_organisations_brand(smtp_server, settings):
+    settings.SITE_NAME = "Example Org"
+    settings.SITE_ACCENT_COLOUR = "#7a1f5c"
+    AccountFactory(login="jane", email="jane@example.com")
+    drain()
+    (message,) = smtp_server.messages
+    text = message.get_body(("plain",)).get_content()
+    html = message.get_body(("html",)).get_content()
+    assert text.replace("\r\n", "\n").rstrip().endswith("-- \nExample Org")
+    assert "Example Org" in html and "#7a1f5c" in html
+    assert f'src="{settings.PUBLIC_BASE_URL}/static/lifecycle/logo.svg"' in html  # absolute: read away from the site
+    settings.SITE_LOGO_URL = "https://cdn.example.org/logo.png"
+    token_request_mail(identifier="jane", action=TokenAction.ACTIVATION, actor=None)
+    drain()
+    assert 'src="https://cdn.example.org/logo.png"' in smtp_server.messages[-1].get_body(("html",)).get_content()
