@@ -99,6 +99,14 @@ class AddressUnchanged(Refused):
     status = 422
 
 
+@raised_as(sqlstate="LT012")
+class AddressChangedLately(Refused):
+    """The address changed less than the undo's 7 days ago: it does not change again, nor is the
+    account deleted by the person, until the undo link mailed to the old address is used or expires."""
+
+    code = "address-changed-lately"
+
+
 class WrongCode(Refused):
     code = "wrong-code"
 

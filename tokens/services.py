@@ -30,7 +30,7 @@ from platform_events.audit.context import audit_context
 from platform_events.db.refusals import lifecycle_rules
 from platform_events.limits.counters import Limit, LimitExceeded, limits_hit
 from tokens.digests import code_digest, secret_digest
-from tokens.errors import PasswordNeeded, TokenNotFound, WrongAccountState, WrongCode
+from tokens.errors import AddressChangedLately, PasswordNeeded, TokenNotFound, WrongAccountState, WrongCode
 from tokens.links import secret_from_text
 from tokens.models import MailState, MaxCodeAttempts, Token, TokenAction
 
@@ -49,6 +49,16 @@ NEEDS = {
 def public_limit(name: str) -> Limit:
     """One of the public pages' limits, as settings.PUBLIC_LIMITS_PER_HOUR sets it (docs/public-pages.md, "Limits")."""
     return Limit(name=name, max_hits=settings.PUBLIC_LIMITS_PER_HOUR[name], window=timedelta(hours=1))
+
+
+def email_change_limit() -> Limit:
+    """Changes of address asked for per account an hour: each mails an address the account typed, so
+    as many as the e-mails one account may be sent (LIMIT_MAIL_PER_ACCOUNT)."""
+    return Limit(
+        name="email-change-per-account",
+        max_hits=settings.PUBLIC_LIMITS_PER_HOUR["mail-per-account"],
+        window=timedelta(hours=1),
+    )
 
 
 def _acting(actor, account: Account | None):
@@ -288,7 +298,12 @@ def token_request_mail(
             secret__isnull=False,
         ).first()
         if live is None:
-            return _issue(account.pk, action, needs=needs, actor=acting)
+            try:
+                return _issue(account.pk, action, needs=needs, actor=acting)
+            except AddressChangedLately:
+                # A deletion waits for the undo of a recent change of address: the page answered the
+                # same, and nothing is sent.
+                return None
         # Due again now, unless a run is mailing it at this moment (its lease): then that e-mail is the one.
         again = Token.objects.filter(pk=live.pk, mail_claim__isnull=True).update(
             mail_state=MailState.QUEUED if live.mail_state != MailState.RETRYING else MailState.RETRYING,
@@ -305,7 +320,7 @@ def token_delete_by_password(*, account: Account) -> Token:
     token issued and consumed at once, "password" its way, as the person (tokens/sql/0024). The
     database deprovisions the account, ends its sessions and issues the restore token, as for a
     deletion link; the restore e-mail says it was the person's request. ``WrongAccountState`` when the
-    account is no longer active."""
+    account is no longer active, ``AddressChangedLately`` while the undo of a change of address is live."""
     with lifecycle_rules(), transaction.atomic(), audit_context(actor=account):
         token = _issue_or_refuse(account, TokenAction.DELETION, needs=AccountStatus.ACTIVE, actor=account)
         Token.objects.filter(pk=token.pk).update(consumed_at=Now(), consumed_with="password")
@@ -316,7 +331,8 @@ def token_request_email_change(*, account: Account, email: str, actor) -> Token:
     """Mail ``email`` a link that makes it the account's address (tokens/sql/0026_email_change.sql);
     until it is used the account keeps its address, and a newer request replaces this one. Refused
     for an address the account rules refuse (``InvalidEmail``), the account's own
-    (``AddressUnchanged``), or an account that is not active (``WrongAccountState``). Whether another
+    (``AddressUnchanged``), an account whose address changed lately (``AddressChangedLately``), or one
+    that is not active (``WrongAccountState``). Whether another
     account holds the address is not asked here: the link's use finds out, and only the mailbox's
     owner sees the answer."""
     acting = _acting(actor, account)

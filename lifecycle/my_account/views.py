@@ -40,8 +40,16 @@ from platform_events.client_ip import client_ip, client_key
 from platform_events.limits.counters import LimitExceeded, limits_hit
 from platform_events.quantities import quantity
 from platform_events.refusals import Refused
+from tokens.errors import AddressChangedLately
+from tokens.models import TokenAction
 from tokens.pages import NextStep, form_page, outcome_page, too_many_page
-from tokens.services import public_limit, token_delete_by_password, token_request_email_change
+from tokens.selectors import live_token
+from tokens.services import (
+    email_change_limit,
+    public_limit,
+    token_delete_by_password,
+    token_request_email_change,
+)
 from tokens.views import DELETION_REASON
 
 COOKIE = "lifecycle_account"
@@ -245,9 +253,11 @@ def change_email(request: HttpRequest) -> HttpResponse:
             try:
                 right = _current_password_right(request, account, form.cleaned_data["password"])
                 if right:
+                    # Per account and per visitor, never per address typed: a count keyed on the address
+                    # would let a stranger spend its owner's recovery allowance, and would outlive an erasure.
                     limits_hit(
                         [
-                            (public_limit("mail-per-identifier"), new),
+                            (email_change_limit(), f"account:{account.pk}"),
                             (public_limit("mail-per-client"), client_key(request) or "unknown"),
                         ]
                     )
@@ -259,6 +269,8 @@ def change_email(request: HttpRequest) -> HttpResponse:
                 try:
                     with audit_context(request=request):
                         token_request_email_change(account=account, email=new, actor=account)
+                except AddressChangedLately:
+                    return _changed_lately(request, account)
                 except Refused:
                     # Suspended or closed since the page was shown: nothing was sent.
                     return outcome_page(
@@ -302,6 +314,8 @@ def delete_account(request: HttpRequest) -> HttpResponse:
             try:
                 with audit_context(request=request, reason=DELETION_REASON):
                     token_delete_by_password(account=account)
+            except AddressChangedLately:
+                return _changed_lately(request, account)
             except Refused:
                 # Suspended or closed meanwhile: nothing was deleted, and this browser is signed out.
                 return _forget_cookie(
@@ -333,6 +347,21 @@ def delete_account(request: HttpRequest) -> HttpResponse:
         " and password are gone, and the address is free for a new account. Until then, a link we e-mail you"
         " restores it. Your password confirms it is you.",
         links=[NextStep("Keep my account", reverse("account"))],
+    )
+
+
+def _changed_lately(request: HttpRequest, account) -> HttpResponse:
+    """The page for a change of address too recent (``AddressChangedLately``): until when, and why."""
+    undo = live_token(account=account, action=TokenAction.EMAIL_CHANGE_UNDO)
+    until = f" ({undo.expires_at:%Y-%m-%d %H:%M %Z})" if undo is not None else ""
+    return outcome_page(
+        request,
+        "Not now",
+        "Your address changed lately. Until the link we mailed to your old address is used or expires"
+        f"{until}, the address does not change again and the account is not deleted here: whoever changed"
+        " it cannot take that way back from the old address.",
+        status=409,
+        next_steps=[NextStep("Back to your account", reverse("account"))],
     )
 
 

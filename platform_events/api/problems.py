@@ -48,6 +48,11 @@ CATALOGUE = {
         ProblemType("not-suspended", 409, "The account is not suspended"),
         ProblemType("account-deprovisioned", 409, "The account is deprovisioned; only reprovisioning changes it"),
         ProblemType("wrong-account-state", 409, "The account is not in the state this needs"),
+        ProblemType(
+            "address-changed-lately",
+            409,
+            "The address changed lately; it changes again once the undo link mailed to the old one is used or expires",
+        ),
         ProblemType("refused", 409, "The lifecycle rules refuse this change"),
         # Node assignment's refusals of a client's report (tokenserver's codes, in the member "code").
         # 409, not tokenserver's 401: the API client's key was accepted; the credentials reported are stale.

@@ -9,12 +9,16 @@ import psycopg
 import pytest
 
 from accounts.models import Account, AccountSession, SessionEnd
+from accounts.services import account_password_hash
 from lifecycle.demo.factories import AccountFactory
 from platform_events.audit.models import AuditEvent
+from platform_events.db.history import history_rewrite
 from platform_events.outbox.models import OutboxEvent
 from tests.accounts.test_sessions import start
 from tests.support import connect
 from tokens.models import Token, TokenAction
+
+FIRST, SECOND = account_password_hash("first pass phrase 1"), account_password_hash("second pass phrase 2")
 
 pytestmark = pytest.mark.django_db
 
@@ -169,24 +173,79 @@ def test_it_is_not_used_once_the_account_is_no_longer_active(sql, refused, accou
 # The way back
 
 
-def test_the_undo_puts_the_old_address_back_ends_every_session_and_voids_a_pending_change(sql, account):
+def test_the_undo_puts_the_old_address_back_and_ends_every_session(sql, account):
     consume(sql, request_change(sql, account.pk))
     signed_in = start(Account.objects.get(pk=account.pk))
-    pending = request_change(sql, account.pk, "yet.another@example.org")
     undo = Token.objects.get(account=account, action=TokenAction.EMAIL_CHANGE_UNDO)
     consume(sql, undo.pk)
     assert Account.objects.get(pk=account.pk).email == OLD
     assert AccountSession.objects.get(pk=signed_in.session.pk).ended_by == SessionEnd.ADDRESS
+
+
+def test_while_the_undo_is_live_the_address_does_not_change_again_nor_is_the_account_deleted(sql, refused, account):
+    """Whoever changed the address cannot take the undo away: neither by changing it again (the undo
+    would go to their own address) nor by deleting the account (its deprovisioning replaces the undo,
+    and the restore e-mail goes to their address)."""
+    consume(sql, request_change(sql, account.pk))
+    for action, email in (("email_change", "third.address@example.org"), ("deletion", None)):
+        refused(
+            "INSERT INTO tokens (account, action, email) VALUES (%s, %s, %s)",
+            [account.pk, action, email],
+            match="changed lately; it (changes again|is deleted) once the link mailed to the old address",
+        )
+    undo = Token.objects.get(account=account, action=TokenAction.EMAIL_CHANGE_UNDO)
+    consume(sql, undo.pk)  # used: the address may change again
+    request_change(sql, account.pk, "third.address@example.org")
+
+
+def test_once_the_undo_expired_the_address_changes_again(sql, account):
+    consume(sql, request_change(sql, account.pk))
+    with history_rewrite():
+        sql(
+            "UPDATE tokens SET expires_at = now() - interval '1 second'"
+            " WHERE account = %s AND action = 'email_change_undo'",
+            [account.pk],
+        )
+    request_change(sql, account.pk, "third.address@example.org")
+
+
+def test_a_change_voids_the_links_mailed_to_the_address_it_leaves(sql, account):
+    recovery, deletion = (
+        sql("INSERT INTO tokens (account, action) VALUES (%s, %s) RETURNING id", [account.pk, action])[0][0]
+        for action in ("password_recovery", "deletion")
+    )
+    consume(sql, request_change(sql, account.pk))
+    assert sql("SELECT bool_and(superseded_at IS NOT NULL) FROM tokens WHERE id IN (%s, %s)", [recovery, deletion]) == [
+        (True,)
+    ]
+
+
+def test_the_undo_voids_the_links_mailed_to_the_address_it_takes_back_from(sql, account):
+    consume(sql, request_change(sql, account.pk))
+    (recovery,) = sql(
+        "INSERT INTO tokens (account, action) VALUES (%s, 'password_recovery') RETURNING id", [account.pk]
+    )[0]
+    consume(sql, Token.objects.get(account=account, action=TokenAction.EMAIL_CHANGE_UNDO).pk)
+    assert sql("SELECT superseded_at IS NOT NULL FROM tokens WHERE id = %s", [recovery]) == [(True,)]
+
+
+@pytest.mark.parametrize("how", ["update", "delete"])
+def test_a_new_password_voids_a_change_still_pending(sql, account, how):
+    sql("INSERT INTO account_passwords (account, password) VALUES (%s, %s)", [account.pk, FIRST])
+    pending = request_change(sql, account.pk)
+    if how == "update":
+        sql("UPDATE account_passwords SET password = %s WHERE account = %s", [SECOND, account.pk])
+    else:
+        sql("DELETE FROM account_passwords WHERE account = %s", [account.pk])
     assert sql("SELECT superseded_at IS NOT NULL FROM tokens WHERE id = %s", [pending]) == [(True,)]
 
 
-def test_a_second_change_leaves_the_first_address_its_undo(sql, account):
-    consume(sql, request_change(sql, account.pk))
-    consume(sql, request_change(sql, account.pk, "third.address@example.org"))
-    (undo,) = Token.objects.filter(account=account, action=TokenAction.EMAIL_CHANGE_UNDO)
-    assert undo.email == OLD and undo.superseded_at is None
-    consume(sql, undo.pk)
-    assert Account.objects.get(pk=account.pk).email == OLD
+def test_a_longer_address_than_the_rules_allow_is_refused_in_their_words(refused, account):
+    refused(
+        "INSERT INTO tokens (account, action, email) VALUES (%s, 'email_change', %s)",
+        [account.pk, "a" * 300 + "@example.com"],
+        match="e-mail must be at most 254 characters",
+    )
 
 
 def test_the_undo_is_refused_when_the_old_address_was_claimed_meanwhile(sql, refused, account):

@@ -7,6 +7,7 @@ from django.core import mail
 
 from accounts.services import account_password_hash
 from lifecycle.demo.factories import AccountFactory
+from platform_events.db.history import history_rewrite
 from tokens.errors import TokenIsANotice
 from tokens.mailroom.drain import drain
 from tokens.models import Token, TokenAction
@@ -100,3 +101,12 @@ def test_the_mailroom_mails_it_once_to_the_address_without_a_link(sql, settings)
     assert f"{settings.PUBLIC_BASE_URL}/recover/" in message.body and "/recover/" in message.alternatives[0][0]
     assert "/activate/" not in message.body and "noticeme" in message.body
     assert notices(sql, account_id)[0][3] == "sent"
+
+
+def test_a_password_removed_and_set_again_is_a_change_and_sends_the_notice(sql):
+    account_id = with_password(sql)
+    with history_rewrite():  # activated in an earlier transaction, as a person's account is
+        sql("UPDATE accounts SET activated_at = now() - interval '1 day' WHERE id = %s", [account_id])
+    sql("DELETE FROM account_passwords WHERE account = %s", [account_id])
+    sql("INSERT INTO account_passwords (account, password) VALUES (%s, %s)", [account_id, SECOND])
+    assert [row[3] for row in notices(sql, account_id)] == ["queued"]

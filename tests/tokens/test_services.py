@@ -2,13 +2,15 @@
 
 import pytest
 
-from accounts.errors import EmailAlreadyClaimed
+from accounts.errors import EmailAlreadyClaimed, InvalidEmail
 from accounts.models import Account, AccountStatus
 from accounts.services import account_suspend
 from lifecycle.demo.factories import AccountFactory
+from platform_events.audit.models import AuditEvent
 from tests.support import connect_as_owner, expire, in_threads, max_code_attempts, wait_until_blocked, wrong_code
 from tokens.errors import (
     AccountSuspended,
+    AddressUnchanged,
     TokenAlreadyUsed,
     TokenBurnt,
     TokenExpired,
@@ -24,6 +26,8 @@ from tokens.selectors import live_token
 from tokens.services import (
     token_consume,
     token_consume_code,
+    token_delete_by_password,
+    token_request_email_change,
     token_request_mail,
     token_resend_activation,
     token_send_password_recovery,
@@ -349,3 +353,31 @@ class TestRaces:
             thread.join()
         assert all(isinstance(value, WrongCode) for _, value in results)
         assert live_token(account=account).failed_attempts == 4
+
+
+# The account pages' services
+
+
+def test_an_address_change_is_a_token_for_the_new_address_as_the_actor_says():
+    account = AccountFactory(active=True, email="jane@example.com")
+    token = token_request_email_change(account=account, email="jane.new@example.net", actor=account)
+    assert (token.action, token.email, token.account) == (TokenAction.EMAIL_CHANGE, "jane.new@example.net", account)
+    issued = AuditEvent.objects.get(action="token.issued", resource_id=str(token.pk))
+    assert issued.actor_id == f"account:{account.pk}"
+
+
+@pytest.mark.parametrize(("email", "refusal"), [("jane@example.com", AddressUnchanged), ("no-at-sign", InvalidEmail)])
+def test_an_address_change_refused_issues_nothing(email, refusal):
+    account = AccountFactory(active=True, email="jane@example.com")
+    with pytest.raises(refusal):
+        token_request_email_change(account=account, email=email, actor=None)
+    assert not Token.objects.filter(action=TokenAction.EMAIL_CHANGE).exists()
+
+
+def test_a_deletion_by_password_is_a_deletion_token_consumed_at_once_as_the_person():
+    account = AccountFactory(active=True)
+    token = token_delete_by_password(account=account)
+    assert (token.action, token.consumed_with, token.mail_state) == (TokenAction.DELETION, "password", "skipped")
+    account.refresh_from_db()
+    assert account.status == AccountStatus.DEPROVISIONED
+    assert Token.objects.filter(account=account, action=TokenAction.RESTORE, consumed_at__isnull=True).exists()

@@ -1,3 +1,4 @@
+DROP TRIGGER after_password_set_again_notice ON account_passwords;
 DROP TRIGGER after_password_change_notice ON account_passwords;
 DROP FUNCTION trg_after_password_change_notice();
 DROP TRIGGER before_token_a_notice_consumed ON tokens;

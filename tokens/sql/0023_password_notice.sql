@@ -7,7 +7,8 @@
 -- * a notice is issued only for an active account (LT006), and lasts 7 days: the mailroom keeps
 --   trying that long, where a link's 15 minutes would drop a notice the SMTP server delayed;
 -- * a notice is never consumed (LT010);
--- * the first password (activation, sign-up) is no change: only an update of a password notifies.
+-- * the first password (sign-up, or activation in the same transaction) is no change; any later one
+--   notifies, an update or a password set again after psql removed the row.
 
 CREATE FUNCTION trg_before_token_insert_notice() RETURNS trigger
     LANGUAGE plpgsql SET search_path = public, pg_temp
@@ -47,15 +48,19 @@ CREATE TRIGGER before_token_a_notice_consumed
 -- A changed password of an active account issues the notice. SECURITY DEFINER is not needed: the
 -- runtime role may insert tokens, and the token rules apply to this insert as to any. It replaces a
 -- notice not yet mailed itself: before_token_insert, which replaces older tokens, skips inserts made
--- by triggers.
+-- by triggers. A password inserted for an account activated in an earlier transaction is a change
+-- (the row was removed and set again); one inserted at activation is the first.
 CREATE FUNCTION trg_after_password_change_notice() RETURNS trigger
     LANGUAGE plpgsql SET search_path = public, pg_temp
 AS $$
 BEGIN
+    IF NOT EXISTS (SELECT FROM accounts WHERE id = NEW.account AND status = 'active'
+                                              AND (TG_OP = 'UPDATE' OR activated_at < now())) THEN
+        RETURN NULL;
+    END IF;
     UPDATE tokens SET superseded_at = now()
     WHERE account = NEW.account AND action = 'password_changed' AND consumed_at IS NULL AND superseded_at IS NULL;
-    INSERT INTO tokens (account, action)
-    SELECT id, 'password_changed' FROM accounts WHERE id = NEW.account AND status = 'active';
+    INSERT INTO tokens (account, action) VALUES (NEW.account, 'password_changed');
     RETURN NULL;
 END;
 $$;
@@ -64,4 +69,9 @@ CREATE TRIGGER after_password_change_notice
     AFTER UPDATE OF password ON account_passwords
     FOR EACH ROW
     WHEN (OLD.password IS DISTINCT FROM NEW.password)
+    EXECUTE FUNCTION trg_after_password_change_notice();
+
+CREATE TRIGGER after_password_set_again_notice
+    AFTER INSERT ON account_passwords
+    FOR EACH ROW
     EXECUTE FUNCTION trg_after_password_change_notice();

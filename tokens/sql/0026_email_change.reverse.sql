@@ -1,11 +1,16 @@
+DROP TRIGGER after_password_void_address_change ON account_passwords;
+DROP FUNCTION trg_after_password_void_address_change();
 DROP TRIGGER after_token_consumed_address ON tokens;
 DROP FUNCTION trg_after_token_consumed_address();
 DROP TRIGGER before_token_consume_address ON tokens;
 DROP FUNCTION trg_before_token_consume_address();
 DROP TRIGGER before_token_keep_email ON tokens;
 DROP FUNCTION trg_before_token_keep_email();
+DROP TRIGGER before_token_insert_deletion_undoable ON tokens;
+DROP FUNCTION trg_before_token_insert_deletion_undoable();
 DROP TRIGGER before_token_insert_address ON tokens;
 DROP FUNCTION trg_before_token_insert_address();
+DROP FUNCTION tokens_refuse_while_undoable(bigint, text);
 DELETE FROM tokens WHERE action IN ('email_change', 'email_change_undo');
 ALTER TABLE tokens DROP CONSTRAINT tokens_email_only_for_address_changes;
 ALTER TABLE tokens DROP COLUMN email;

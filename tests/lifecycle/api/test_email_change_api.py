@@ -75,3 +75,17 @@ def test_it_needs_the_write_scope(make_api):
 def test_a_bad_body_is_refused(api, body):
     account = AccountFactory(active=True)
     assert api.post(f"/accounts/{account.pk}/email-change", body).status_code in (400, 422)
+
+
+def test_while_the_last_changes_undo_is_live_the_address_does_not_change_again(api, client):
+    account = AccountFactory(active=True, email="ada@example.com")
+    api.post(f"/accounts/{account.pk}/email-change", {"email": NEW})
+    client.post(landing_path(Token.objects.get(account=account, action=TokenAction.EMAIL_CHANGE)))
+    response = api.post(f"/accounts/{account.pk}/email-change", {"email": "ada.third@example.org"})
+    assert response.status_code == 409 and problem_type(response) == "address-changed-lately", response.content
+
+
+def test_an_address_longer_than_the_rules_allow_is_a_problem_not_a_500(api):
+    account = AccountFactory(active=True)
+    response = api.post(f"/accounts/{account.pk}/email-change", {"email": "a" * 300 + "@example.com"})
+    assert response.status_code == 422 and problem_type(response) == "invalid-email", response.content
