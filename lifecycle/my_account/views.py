@@ -121,7 +121,7 @@ def sign_in(request: HttpRequest) -> HttpResponse:
         form,
         heading="Sign in",
         button="Sign in",
-        intro="Sign in to see your account and change your password.",
+        intro="Sign in to see your account, change its password or address, or delete it.",
         links=[
             NextStep("Forgot your password?", reverse("recover")),
             *([NextStep("Create an account", reverse("sign-up"))] if settings.PUBLIC_SIGN_UP else []),

@@ -53,10 +53,18 @@ class Relay:
         self.producer = relay.new_producer()
 
 
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+
+
+def block_stop_signals() -> None:
+    """Hold SIGTERM and SIGINT for ``wait_for_stop_signal()``: blocked before anything says the process
+    waits, so that one sent as soon as it is said is waited for, not the default death."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
 def wait_for_stop_signal() -> None:
-    stop = {signal.SIGTERM, signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
-    signal.sigwait(stop)
+    block_stop_signals()
+    signal.sigwait(STOP_SIGNALS)
 
 
 def _moment(value: str) -> datetime:
@@ -167,6 +175,7 @@ class Command(BaseCommand):
     def wait_while_off(self) -> None:
         """As a Procfile's process with no broker configured: off is a state, not a failure, and an exit
         would stop the processes beside it (honcho) or restart this one in a loop (a platform)."""
+        block_stop_signals()
         self.stdout.write(
             "Publication to Kafka is off (KAFKA_BOOTSTRAP_SERVERS unset); the relay waits for a stop signal."
         )
