@@ -27,14 +27,20 @@ def site(live_server, settings):
     return live_server
 
 
+def jane(*, active: bool = True):
+    """janedoe, jane.doe@example.com, with PASSWORD: active, or waiting for her activation."""
+    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=active)
+    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    return account
+
+
 def submit(page, button: str):
     with page.expect_navigation():
         page.click(f"button:text('{button}')")
 
 
 def test_activate_then_sign_in_see_the_account_and_sign_out(browser, site):
-    account = AccountFactory(login="janedoe", email="jane.doe@example.com")
-    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    account = jane(active=False)
     page = browser.new_page(viewport=SCREEN)
 
     # Activation ends with "Sign in", which leads to the account pages' own sign-in.
@@ -80,8 +86,7 @@ def test_activate_then_sign_in_see_the_account_and_sign_out(browser, site):
 
 
 def test_change_the_password_and_every_other_browser_is_signed_out(browser, site, smtp_server):
-    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=True)
-    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    jane()
     laptop, phone = (browser.new_context(viewport=SCREEN).new_page() for _ in range(2))
     for page in (laptop, phone):
         sign_in(page, site, "janedoe", PASSWORD)
@@ -120,8 +125,7 @@ def test_change_the_password_and_every_other_browser_is_signed_out(browser, site
 
 
 def test_delete_the_account_with_the_password_then_restore_it_from_the_e_mail(browser, site, smtp_server):
-    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=True)
-    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    account = jane()
     page = browser.new_page(viewport=SCREEN)
     sign_in(page, site, "janedoe", PASSWORD)
     page.click("a:text('Delete your account')")
@@ -147,8 +151,7 @@ def test_delete_the_account_with_the_password_then_restore_it_from_the_e_mail(br
 
 
 def test_change_the_address_by_the_link_in_the_e_mail_then_undo_it_from_the_old_one(browser, site, smtp_server):
-    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=True)
-    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    account = jane()
     page = browser.new_page(viewport=SCREEN)
     sign_in(page, site, "janedoe", PASSWORD)
     page.click("a:text('Change your e-mail address')")
@@ -195,8 +198,7 @@ def sign_in(page, site, name: str, password: str):
 
 
 def test_the_account_page_at_a_phones_width(browser, site):
-    account = AccountFactory(login="janedoe", email="jane.doe@example.com", active=True)
-    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    jane()
     page = browser.new_page(viewport={"width": 360, "height": 740})
     page.goto(f"{site.url}/account/sign-in/")
     page.fill("#id_identifier", "janedoe")

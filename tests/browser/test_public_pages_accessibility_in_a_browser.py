@@ -5,16 +5,14 @@ Chromium against a live server."""
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from accounts.services import account_password_hash, account_set_password
-from lifecycle.demo.factories import AccountFactory
 from tests.browser.conftest import SCREEN, needs_chromium, shoot
+from tests.browser.test_my_account_in_a_browser import PASSWORD, jane
 from tokens.links import landing_path
 from tokens.selectors import live_token
 from tokens.services import token_request_email_change
 
 pytestmark = [pytest.mark.django_db(transaction=True), needs_chromium]
 
-PASSWORD = "seven quiet harbours 1874"
 PHONE = {"width": 360, "height": 740}
 WCAG_21_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
 PAGES = ["/signup/", "/activate/", "/resend/", "/recover/", "/recover/code/", "/delete-account/", "/account/sign-in/"]
@@ -69,8 +67,7 @@ def test_every_public_form_and_its_answer(browser, site, viewport):
 
 @pytest.mark.parametrize("viewport", [SCREEN, PHONE], ids=["1366", "360"])
 def test_the_account_pages_and_the_links_pages(browser, site, viewport):
-    account = AccountFactory(login="janedoe", email="jane.doe@example.com")
-    account_set_password(account=account, password_hash=account_password_hash(PASSWORD), actor=None)
+    account = jane(active=False)
     page = browser.new_page(viewport=viewport)
     page.goto(f"{site.url}{landing_path(live_token(account=account))}")
     check(page, "activate-link")
