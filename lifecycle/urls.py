@@ -23,6 +23,8 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_site.urls(), "api"))),
+    # SCIM 2.0 for identity providers (lifecycle/scim/; docs/scim.md).
+    path("scim/v2/", include("lifecycle.scim.urls")),
     # Prometheus, with METRICS_TOKEN only (docs/production.md, "Metrics"); no slash, as scrapers ask for it.
     path("metrics", metrics, name="metrics"),
     # The development inbox (lifecycle/dev_inbox/): the e-mails kept under .local/mail/, with DEBUG on only.

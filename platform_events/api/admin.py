@@ -59,6 +59,10 @@ CURL_EXAMPLES = {
         'curl -X DELETE -H "Authorization: Bearer {key}" -H "Idempotency-Key: $(openssl rand -hex 16)"'
         ' "{url}/1?erase=now&reason=the%20person%20asked"',
     ),
+    ApiScope.SCIM: (
+        "scim:users",
+        "curl -H \"Authorization: Bearer {key}\" '{url}?filter=userName%20eq%20%22ada%22'",
+    ),
     ApiScope.SESSIONS: (
         "api:check_password",
         'curl -X POST -H "Authorization: Bearer {key}" -H "Content-Type: application/json"'

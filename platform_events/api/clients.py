@@ -51,6 +51,14 @@ SCOPE_POWERS: dict[str, tuple[str, ...] | None] = {
     ),
     ApiScope.ACCOUNTS_DELETE: ("accounts.view_account", "accounts.deprovision_account"),
     ApiScope.ACCOUNTS_ERASE: ("accounts.view_account", "accounts.erase_account"),
+    # An identity provider creates, suspends and deprovisions accounts: staff who may do all of it (as
+    # with accounts:write, no role may create accounts: a superuser gives it).
+    ApiScope.SCIM: (
+        "accounts.view_account",
+        "accounts.add_account",
+        "accounts.suspend_account",
+        "accounts.deprovision_account",
+    ),
     ApiScope.SESSIONS: None,
     ApiScope.SESSIONS_CLIENT_ADDRESS: None,
 }

@@ -6,7 +6,7 @@ from django.db.models.functions import Now
 
 
 class ApiScope(models.TextChoices):
-    """What an API client may do (platform_events/sql/0028_erasure.sql lists the same)."""
+    """What an API client may do (platform_events/sql/0029_scim_scope.sql lists the same)."""
 
     ACCOUNTS_READ = "accounts:read", "accounts:read (read and look up accounts)"
     ACCOUNTS_WRITE = "accounts:write", "accounts:write (provision, suspend, unsuspend, send e-mails)"
@@ -18,6 +18,8 @@ class ApiScope(models.TextChoices):
         "sessions:client-address",
         "sessions:client-address (with sessions: say the signing-in person's IP address)",
     )
+    # An identity provider's SCIM 2.0 provisioning (docs/scim.md).
+    SCIM = "scim", "scim (an identity provider: read, create, change, deactivate and delete accounts by SCIM 2.0)"
 
 
 class ApiClient(models.Model):

@@ -110,6 +110,7 @@ def test_the_key_page_has_a_curl_line_with_the_key_for_an_operation_its_scopes_a
         (["accounts:delete"], "-X DELETE"),
         (["accounts:delete", "sessions"], "/api/v1/accounts/1?reason="),
         (["sessions"], "/api/v1/sessions"),
+        (["scim"], "/scim/v2/Users?filter="),
     ],
 )
 def test_a_client_without_the_read_scope_gets_a_curl_line_it_may_run(maker, integrator, scopes, call):

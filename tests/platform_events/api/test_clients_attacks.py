@@ -12,6 +12,7 @@ from platform_events.api.clients import (
     api_client_change_scopes,
     api_client_create,
     api_client_revoke,
+    scopes_beyond_actor,
 )
 from platform_events.api.models import ApiClient
 
@@ -140,3 +141,25 @@ def test_the_database_takes_accounts_delete_and_still_refuses_an_unknown_scope(s
             "UPDATE api_clients SET scopes = ARRAY['accounts:delete', 'accounts:everything'] WHERE id = %s", [client.pk]
         )
     assert ApiClient.objects.get(pk=client.pk).scopes == ["accounts:delete"]
+
+
+@pytest.mark.django_db
+def test_the_database_takes_scim_as_a_scope_of_its_own(sql):
+    client, _ = api_client_create(name="okta", scopes=["scim"], actor=None)
+    assert ApiClient.objects.get(pk=client.pk).scopes == ["scim"]
+
+
+@pytest.mark.django_db
+def test_only_staff_who_may_do_all_an_identity_provider_does_give_a_client_the_scim_scope():
+    """A scim key creates, suspends and deprovisions accounts: as with accounts:write, no staff role may
+    create accounts, so only a superuser gives it (a role that gains those powers may too)."""
+
+    def staff(role):
+        user = get_user_model().objects.create_user(f"staff-{role.lower()}", password="x", is_staff=True)
+        user.groups.set([Group.objects.get(name=role)])
+        return get_user_model().objects.get(pk=user.pk)  # permissions read afresh
+
+    for role in ("Support", "Privacy", "Auditor", "Integrator"):
+        assert "scope scim" in scopes_beyond_actor(["scim"], staff(role)), role
+    superuser = get_user_model().objects.create_superuser("root-of-it", password="x")
+    assert scopes_beyond_actor(["scim"], superuser) is None

@@ -1,0 +1,146 @@
+"""A SCIM filter (RFC 7644 §3.4.2.2), parsed by scim2-models, as a query on the accounts a client
+may see: each attribute of the mapping (docs/scim.md) to its column, the comparisons to lookups.
+A filter is bounded (its length, its number of expressions) so that none is built to be slow; an
+attribute the mapping does not hold matches nothing, as the RFC has it."""
+
+from datetime import datetime
+
+from django.db.models import Q
+from scim2_models import ScimFilter
+from scim2_models.path.expressions import (
+    AttrPath,
+    CompareOperator,
+    Comparison,
+    FilterNode,
+    LogicalExpr,
+    LogicalOperator,
+    Not,
+    Present,
+    ValuePath,
+)
+
+from lifecycle.scim.errors import ScimError
+
+LONGEST_FILTER = 1000
+MOST_EXPRESSIONS = 20
+NOTHING = Q(pk__in=[])
+
+# String attributes: SCIM attribute (lower case) -> account column. userName and e-mail addresses are
+# not case-exact (RFC 7643 §4.1.1, §4.1.2), nor are the account's.
+STRINGS = {"username": "login", "emails": "email", "emails.value": "email"}
+# Always true of the one address an account has: it is its primary, work address.
+EMAIL_FACTS = {"emails.type": "work", "emails.primary": True}
+DATES = {"meta.created": "created_at", "meta.lastmodified": "last_modified"}
+
+LOOKUPS = {
+    CompareOperator.eq: "iexact",
+    CompareOperator.co: "icontains",
+    CompareOperator.sw: "istartswith",
+    CompareOperator.ew: "iendswith",
+    CompareOperator.gt: "gt",
+    CompareOperator.ge: "gte",
+    CompareOperator.lt: "lt",
+    CompareOperator.le: "lte",
+}
+
+
+def users_filter(expression: str) -> Q:
+    """The Q for a ``filter`` of /Users; ScimError 400 invalidFilter for one that cannot be read or is
+    too large."""
+    if len(expression) > LONGEST_FILTER:
+        raise ScimError(400, f"A filter is at most {LONGEST_FILTER} characters long.", "invalidFilter")
+    try:
+        node = ScimFilter(expression).ast
+    except Exception as error:  # scim2-models' InvalidFilterException, or a value it cannot read
+        raise ScimError(400, f"The filter cannot be read: {error}.", "invalidFilter") from None
+    if _size(node) > MOST_EXPRESSIONS:
+        raise ScimError(400, f"A filter holds at most {MOST_EXPRESSIONS} expressions.", "invalidFilter")
+    return _q(node, prefix="")
+
+
+def _size(node: FilterNode) -> int:
+    if isinstance(node, LogicalExpr):
+        return sum(_size(term) for term in node.terms)
+    if isinstance(node, Not):
+        return _size(node.expr)
+    if isinstance(node, ValuePath):
+        return _size(node.val_filter)
+    return 1
+
+
+def _name(path: AttrPath, prefix: str) -> str:
+    name = ".".join(part for part in (prefix, path.attr, path.sub_attr) if part).lower()
+    return name
+
+
+def _q(node: FilterNode, *, prefix: str) -> Q:
+    if isinstance(node, LogicalExpr):
+        terms = [_q(term, prefix=prefix) for term in node.terms]
+        combined = terms[0]
+        for term in terms[1:]:
+            combined = combined & term if node.op == LogicalOperator.and_ else combined | term
+        return combined
+    if isinstance(node, Not):
+        return ~_q(node.expr, prefix=prefix)
+    if isinstance(node, ValuePath):
+        return _q(node.val_filter, prefix=_name(node.attr_path, prefix))
+    if isinstance(node, Present):
+        return _present(_name(node.attr_path, prefix))
+    if isinstance(node, Comparison):
+        return _comparison(_name(node.attr_path, prefix), node.op, node.value)
+    raise ScimError(400, f"The filter holds an expression this service does not read: {node}.", "invalidFilter")
+
+
+def _present(name: str) -> Q:
+    if name in STRINGS or name in ("username", "active", "id", "meta.created", "meta.lastmodified"):
+        return Q()
+    if name in EMAIL_FACTS:
+        return Q()
+    return NOTHING
+
+
+def _comparison(name: str, op: CompareOperator, value) -> Q:
+    if name in STRINGS:
+        if not isinstance(value, str):
+            raise ScimError(400, f"{name} is compared with a string.", "invalidFilter")
+        column = STRINGS[name]
+        if op == CompareOperator.ne:
+            return ~Q(**{f"{column}__iexact": value})
+        return Q(**{f"{column}__{LOOKUPS[op]}": value})
+    if name == "active":
+        if not isinstance(value, bool) or op not in (CompareOperator.eq, CompareOperator.ne):
+            raise ScimError(400, "active is compared with eq or ne and true or false.", "invalidFilter")
+        active = Q(status="active")
+        return active if (op == CompareOperator.eq) == value else ~active
+    if name == "id":
+        if op not in (CompareOperator.eq, CompareOperator.ne):
+            raise ScimError(400, "id is compared with eq or ne.", "invalidFilter")
+        same = Q(pk=int(value)) if isinstance(value, str) and value.isdigit() and len(value) < 19 else NOTHING
+        return same if op == CompareOperator.eq else ~same
+    if name in DATES:
+        when = _moment(value, name)
+        if op in (CompareOperator.co, CompareOperator.sw, CompareOperator.ew):
+            raise ScimError(400, f"{name} is a date: compare it with eq, ne, gt, ge, lt or le.", "invalidFilter")
+        column = DATES[name]
+        if op == CompareOperator.ne:
+            return ~Q(**{column: when})
+        return Q(**{column if op == CompareOperator.eq else f"{column}__{LOOKUPS[op]}": when})
+    if name in EMAIL_FACTS:
+        fact = EMAIL_FACTS[name]
+        if op == CompareOperator.eq:
+            return Q() if _same(value, fact) else NOTHING
+        if op == CompareOperator.ne:
+            return NOTHING if _same(value, fact) else Q()
+        return NOTHING
+    return NOTHING  # an attribute the mapping does not hold (RFC 7644 §3.4.2.2: false)
+
+
+def _same(value, fact) -> bool:
+    return value.lower() == fact if isinstance(fact, str) and isinstance(value, str) else value == fact
+
+
+def _moment(value, name: str) -> datetime:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise ScimError(400, f"{name} is compared with a date such as 2026-01-31T00:00:00Z.", "invalidFilter") from None

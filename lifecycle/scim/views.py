@@ -1,0 +1,201 @@
+"""/scim/v2/ (docs/scim.md): the discovery endpoints and Users, for identity providers holding an API
+client's key with the scope scim. Answers and errors are application/scim+json (RFC 7644); every
+request counts on the client's rate limit, as the client API's do."""
+
+from functools import wraps
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+from scim2_models import Context, ResourceType, ResponseParameters, User
+
+from lifecycle.api.auth import per_client_limit
+from lifecycle.scim.errors import ScimError, scim_response
+from lifecycle.scim.filters import users_filter
+from lifecycle.scim.users import scim_accounts, user_json, user_of
+from platform_events.api.clients import api_client_by_key
+from platform_events.api.models import ApiScope
+from platform_events.limits.counters import LimitExceeded, limits_hit
+
+LIST_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+# The most Users one page of a list holds (announced in ServiceProviderConfig's filter.maxResults).
+MAX_RESULTS = 200
+
+
+def scim_view(*methods: str):
+    """A SCIM endpoint: the client's key with the scope scim (401 or 403 otherwise, as SCIM errors),
+    its rate limit, the methods it answers; a ScimError raised inside is its answer."""
+
+    def wrap(view):
+        @csrf_exempt
+        @wraps(view)
+        def endpoint(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            try:
+                if request.method not in methods:
+                    raise ScimError(405, f"{request.path} answers {', '.join(methods)}.")
+                request.scim_client = _client(request)
+                return view(request, *args, **kwargs)
+            except ScimError as error:
+                return error.response()
+
+        return endpoint
+
+    return wrap
+
+
+def _client(request: HttpRequest):
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    client = api_client_by_key(key.strip()) if scheme.lower() == "bearer" else None
+    if client is None:
+        raise ScimError(401, "An API client's key is needed: Authorization: Bearer <key>.")
+    try:
+        limits_hit([(per_client_limit(), f"api-client:{client.pk}")])
+    except LimitExceeded as refusal:
+        raise ScimError(
+            429,
+            f"This client may make {settings.API_REQUESTS_PER_MINUTE} requests a minute.",
+            headers={"Retry-After": str(refusal.retry_after)},
+        ) from None
+    if ApiScope.SCIM not in client.scopes:
+        raise ScimError(403, f"This needs the scope {ApiScope.SCIM}; this client has {', '.join(client.scopes)}.")
+    return client
+
+
+def _base(request: HttpRequest) -> str:
+    """The service's base URL, from PUBLIC_BASE_URL (never the request's Host header)."""
+    return f"{settings.PUBLIC_BASE_URL}{reverse('scim:root')}".rstrip("/")
+
+
+def _parameters(request: HttpRequest) -> ResponseParameters | None:
+    attributes, excluded = request.GET.get("attributes"), request.GET.get("excludedAttributes")
+    if not attributes and not excluded:
+        return None
+    try:
+        return ResponseParameters(
+            attributes=[a.strip() for a in attributes.split(",")] if attributes else None,
+            excluded_attributes=[a.strip() for a in excluded.split(",")] if excluded else None,
+        )
+    except ValueError as error:
+        raise ScimError(400, f"attributes or excludedAttributes cannot be read: {error}.", "invalidValue") from None
+
+
+def _number(request: HttpRequest, name: str, default: int) -> int:
+    raw = request.GET.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ScimError(400, f"{name} is a whole number, not {raw[:40]!r}.", "invalidValue") from None
+
+
+# Discovery
+
+
+@scim_view("GET")
+def service_provider_config(request: HttpRequest) -> HttpResponse:
+    base = _base(request)
+    return scim_response(
+        {
+            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"],
+            "documentationUri": f"{settings.PUBLIC_BASE_URL}/api/v1/docs",
+            "patch": {"supported": False},
+            "bulk": {"supported": False, "maxOperations": 0, "maxPayloadSize": 0},
+            "filter": {"supported": True, "maxResults": MAX_RESULTS},
+            "changePassword": {"supported": False},
+            "sort": {"supported": False},
+            "etag": {"supported": False},
+            "authenticationSchemes": [
+                {
+                    "type": "oauthbearertoken",
+                    "name": "API client key",
+                    "description": "The key of a Lifecycle API client holding the scope scim, as a Bearer token.",
+                    "primary": True,
+                }
+            ],
+            "meta": {"resourceType": "ServiceProviderConfig", "location": f"{base}/ServiceProviderConfig"},
+        }
+    )
+
+
+def _user_resource_type(base: str) -> dict:
+    resource_type = ResourceType(
+        id="User", name="User", endpoint="/Users", description="An account", schema_=User.__schema__
+    )
+    body = resource_type.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+    body["meta"] = {"resourceType": "ResourceType", "location": f"{base}/ResourceTypes/User"}
+    return body
+
+
+@scim_view("GET")
+def resource_types(request: HttpRequest, name: str | None = None) -> HttpResponse:
+    body = _user_resource_type(_base(request))
+    if name is not None:
+        if name != "User":
+            raise ScimError(404, f"There is no resource type {name[:60]!r}; this service has User.")
+        return scim_response(body)
+    return scim_response(_list([body], total=1, start=1))
+
+
+def _user_schema(base: str) -> dict:
+    body = User.to_schema().model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+    body["meta"] = {"resourceType": "Schema", "location": f"{base}/Schemas/{User.__schema__}"}
+    return body
+
+
+@scim_view("GET")
+def schemas(request: HttpRequest, name: str | None = None) -> HttpResponse:
+    body = _user_schema(_base(request))
+    if name is not None:
+        if name != User.__schema__:
+            raise ScimError(404, f"There is no schema {name[:80]!r}; this service has {User.__schema__}.")
+        return scim_response(body)
+    return scim_response(_list([body], total=1, start=1))
+
+
+def _list(resources: list[dict], *, total: int, start: int) -> dict:
+    return {
+        "schemas": [LIST_SCHEMA],
+        "totalResults": total,
+        "startIndex": start,
+        "itemsPerPage": len(resources),
+        "Resources": resources,
+    }
+
+
+# Users
+
+
+@scim_view("GET")
+def users(request: HttpRequest) -> HttpResponse:
+    """The Users a filter selects, by id, a page of them: ``startIndex`` (1-based; below 1 is 1) and
+    ``count`` (0 gives the total only; at most MAX_RESULTS)."""
+    accounts = scim_accounts()
+    if expression := request.GET.get("filter"):
+        accounts = accounts.filter(users_filter(expression))
+    start = max(_number(request, "startIndex", 1), 1)
+    count = min(max(_number(request, "count", MAX_RESULTS), 0), MAX_RESULTS)
+    parameters = _parameters(request)
+    total = accounts.count()
+    page = list(accounts.order_by("pk")[start - 1 : start - 1 + count]) if count else []
+    base = _base(request)
+    resources = [user_json(user_of(account, location=f"{base}/Users/{account.pk}"), parameters) for account in page]
+    return scim_response(_list(resources, total=total, start=start))
+
+
+@scim_view("GET")
+def user(request: HttpRequest, user_id: str) -> HttpResponse:
+    account = _account(user_id)
+    parameters = _parameters(request)
+    found = user_of(account, location=f"{_base(request)}/Users/{account.pk}")
+    response = scim_response(user_json(found, parameters))
+    response["ETag"] = found.meta.version
+    return response
+
+
+def _account(user_id: str):
+    account = scim_accounts().filter(pk=int(user_id)).first() if user_id.isdigit() and len(user_id) < 19 else None
+    if account is None:
+        raise ScimError(404, f"There is no User {user_id[:40]!r}.")
+    return account

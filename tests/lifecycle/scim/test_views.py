@@ -1,0 +1,199 @@
+"""/scim/v2/ (lifecycle/scim/views.py): the discovery endpoints and reading Users, as an identity
+provider's client calls them."""
+
+import pytest
+
+from accounts.services import account_deprovision
+from lifecycle.demo.factories import AccountFactory
+
+pytestmark = pytest.mark.django_db
+
+USER = "urn:ietf:params:scim:schemas:core:2.0:User"
+
+
+def body(response) -> dict:
+    assert response["Content-Type"] == "application/scim+json", response.content
+    return response.json()
+
+
+def error(response, status: int, scim_type: str | None = None) -> str:
+    answer = body(response)
+    assert response.status_code == status, answer
+    assert answer["schemas"] == ["urn:ietf:params:scim:api:messages:2.0:Error"]
+    assert answer["status"] == str(status) and answer.get("scimType") == scim_type, answer
+    return answer["detail"]
+
+
+# Discovery
+
+
+def test_the_service_provider_config_says_what_is_supported(scim, settings):
+    config = body(scim.get("/ServiceProviderConfig"))
+    assert config["filter"] == {"supported": True, "maxResults": 200}
+    for feature in ("patch", "bulk", "sort", "changePassword", "etag"):
+        assert config[feature]["supported"] is False, feature
+    assert config["authenticationSchemes"][0]["type"] == "oauthbearertoken"
+    assert config["meta"]["location"] == f"{settings.PUBLIC_BASE_URL}/scim/v2/ServiceProviderConfig"
+
+
+def test_the_resource_types_and_schemas_describe_users(scim):
+    types = body(scim.get("/ResourceTypes"))
+    assert types["totalResults"] == 1 and types["Resources"][0]["endpoint"] == "/Users"
+    assert types["Resources"][0]["schema"] == USER
+    assert body(scim.get("/ResourceTypes/User"))["id"] == "User"
+    schema = body(scim.get(f"/Schemas/{USER}"))
+    assert schema["id"] == USER and "userName" in [a["name"] for a in schema["attributes"]]
+    assert body(scim.get("/Schemas"))["Resources"][0]["id"] == USER
+    error(scim.get("/ResourceTypes/Group"), 404)
+    error(scim.get("/Schemas/urn:nope"), 404)
+
+
+# Reading Users
+
+
+def test_a_user_is_the_account_as_the_mapping_says(scim, settings):
+    account = AccountFactory(active=True, login="ada", email="Ada@Example.com")
+    response = scim.get(f"/Users/{account.pk}")
+    user = body(response)
+    assert user["schemas"] == [USER] and user["id"] == str(account.pk)
+    assert (user["userName"], user["active"]) == ("ada", True)
+    # scim2-models writes the domain in lower case, as domains are (the local part as it is).
+    assert user["emails"] == [{"value": "Ada@example.com", "type": "work", "primary": True}]
+    assert user["meta"]["resourceType"] == "User"
+    assert user["meta"]["location"] == f"{settings.PUBLIC_BASE_URL}/scim/v2/Users/{account.pk}"
+    assert response["ETag"] == user["meta"]["version"] and user["meta"]["version"].startswith('W/"')
+
+
+@pytest.mark.parametrize(("traits", "active"), [({}, False), ({"suspended": True}, False), ({"active": True}, True)])
+def test_active_is_true_for_an_active_account_only(scim, traits, active):
+    account = AccountFactory(**traits)
+    assert body(scim.get(f"/Users/{account.pk}"))["active"] is active
+
+
+def test_a_deprovisioned_erased_or_unknown_account_is_a_scim_404(scim):
+    gone = AccountFactory(active=True)
+    account_deprovision(account=gone, actor=None)
+    erased = AccountFactory(erased=True)
+    for user_id in (str(gone.pk), str(erased.pk), "999999", "abc", "9" * 40):
+        assert "There is no User" in error(scim.get(f"/Users/{user_id}"), 404)
+
+
+def test_the_version_changes_when_the_user_does(scim):
+    from accounts.services import account_suspend
+
+    account = AccountFactory(active=True)
+    before = scim.get(f"/Users/{account.pk}")["ETag"]
+    account_suspend(account=account, actor=None)
+    assert scim.get(f"/Users/{account.pk}")["ETag"] != before
+
+
+def test_attributes_and_excluded_attributes_select_what_is_returned(scim):
+    account = AccountFactory(active=True, login="ada")
+    assert body(scim.get(f"/Users/{account.pk}", attributes="userName")) == {
+        "schemas": [USER],
+        "id": str(account.pk),
+        "userName": "ada",
+    }
+    assert "emails" not in body(scim.get(f"/Users/{account.pk}", excludedAttributes="emails"))
+
+
+# Lists, filters and pages
+
+
+def ids(response) -> list[str]:
+    return [user["id"] for user in body(response)["Resources"]]
+
+
+@pytest.fixture
+def people(db):
+    return {
+        "ada": AccountFactory(active=True, login="ada", email="ada@example.com"),
+        "bob": AccountFactory(active=True, login="bob", email="bob@example.org"),
+        "cy": AccountFactory(suspended=True, login="cy", email="cy@example.com"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('userName eq "ADA"', ["ada"]),
+        ('userName ne "ada"', ["bob", "cy"]),
+        ('userName co "o"', ["bob"]),
+        ('userName sw "c"', ["cy"]),
+        ('userName ew "a"', ["ada"]),
+        ('emails.value eq "BOB@example.org"', ["bob"]),
+        ('emails eq "cy@example.com"', ["cy"]),
+        ('emails[type eq "work" and value ew "example.com"]', ["ada", "cy"]),
+        ('emails[value co "example.org"]', ["bob"]),
+        ("active eq true", ["ada", "bob"]),
+        ("active eq false", ["cy"]),
+        ('userName eq "ada" or userName eq "cy"', ["ada", "cy"]),
+        ('not (userName eq "ada")', ["bob", "cy"]),
+        ('active eq true and not (emails.value ew ".org")', ["ada"]),
+        ("userName pr", ["ada", "bob", "cy"]),
+        ("externalId pr", []),
+        ('externalId eq "x"', []),
+        ('nickName eq "x"', []),
+        ('meta.created gt "2000-01-01T00:00:00Z"', ["ada", "bob", "cy"]),
+        ('meta.lastModified lt "2000-01-01T00:00:00Z"', []),
+    ],
+)
+def test_the_filter_operators(scim, people, expression, expected):
+    names = {str(account.pk): name for name, account in people.items()}
+    assert sorted(names[i] for i in ids(scim.get("/Users", filter=expression))) == expected
+
+
+def test_okta_asks_for_a_user_that_does_not_exist_yet_and_gets_an_empty_list(scim, people):
+    answer = body(scim.get("/Users", filter='userName eq "ann@example.com"', startIndex="1", count="100"))
+    assert (answer["totalResults"], answer["Resources"], answer["startIndex"]) == (0, [], 1)
+
+
+@pytest.mark.parametrize(
+    ("start", "count", "expected", "total"),
+    [("1", "1", 1, 3), ("2", "2", 2, 3), ("0", "2", 2, 3), ("-5", "1", 1, 3), ("10", "5", 0, 3), ("1", "0", 0, 3)],
+)
+def test_pages(scim, people, start, count, expected, total):
+    answer = body(scim.get("/Users", startIndex=start, count=count))
+    assert (answer["itemsPerPage"], answer["totalResults"], len(answer["Resources"])) == (expected, total, expected)
+    assert answer["startIndex"] == max(int(start), 1)
+
+
+def test_a_page_holds_at_most_the_announced_number(scim, people):
+    assert body(scim.get("/Users", count="100000"))["itemsPerPage"] == 3
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["userName eq", 'userName xx "a"', "(((", 'active eq "yes"', 'meta.created gt "yesterday"', "x" * 1001],
+)
+def test_a_filter_that_cannot_be_read_is_invalid_filter(scim, people, expression):
+    error(scim.get("/Users", filter=expression), 400, "invalidFilter")
+
+
+def test_a_filter_built_to_be_slow_is_refused(scim, people):
+    expression = " or ".join(f'userName co "{n}"' for n in range(30))
+    assert "at most 20 expressions" in error(scim.get("/Users", filter=expression), 400, "invalidFilter")
+
+
+@pytest.mark.parametrize(("name", "value"), [("startIndex", "one"), ("count", "1.5")])
+def test_a_page_number_that_is_not_a_number_is_invalid_value(scim, name, value):
+    error(scim.get("/Users", **{name: value}), 400, "invalidValue")
+
+
+# Who may
+
+
+def test_without_a_key_or_with_a_wrong_one_it_is_a_scim_401(db):
+    from django.test import Client
+
+    assert "Bearer" in error(Client().get("/scim/v2/Users"), 401)
+    assert "Bearer" in error(Client().get("/scim/v2/Users", HTTP_AUTHORIZATION="Bearer nope"), 401)
+
+
+def test_a_client_without_the_scope_is_a_scim_403(make_scim):
+    reader = make_scim("accounts:read", "accounts:write")
+    assert "needs the scope scim" in error(reader.get("/Users"), 403)
+
+
+def test_a_method_the_endpoint_does_not_answer_is_a_scim_405(scim):
+    error(scim.send("DELETE", "/ServiceProviderConfig"), 405)
