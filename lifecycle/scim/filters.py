@@ -25,18 +25,19 @@ LONGEST_FILTER = 1000
 MOST_EXPRESSIONS = 20
 NOTHING = Q(pk__in=[])
 
-# String attributes: SCIM attribute (lower case) -> account column. userName and e-mail addresses are
+# String attributes: SCIM attribute (lower case) -> the account's column in lower case (scim_accounts()
+# aliases them), the expression the accounts' indexes are built on. userName and e-mail addresses are
 # not case-exact (RFC 7643 §4.1.1, §4.1.2), nor are the account's.
-STRINGS = {"username": "login", "emails": "email", "emails.value": "email"}
+STRINGS = {"username": "login_lower", "emails": "email_lower", "emails.value": "email_lower"}
 # Always true of the one address an account has: it is its primary, work address.
 EMAIL_FACTS = {"emails.type": "work", "emails.primary": True}
 DATES = {"meta.created": "created_at", "meta.lastmodified": "last_modified"}
 
 LOOKUPS = {
-    CompareOperator.eq: "iexact",
-    CompareOperator.co: "icontains",
-    CompareOperator.sw: "istartswith",
-    CompareOperator.ew: "iendswith",
+    CompareOperator.eq: "exact",
+    CompareOperator.co: "contains",
+    CompareOperator.sw: "startswith",
+    CompareOperator.ew: "endswith",
     CompareOperator.gt: "gt",
     CompareOperator.ge: "gte",
     CompareOperator.lt: "lt",
@@ -103,9 +104,9 @@ def _comparison(name: str, op: CompareOperator, value) -> Q:
     if name in STRINGS:
         if not isinstance(value, str):
             raise ScimError(400, f"{name} is compared with a string.", "invalidFilter")
-        column = STRINGS[name]
+        column, value = STRINGS[name], value.lower()  # logins and addresses are ASCII: Python's lower() is SQL's
         if op == CompareOperator.ne:
-            return ~Q(**{f"{column}__iexact": value})
+            return ~Q(**{column: value})
         return Q(**{f"{column}__{LOOKUPS[op]}": value})
     if name == "active":
         if not isinstance(value, bool) or op not in (CompareOperator.eq, CompareOperator.ne):

@@ -7,7 +7,7 @@ import hashlib
 import json
 
 from django.db.models import F, QuerySet
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models.functions import Coalesce, Greatest, Lower
 from scim2_models import Context, Email, Meta, ResponseParameters, User
 
 from accounts.models import Account, AccountStatus
@@ -16,9 +16,12 @@ SERVED = [AccountStatus.PROVISIONED, AccountStatus.ACTIVE, AccountStatus.SUSPEND
 
 
 def scim_accounts() -> QuerySet[Account]:
-    """The accounts SCIM serves, each with ``last_modified`` (its latest change of state)."""
-    return Account.objects.filter(status__in=SERVED).annotate(
-        last_modified=Greatest(F("created_at"), Coalesce(F("status_changed_at"), F("created_at")))
+    """The accounts SCIM serves, each with ``last_modified`` (its latest change of state), and their login
+    and address in lower case for the filters (lifecycle/scim/filters.py)."""
+    return (
+        Account.objects.filter(status__in=SERVED)
+        .alias(login_lower=Lower("login"), email_lower=Lower("email"))
+        .annotate(last_modified=Greatest(F("created_at"), Coalesce(F("status_changed_at"), F("created_at"))))
     )
 
 
