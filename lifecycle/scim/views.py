@@ -10,12 +10,15 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from scim2_models import Context, ResourceType, ResponseParameters, User
 
+from accounts.errors import AlreadyDeprovisioned
+from accounts.services import account_deprovision
 from lifecycle.api.auth import per_client_limit
 from lifecycle.scim.errors import ScimError, scim_response
 from lifecycle.scim.filters import users_filter
 from lifecycle.scim.users import scim_accounts, user_json, user_of
 from platform_events.api.clients import api_client_by_key
 from platform_events.api.models import ApiScope
+from platform_events.audit.context import audit_context
 from platform_events.limits.counters import LimitExceeded, limits_hit
 
 LIST_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
@@ -184,9 +187,22 @@ def users(request: HttpRequest) -> HttpResponse:
     return scim_response(_list(resources, total=total, start=start))
 
 
-@scim_view("GET")
+# The reason the trail gives for an identity provider's DELETE.
+DELETED_REASON = "deleted by the identity provider"
+
+
+@scim_view("GET", "DELETE")
 def user(request: HttpRequest, user_id: str) -> HttpResponse:
+    """GET: the User. DELETE: the account deprovisioned, as the client, with DELETED_REASON (erased after
+    ERASURE_DELAY_DAYS, restorable until then by staff); 204, and the User is gone for SCIM."""
     account = _account(user_id)
+    if request.method == "DELETE":
+        try:
+            with audit_context(actor=request.scim_client, reason=DELETED_REASON, request=request):
+                account_deprovision(account=account, actor=request.scim_client)
+        except AlreadyDeprovisioned:
+            pass  # deprovisioned meanwhile by another request: gone all the same
+        return HttpResponse(status=204)
     parameters = _parameters(request)
     found = user_of(account, location=f"{_base(request)}/Users/{account.pk}")
     response = scim_response(user_json(found, parameters))

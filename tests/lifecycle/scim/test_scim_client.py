@@ -42,3 +42,14 @@ def test_a_scim_client_discovers_the_service_and_reads_users(provider):
 def test_an_unknown_user_is_a_scim_error_the_client_reads(provider):
     with pytest.raises(NotFoundException, match="There is no User '999999'"):
         provider.query(User, "999999")
+
+
+def test_a_scim_client_deletes_a_user_and_it_is_gone(provider):
+    from accounts.models import AccountStatus
+
+    ada = AccountFactory(active=True, login="ada", email="ada@example.com")
+    provider.delete(User, str(ada.pk))
+    ada.refresh_from_db()
+    assert ada.status == AccountStatus.DEPROVISIONED
+    with pytest.raises(NotFoundException):
+        provider.query(User, str(ada.pk))

@@ -197,3 +197,34 @@ def test_a_client_without_the_scope_is_a_scim_403(make_scim):
 
 def test_a_method_the_endpoint_does_not_answer_is_a_scim_405(scim):
     error(scim.send("DELETE", "/ServiceProviderConfig"), 405)
+
+
+# Deleting Users
+
+
+def test_delete_deprovisions_the_account_as_the_client_and_the_user_is_gone(scim):
+    from accounts.models import AccountStatus
+    from platform_events.audit.models import AuditEvent
+
+    account = AccountFactory(active=True)
+    response = scim.send("DELETE", f"/Users/{account.pk}")
+    assert response.status_code == 204 and response.content == b""
+    account.refresh_from_db()
+    assert account.status == AccountStatus.DEPROVISIONED
+    audit = AuditEvent.objects.get(action="account.deprovisioned", resource_id=str(account.pk))
+    assert audit.reason == "deleted by the identity provider" and audit.actor_id.startswith("api-client:")
+    error(scim.get(f"/Users/{account.pk}"), 404)
+    error(scim.send("DELETE", f"/Users/{account.pk}"), 404)
+
+
+def test_delete_of_an_unknown_user_is_a_scim_404(scim):
+    error(scim.send("DELETE", "/Users/999999"), 404)
+
+
+def test_a_client_without_the_scope_deletes_nothing(make_scim):
+    from accounts.models import AccountStatus
+
+    account = AccountFactory(active=True)
+    error(make_scim("accounts:read", "accounts:delete").send("DELETE", f"/Users/{account.pk}"), 403)
+    account.refresh_from_db()
+    assert account.status == AccountStatus.ACTIVE
