@@ -1,5 +1,6 @@
 """End users' own account pages (docs/public-pages.md, "Your account"): sign in with a login or
-e-mail and the password, see the account and its latest sign-ins, sign out.
+e-mail and the password, see the account and its latest sign-ins, change its password or address,
+delete it, sign out. Each change asks for the password again, on the sign-in's limits.
 
 The session is the account pages' own (accounts/sessions.py): a cookie of its own name, sent only to
 /account/, holding a secret minted at sign-in. The admin never reads it, and these pages never read
