@@ -73,6 +73,20 @@ def _forget_cookie(response: HttpResponse) -> HttpResponse:
     return response
 
 
+def limited(view):
+    """The view, with a limit it meets (``LimitExceeded``, from a password check or an e-mail's count)
+    answered as the 429 page."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except LimitExceeded as exceeded:
+            return too_many_page(request, exceeded)
+
+    return wrapper
+
+
 def signed_in(view):
     """The view for a signed-in browser (``request.account_session``, its account at
     ``.account``); anyone else goes to the sign-in page, a dead cookie forgotten on the way."""
@@ -92,18 +106,16 @@ def signed_in(view):
 @never_cache
 @sensitive_post_parameters("password")
 @require_http_methods(["GET", "POST"])
+@limited
 def sign_in(request: HttpRequest) -> HttpResponse:
     if request.method == "GET" and _session(request) is not None:
         return redirect("account")
     form = SignInForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         check = _check(request, form.cleaned_data["identifier"])
-        try:
-            verdict = password_checked(
-                check, form.cleaned_data["password"], accepted=lambda account: account.status == AccountStatus.ACTIVE
-            )
-        except LimitExceeded as exceeded:
-            return too_many_page(request, exceeded)
+        verdict = password_checked(
+            check, form.cleaned_data["password"], accepted=lambda account: account.status == AccountStatus.ACTIVE
+        )
         if verdict.right:
             try:
                 started = account_session_start(
@@ -173,6 +185,7 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 @sensitive_post_parameters("current_password", "password", "password_again")
 @require_http_methods(["GET", "POST"])
 @signed_in
+@limited
 def change_password(request: HttpRequest) -> HttpResponse:
     """The current password, asked on the sign-in's limits and counters (a stolen session may not guess
     it faster than a stranger at the sign-in), then the new one through the sign-up's validators. The
@@ -187,11 +200,7 @@ def change_password(request: HttpRequest) -> HttpResponse:
         except ValidationError as error:
             form.add_error("password", error)
         else:
-            try:
-                right = _current_password_right(request, account, form.cleaned_data["current_password"])
-            except LimitExceeded as exceeded:
-                return too_many_page(request, exceeded)
-            if not right:
+            if not _current_password_right(request, account, form.cleaned_data["current_password"]):
                 form.add_error("current_password", "This is not your current password.")
             else:
                 return _password_changed(request, account, account_password_hash(new))
@@ -236,6 +245,7 @@ def _password_changed(request: HttpRequest, account, password_hash: str) -> Http
 @sensitive_post_parameters("password")
 @require_http_methods(["GET", "POST"])
 @signed_in
+@limited
 def change_email(request: HttpRequest) -> HttpResponse:
     """A new address, with the password: a link goes to the new address, which becomes the account's
     once it is used (tokens/sql/0026_email_change.sql). The answer is the same whether or not another
@@ -251,19 +261,16 @@ def change_email(request: HttpRequest) -> HttpResponse:
         elif new == account.email:
             form.add_error("email", "This is your address already.")
         else:
-            try:
-                right = _current_password_right(request, account, form.cleaned_data["password"])
-                if right:
-                    # Per account and per visitor, never per address typed: a count keyed on the address
-                    # would let a stranger spend its owner's recovery allowance, and would outlive an erasure.
-                    limits_hit(
-                        [
-                            (email_change_limit(), f"account:{account.pk}"),
-                            (public_limit("mail-per-client"), client_key(request) or "unknown"),
-                        ]
-                    )
-            except LimitExceeded as exceeded:
-                return too_many_page(request, exceeded)
+            right = _current_password_right(request, account, form.cleaned_data["password"])
+            if right:
+                # Per account and per visitor, never per address typed: a count keyed on the address
+                # would let a stranger spend its owner's recovery allowance, and would outlive an erasure.
+                limits_hit(
+                    [
+                        (email_change_limit(), f"account:{account.pk}"),
+                        (public_limit("mail-per-client"), client_key(request) or "unknown"),
+                    ]
+                )
             if not right:
                 form.add_error("password", "This is not your password.")
             else:
@@ -299,17 +306,14 @@ def change_email(request: HttpRequest) -> HttpResponse:
 @sensitive_post_parameters("password")
 @require_http_methods(["GET", "POST"])
 @signed_in
+@limited
 def delete_account(request: HttpRequest) -> HttpResponse:
     """Delete my account, confirmed by the password rather than a mailed link: the same deletion as the
     link's (tokens.services.token_delete_by_password), the restore e-mail following at once."""
     account = request.account_session.account
     form = DeleteAccountForm(_posted(request))
     if request.method == "POST" and form.is_valid():
-        try:
-            right = _current_password_right(request, account, form.cleaned_data["password"])
-        except LimitExceeded as exceeded:
-            return too_many_page(request, exceeded)
-        if not right:
+        if not _current_password_right(request, account, form.cleaned_data["password"]):
             form.add_error("password", "This is not your password.")
         else:
             try:
@@ -368,7 +372,8 @@ def _changed_lately(request: HttpRequest, account) -> HttpResponse:
 
 def _current_password_right(request: HttpRequest, account, password: str) -> bool:
     """Whether ``password`` is the signed-in account's, asked on the sign-in's limits and counters: a
-    stolen session may not guess it faster than a stranger at the sign-in (``LimitExceeded``)."""
+    stolen session may not guess it faster than a stranger at the sign-in (``LimitExceeded``, which
+    ``limited`` answers)."""
     return password_checked(
         _check(request, account.login), password, accepted=lambda named: named.pk == account.pk
     ).right
