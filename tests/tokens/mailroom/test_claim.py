@@ -4,13 +4,14 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 
 from lifecycle.demo.factories import AccountFactory
 from tests.support import connect
 from tokens.mailroom.claim import SentMarks, claim_batch, mark_failed, renew_lease
-from tokens.models import MailState, Token
+from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
+from tokens.services import token_request_mail
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,6 +43,24 @@ def test_a_claim_skips_rows_another_run_is_claiming_instead_of_waiting_for_them(
                 watcher.rollback()
                 assert waiting == 0, "the claim waits for a row another run holds"
     assert [token.pk for token in claimed] == [free.pk]
+
+
+def test_tokens_made_together_are_claimed_in_the_order_they_were_made():
+    """Tokens made in one transaction share their expiry (now() is the transaction's start): the older goes
+    first, so a batch goes out in one order every time, whatever order the rows are read in (here the
+    accounts', which is the reverse)."""
+    accounts = AccountFactory.create_batch(4)
+    first, mailed = claim_batch(10)
+    marks = SentMarks(first)
+    for token in mailed:
+        marks.mark(token)
+    marks.collect()
+    with transaction.atomic():  # asking again after a mail replaces the token
+        for account in reversed(accounts):
+            token_request_mail(identifier=account.login, action=TokenAction.ACTIVATION, actor=None)
+    made = [live_token(account=account).pk for account in reversed(accounts)]
+    _, claimed = claim_batch(10)
+    assert [token.pk for token in claimed] == made
 
 
 def test_a_run_whose_lease_ran_out_cannot_mark_a_token_another_run_took_over():
