@@ -75,8 +75,9 @@ class Token(models.Model):
     expires_at = models.DateTimeField()
     consumed_at = models.DateTimeField(null=True, blank=True)
     # How it was consumed: "link" or "code" (tokens/sql/0012; None before that, or by a plain psql UPDATE),
-    # or "password" for a deletion the account page confirmed (tokens/sql/0024).
-    consumed_with = models.CharField(max_length=8, null=True, blank=True, editable=False)
+    # "password" for a deletion the account page confirmed (tokens/sql/0024), or "identity_provider" for
+    # an activation an identity provider vouched for (tokens/sql/0027).
+    consumed_with = models.CharField(max_length=20, null=True, blank=True, editable=False)
     # The address an address change's token is for and mailed to (tokens/sql/0026); None for the others.
     email = models.CharField(max_length=254, null=True, blank=True, editable=False)
     created_at = models.DateTimeField(db_default=Now())

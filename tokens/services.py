@@ -327,6 +327,18 @@ def token_delete_by_password(*, account: Account) -> Token:
     return Token.objects.select_related("account").get(pk=token.pk)
 
 
+def token_activate_vouched(*, account: Account, actor) -> Token:
+    """Activate a provisioned account an identity provider vouched for, without an activation e-mail: an
+    activation token issued and consumed at once, "identity_provider" its way, as ``actor`` (the
+    client; tokens/sql/0027). The database activates the account as for a link, claiming its
+    address: ``EmailAlreadyClaimed`` when another activated account holds it; ``WrongAccountState``
+    when the account is not provisioned."""
+    with lifecycle_rules(), transaction.atomic(), audit_context(actor=actor):
+        token = _issue_or_refuse(account, TokenAction.ACTIVATION, needs=AccountStatus.PROVISIONED, actor=actor)
+        Token.objects.filter(pk=token.pk).update(consumed_at=Now(), consumed_with="identity_provider")
+    return Token.objects.select_related("account").get(pk=token.pk)
+
+
 def token_request_email_change(*, account: Account, email: str, actor) -> Token:
     """Mail ``email`` a link that makes it the account's address (tokens/sql/0026_email_change.sql);
     until it is used the account keeps its address, and a newer request replaces this one. Refused

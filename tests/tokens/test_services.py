@@ -24,6 +24,7 @@ from tokens.mailroom.drain import drain
 from tokens.models import Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import (
+    token_activate_vouched,
     token_consume,
     token_consume_code,
     token_delete_by_password,
@@ -381,3 +382,35 @@ def test_a_deletion_by_password_is_a_deletion_token_consumed_at_once_as_the_pers
     account.refresh_from_db()
     assert account.status == AccountStatus.DEPROVISIONED
     assert Token.objects.filter(account=account, action=TokenAction.RESTORE, consumed_at__isnull=True).exists()
+
+
+def test_an_activation_vouched_for_is_an_activation_token_consumed_at_once_and_never_mailed(smtp_server):
+    account = AccountFactory()
+    first = live_token(account=account)
+    token = token_activate_vouched(account=account, actor=None)
+    assert (token.action, token.consumed_with, token.mail_state) == (
+        TokenAction.ACTIVATION,
+        "identity_provider",
+        "skipped",
+    )
+    first.refresh_from_db()
+    assert first.superseded_at is not None
+    account.refresh_from_db()
+    assert account.status == AccountStatus.ACTIVE and account.activated_at is not None
+    assert drain().claimed == 0 and smtp_server.messages == []
+
+
+def test_an_activation_vouched_for_claims_the_address_or_changes_nothing():
+    account = AccountFactory(email="jane@example.com")
+    AccountFactory(active=True, email="jane@example.com")
+    with pytest.raises(EmailAlreadyClaimed):
+        token_activate_vouched(account=account, actor=None)
+    account.refresh_from_db()
+    assert account.status == AccountStatus.PROVISIONED
+    assert not Token.objects.filter(account=account, consumed_with="identity_provider").exists()
+
+
+def test_only_a_provisioned_account_is_activated_so():
+    account = AccountFactory(suspended=True)
+    with pytest.raises(WrongAccountState):
+        token_activate_vouched(account=account, actor=None)
