@@ -113,3 +113,18 @@ class SessionIsKept(Refused):
     """A session's record rewritten, ended twice, or a live one deleted."""
 
     code = "session-kept"
+
+
+@raised_as(sqlstate="LA012")
+class ScimUserRefused(Refused):
+    """A SCIM User's row the rules refuse (accounts/sql/0026_scim_users.sql): a userName or externalId
+    that is empty, too long or holds control characters, a client without the scope scim, an account
+    deprovisioned or erased, or a User moved to another account or client."""
+
+    code = "scim-user-refused"
+    status = 422
+
+
+@raised_as(constraint="scim_users_user_name_key", message="accounts: userName is already taken")
+class UserNameTaken(Refused):
+    code = "user-name-taken"

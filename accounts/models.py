@@ -89,6 +89,30 @@ class AccountPassword(models.Model):
 
 
 # Node assignment lives in its own sub-package; Django finds an app's models here.
+class ScimUser(models.Model):
+    """An account an identity provider created through SCIM (accounts/sql/0026_scim_users.sql): the API
+    client whose User it is, for good, and the userName and externalId that client gave it. The
+    account's login is the userName when that is a valid login (lifecycle/scim/provisioning.py)."""
+
+    account = models.OneToOneField(
+        Account, on_delete=models.DO_NOTHING, db_column="account", primary_key=True, related_name="scim_user"
+    )
+    client = models.ForeignKey(
+        "platform_events.ApiClient", on_delete=models.DO_NOTHING, db_column="client", related_name="scim_users"
+    )
+    user_name = models.CharField(max_length=254)
+    external_id = models.CharField(max_length=254, null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        managed = False
+        db_table = "scim_users"
+
+    def __str__(self):
+        return f"User {self.user_name} of client {self.client_id}"
+
+
 from accounts.nodes.models import Node, NodeAssignment, Service  # noqa: E402, F401
 
 
