@@ -188,7 +188,18 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     fieldsets = [
         (
             None,
-            {"fields": ["login", "email", "status_badge", "suspension", "deprovisioning", "erasure", "password_state"]},
+            {
+                "fields": [
+                    "login",
+                    "email",
+                    "status_badge",
+                    "suspension",
+                    "deprovisioning",
+                    "erasure",
+                    "password_state",
+                    "identity_provider",
+                ]
+            },
         ),
         (
             "Dates",
@@ -211,13 +222,14 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         "deprovisioning",
         "erasure",
         "password_state",
+        "identity_provider",
     ]
     inlines = [TokenInline, NodeAssignmentInline]
     row_actions = ACCOUNT_ACTIONS
     actions = list(ACCOUNT_ACTIONS)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("password")
+        return super().get_queryset(request).select_related("password", "scim_user__client")
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """The account page: its actions as buttons (AuditedRowActions), links to its trail and events,
@@ -315,6 +327,15 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         return (
             f"set {when(password.changed_at)}" if password else "none (the account cannot sign in with a password yet)"
         )
+
+    @admin.display(description="identity provider")
+    def identity_provider(self, account):
+        """The API client whose SCIM User the account is, and the userName it gave it (docs/scim.md); the
+        externalId is the provider's own and is not shown."""
+        link = getattr(account, "scim_user", None)
+        if link is None:
+            return "—"
+        return f"{link.client.name}, as {link.user_name} (SCIM, since {when(link.created_at)})"
 
     @admin.action(permissions=["suspend"], description="Suspend selected accounts")
     def suspend(self, request, queryset):

@@ -25,10 +25,12 @@ LONGEST_FILTER = 1000
 MOST_EXPRESSIONS = 20
 NOTHING = Q(pk__in=[])
 
-# String attributes: SCIM attribute (lower case) -> the account's column in lower case (scim_accounts()
-# aliases them), the expression the accounts' indexes are built on. userName and e-mail addresses are
-# not case-exact (RFC 7643 §4.1.1, §4.1.2), nor are the account's.
-STRINGS = {"username": "login_lower", "emails": "email_lower", "emails.value": "email_lower"}
+# String attributes: SCIM attribute (lower case) -> its column in lower case (scim_accounts() aliases
+# them), the expression the indexes are built on: userName and e-mail addresses are not case-exact
+# (RFC 7643 §4.1.1, §4.1.2), nor are the account's.
+STRINGS = {"username": "user_name_lower", "emails": "email_lower", "emails.value": "email_lower"}
+# externalId is case-exact (RFC 7643 §3.1), compared as it is.
+CASE_EXACT = {"externalid": "scim_user__external_id"}
 # Always true of the one address an account has: it is its primary, work address.
 EMAIL_FACTS = {"emails.type": "work", "emails.primary": True}
 DATES = {"meta.created": "created_at", "meta.lastmodified": "last_modified"}
@@ -93,6 +95,8 @@ def _q(node: FilterNode, *, prefix: str) -> Q:
 
 
 def _present(name: str) -> Q:
+    if name in CASE_EXACT:
+        return Q(**{f"{CASE_EXACT[name]}__isnull": False})
     if name in STRINGS or name in ("username", "active", "id", "meta.created", "meta.lastmodified"):
         return Q()
     if name in EMAIL_FACTS:
@@ -105,6 +109,13 @@ def _comparison(name: str, op: CompareOperator, value) -> Q:
         if not isinstance(value, str):
             raise ScimError(400, f"{name} is compared with a string.", "invalidFilter")
         column, value = STRINGS[name], value.lower()  # logins and addresses are ASCII: Python's lower() is SQL's
+        if op == CompareOperator.ne:
+            return ~Q(**{column: value})
+        return Q(**{f"{column}__{LOOKUPS[op]}": value})
+    if name in CASE_EXACT:
+        if not isinstance(value, str):
+            raise ScimError(400, f"{name} is compared with a string.", "invalidFilter")
+        column = CASE_EXACT[name]
         if op == CompareOperator.ne:
             return ~Q(**{column: value})
         return Q(**{f"{column}__{LOOKUPS[op]}": value})

@@ -2,19 +2,23 @@
 client's key with the scope scim. Answers and errors are application/scim+json (RFC 7644); every
 request counts on the client's rate limit, as the client API's do."""
 
+import json
 from functools import wraps
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from scim2_models import Context, ResourceType, ResponseParameters, User
+from pydantic import ValidationError
+from scim2_models import Context, Error, PatchOp, ResourceType, ResponseParameters, SCIMException, ScimPolicy, User
 
 from accounts.errors import AlreadyDeprovisioned
 from accounts.services import account_deprovision
 from lifecycle.api.auth import per_client_limit
 from lifecycle.scim.errors import ScimError, scim_response
 from lifecycle.scim.filters import users_filter
+from lifecycle.scim.provisioning import scim_user_change, scim_user_create
 from lifecycle.scim.users import scim_accounts, user_json, user_of
 from platform_events.api.clients import api_client_by_key
 from platform_events.api.models import ApiScope
@@ -103,12 +107,12 @@ def service_provider_config(request: HttpRequest) -> HttpResponse:
         {
             "schemas": ["urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"],
             "documentationUri": f"{settings.PUBLIC_BASE_URL}/api/v1/docs",
-            "patch": {"supported": False},
+            "patch": {"supported": True},
             "bulk": {"supported": False, "maxOperations": 0, "maxPayloadSize": 0},
             "filter": {"supported": True, "maxResults": MAX_RESULTS},
             "changePassword": {"supported": False},
             "sort": {"supported": False},
-            "etag": {"supported": False},
+            "etag": {"supported": True},
             "authenticationSchemes": [
                 {
                     "type": "oauthbearertoken",
@@ -169,12 +173,28 @@ def _list(resources: list[dict], *, total: int, start: int) -> dict:
 
 # Users
 
+# The largest request body read (a User is a few hundred bytes; Okta's and Entra ID's stay far below).
+MAX_BODY_BYTES = 64 * 1024
+BODY_TYPES = ("application/scim+json", "application/json")
+# What identity providers send beside the RFC (docs/scim.md, "What identity providers send"):
+# attributes and extensions the mapping does not hold are accepted and dropped; a remove may name its
+# target by value, and a path filter that matches no e-mail creates it (Entra ID).
+TOLERANT = ScimPolicy(
+    unknown=ScimPolicy.Unknown.ignore,
+    remove_value_as_filter=ScimPolicy.RemoveValue.apply,
+    unmatched_path_filter=ScimPolicy.UnmatchedPathFilter.create,
+)
 
-@scim_view("GET")
+
+@scim_view("GET", "POST")
 def users(request: HttpRequest) -> HttpResponse:
-    """The Users a filter selects, by id, a page of them: ``startIndex`` (1-based; below 1 is 1) and
-    ``count`` (0 gives the total only; at most MAX_RESULTS)."""
-    accounts = scim_accounts()
+    """GET: the client's Users a filter selects, by id, a page of them: ``startIndex`` (1-based; below
+    1 is 1) and ``count`` (0 gives the total only; at most MAX_RESULTS). POST: a new User, 201."""
+    if request.method == "POST":
+        user = _read(request, User, Context.RESOURCE_CREATION_REQUEST)
+        account = scim_user_create(client=request.scim_client, user=user)
+        return _user_answer(request, account.pk, status=201)
+    accounts = scim_accounts(request.scim_client)
     if expression := request.GET.get("filter"):
         accounts = accounts.filter(users_filter(expression))
     start = max(_number(request, "startIndex", 1), 1)
@@ -191,11 +211,32 @@ def users(request: HttpRequest) -> HttpResponse:
 DELETED_REASON = "deleted by the identity provider"
 
 
-@scim_view("GET", "DELETE")
+@scim_view("GET", "PUT", "PATCH", "DELETE")
 def user(request: HttpRequest, user_id: str) -> HttpResponse:
-    """GET: the User. DELETE: the account deprovisioned, as the client, with DELETED_REASON (erased after
-    ERASURE_DELAY_DAYS, restorable until then by staff); 204, and the User is gone for SCIM."""
-    account = _account(user_id)
+    """GET: the User. PUT: replaced by the body. PATCH: the body's operations applied to the User as
+    shown; either honours If-Match. DELETE: the account deprovisioned, as the client, with
+    DELETED_REASON (erased after ERASURE_DELAY_DAYS, restorable until then by staff, or by the client
+    creating the userName again); 204, and the User is gone for SCIM."""
+    account_id = _account_id(user_id)
+    if request.method == "PUT":
+        wanted = _read(request, User, Context.RESOURCE_REPLACEMENT_REQUEST)
+        scim_user_change(
+            client=request.scim_client,
+            account_id=account_id,
+            change=lambda shown: wanted,
+            if_match=request.headers.get("If-Match"),
+        )
+        return _user_answer(request, account_id)
+    if request.method == "PATCH":
+        patch = _read(request, PatchOp[User], Context.RESOURCE_PATCH_REQUEST)
+        scim_user_change(
+            client=request.scim_client,
+            account_id=account_id,
+            change=lambda shown: _patched(shown, patch),
+            if_match=request.headers.get("If-Match"),
+        )
+        return _user_answer(request, account_id)
+    account = _account(request, account_id)
     if request.method == "DELETE":
         try:
             with audit_context(actor=request.scim_client, reason=DELETED_REASON, request=request):
@@ -203,15 +244,71 @@ def user(request: HttpRequest, user_id: str) -> HttpResponse:
         except AlreadyDeprovisioned:
             pass  # deprovisioned meanwhile by another request: gone all the same
         return HttpResponse(status=204)
-    parameters = _parameters(request)
+    return _user_answer(request, account_id)
+
+
+def _user_answer(request: HttpRequest, account_id: int, *, status: int = 200) -> HttpResponse:
+    """The User as it is now, with its ETag (and its Location, for a new one)."""
+    account = _account(request, account_id)
     found = user_of(account, location=f"{_base(request)}/Users/{account.pk}")
-    response = scim_response(user_json(found, parameters))
+    response = scim_response(user_json(found, _parameters(request)), status=status)
     response["ETag"] = found.meta.version
+    if status == 201:
+        response["Location"] = found.meta.location
     return response
 
 
-def _account(user_id: str):
-    account = scim_accounts().filter(pk=int(user_id)).first() if user_id.isdigit() and len(user_id) < 19 else None
-    if account is None:
+def _patched(shown: User, patch: PatchOp) -> User:
+    """``shown`` with the operations applied (scim2-models), or the SCIM error they make."""
+    try:
+        patch.patch(shown, scim_policy=TOLERANT)
+    except SCIMException as error:
+        raise ScimError(error.status, error.detail, error.scim_type or None) from None
+    except ValidationError as error:
+        raise _validation_error(error) from None
+    return shown
+
+
+def _read(request: HttpRequest, model, context: Context):
+    """The body as ``model``, read under TOLERANT; ScimError for a body too large (413), of another
+    type (415), not JSON (invalidSyntax) or not such a message (its scimType)."""
+    too_large = ScimError(413, f"A request body is at most {MAX_BODY_BYTES // 1024} KiB.")
+    if int(request.headers.get("Content-Length") or 0) > MAX_BODY_BYTES:
+        raise too_large
+    if request.content_type not in BODY_TYPES:
+        raise ScimError(415, f"Send the body as {BODY_TYPES[0]}.")
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise too_large from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise too_large
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        raise ScimError(400, "The body is not JSON.", "invalidSyntax") from None
+    if not isinstance(payload, dict):
+        raise ScimError(400, "The body is a JSON object.", "invalidSyntax")
+    try:
+        return model.model_validate(payload, scim_ctx=context, scim_policy=TOLERANT)
+    except ValidationError as error:
+        raise _validation_error(error) from None
+
+
+def _validation_error(error: ValidationError) -> ScimError:
+    first = Error.from_validation_errors(error)[0]
+    detail = first.detail or "The body cannot be read."
+    return ScimError(first.status or 400, f"{detail[:1].upper()}{detail[1:]}.", first.scim_type)
+
+
+def _account_id(user_id: str) -> int:
+    if not (user_id.isdigit() and len(user_id) < 19):
         raise ScimError(404, f"There is no User {user_id[:40]!r}.")
+    return int(user_id)
+
+
+def _account(request: HttpRequest, account_id: int):
+    account = scim_accounts(request.scim_client).filter(pk=account_id).first()
+    if account is None:
+        raise ScimError(404, f"There is no User {str(account_id)!r}.")
     return account

@@ -4,15 +4,24 @@ import secrets
 import pytest
 from django.test import Client
 
+from accounts.models import ScimUser
 from platform_events.api.clients import api_client_create
 
 
 class Scim:
     """A SCIM client of the test server: its key sent as a Bearer token, answers read as JSON."""
 
-    def __init__(self, key: str):
+    def __init__(self, key: str, api_client=None):
         self.client = Client()
         self.key = key
+        self.api_client = api_client
+
+    def owns(self, account, user_name: str | None = None, external_id: str | None = None):
+        """Make ``account`` this client's User, as if the client had created it."""
+        ScimUser.objects.create(
+            account=account, client=self.api_client, user_name=user_name or account.login, external_id=external_id
+        )
+        return account
 
     def get(self, path: str, **params):
         return self.client.get(f"/scim/v2{path}", params, HTTP_AUTHORIZATION=f"Bearer {self.key}")
@@ -32,10 +41,10 @@ class Scim:
 @pytest.fixture
 def make_scim(db):
     def make(*scopes: str) -> Scim:
-        _, key = api_client_create(
+        api_client, key = api_client_create(
             name=f"identity provider {secrets.token_hex(3)}", scopes=list(scopes or ["scim"]), actor=None
         )
-        return Scim(key)
+        return Scim(key, api_client)
 
     return make
 

@@ -7,12 +7,13 @@ from django.db import connection
 from lifecycle.scim.errors import ScimError
 from lifecycle.scim.filters import LONGEST_FILTER, MOST_EXPRESSIONS, users_filter
 from lifecycle.scim.users import scim_accounts
+from platform_events.api.clients import api_client_create
 
 pytestmark = pytest.mark.django_db
 
 
-def plan(expression: str) -> str:
-    query = scim_accounts().filter(users_filter(expression)).order_by().values("pk")
+def plan(expression: str, client) -> str:
+    query = scim_accounts(client).filter(users_filter(expression)).order_by().values("pk")
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN {sql}", params)
@@ -22,23 +23,34 @@ def plan(expression: str) -> str:
 @pytest.mark.parametrize(
     ("expression", "condition"),
     [
-        ('userName eq "Ada"', "Index Cond: (lower(login) = 'ada'::text)"),
+        ('userName eq "Ada"', "Index Cond: (lower(user_name) = 'ada'::text)"),
         ('emails.value eq "Ada@Example.com"', "Index Cond: (lower(email) = 'ada@example.com'::text)"),
     ],
 )
-def test_an_equality_is_read_through_the_accounts_lower_case_index(sql, expression, condition):
-    # Enough accounts, and their statistics, that the planner prefers an index to reading them all.
+def test_an_equality_is_read_through_a_lower_case_index(sql, expression, condition):
+    client, _ = api_client_create(name="okta", scopes=["scim"], actor=None)
+    # Enough Users, and their statistics, that the planner prefers an index to reading them all.
     sql(
         "INSERT INTO accounts (email, login) SELECT 'user' || g || '@example.com', 'user' || g"
         " FROM generate_series(1, 5000) g"
     )
+    sql(
+        "INSERT INTO scim_users (account, client, user_name) SELECT id, %s, login || '@corp.example' FROM accounts",
+        [client.pk],
+    )
     sql("ANALYZE accounts")
-    assert condition in plan(expression)
+    sql("ANALYZE scim_users")
+    assert condition in plan(expression, client)
 
 
 def test_an_equality_compares_in_lower_case():
-    sql = str(scim_accounts().filter(users_filter('userName eq "Ada"')).query)
-    assert 'LOWER("accounts"."login") = ada' in sql
+    sql = str(scim_accounts(None).filter(users_filter('userName eq "Ada"')).query)
+    assert 'LOWER("scim_users"."user_name") = ada' in sql
+
+
+def test_external_id_is_compared_as_it_is():
+    sql = str(scim_accounts(None).filter(users_filter('externalId eq "Ada"')).query)
+    assert '"scim_users"."external_id" = Ada' in sql
 
 
 def test_the_bounds():

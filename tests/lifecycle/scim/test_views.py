@@ -30,7 +30,9 @@ def error(response, status: int, scim_type: str | None = None) -> str:
 def test_the_service_provider_config_says_what_is_supported(scim, settings):
     config = body(scim.get("/ServiceProviderConfig"))
     assert config["filter"] == {"supported": True, "maxResults": 200}
-    for feature in ("patch", "bulk", "sort", "changePassword", "etag"):
+    for feature in ("patch", "etag"):
+        assert config[feature]["supported"] is True, feature
+    for feature in ("bulk", "sort", "changePassword"):
         assert config[feature]["supported"] is False, feature
     assert config["authenticationSchemes"][0]["type"] == "oauthbearertoken"
     assert config["meta"]["location"] == f"{settings.PUBLIC_BASE_URL}/scim/v2/ServiceProviderConfig"
@@ -52,11 +54,14 @@ def test_the_resource_types_and_schemas_describe_users(scim):
 
 
 def test_a_user_is_the_account_as_the_mapping_says(scim, settings):
-    account = AccountFactory(active=True, login="ada", email="Ada@Example.com")
+    account = scim.owns(
+        AccountFactory(active=True, login="ada", email="Ada@Example.com"), "Ada@Corp.Example", external_id="00u-1"
+    )
     response = scim.get(f"/Users/{account.pk}")
     user = body(response)
     assert user["schemas"] == [USER] and user["id"] == str(account.pk)
-    assert (user["userName"], user["active"]) == ("ada", True)
+    assert (user["userName"], user["externalId"], user["active"]) == ("Ada@Corp.Example", "00u-1", True)
+    assert "password" not in user
     # scim2-models writes the domain in lower case, as domains are (the local part as it is).
     assert user["emails"] == [{"value": "Ada@example.com", "type": "work", "primary": True}]
     assert user["meta"]["resourceType"] == "User"
@@ -66,12 +71,12 @@ def test_a_user_is_the_account_as_the_mapping_says(scim, settings):
 
 @pytest.mark.parametrize(("traits", "active"), [({}, False), ({"suspended": True}, False), ({"active": True}, True)])
 def test_active_is_true_for_an_active_account_only(scim, traits, active):
-    account = AccountFactory(**traits)
+    account = scim.owns(AccountFactory(**traits))
     assert body(scim.get(f"/Users/{account.pk}"))["active"] is active
 
 
 def test_a_deprovisioned_erased_or_unknown_account_is_a_scim_404(scim):
-    gone = AccountFactory(active=True)
+    gone = scim.owns(AccountFactory(active=True))
     account_deprovision(account=gone, actor=None)
     erased = AccountFactory(erased=True)
     for user_id in (str(gone.pk), str(erased.pk), "999999", "abc", "9" * 40):
@@ -81,14 +86,14 @@ def test_a_deprovisioned_erased_or_unknown_account_is_a_scim_404(scim):
 def test_the_version_changes_when_the_user_does(scim):
     from accounts.services import account_suspend
 
-    account = AccountFactory(active=True)
+    account = scim.owns(AccountFactory(active=True))
     before = scim.get(f"/Users/{account.pk}")["ETag"]
     account_suspend(account=account, actor=None)
     assert scim.get(f"/Users/{account.pk}")["ETag"] != before
 
 
 def test_attributes_and_excluded_attributes_select_what_is_returned(scim):
-    account = AccountFactory(active=True, login="ada")
+    account = scim.owns(AccountFactory(active=True, login="ada"))
     assert body(scim.get(f"/Users/{account.pk}", attributes="userName")) == {
         "schemas": [USER],
         "id": str(account.pk),
@@ -105,11 +110,13 @@ def ids(response) -> list[str]:
 
 
 @pytest.fixture
-def people(db):
+def people(scim):
+    """Three Users of the client, and an account that is nobody's User, which no filter finds."""
+    AccountFactory(active=True, login="ann", email="ann@example.com")
     return {
-        "ada": AccountFactory(active=True, login="ada", email="ada@example.com"),
-        "bob": AccountFactory(active=True, login="bob", email="bob@example.org"),
-        "cy": AccountFactory(suspended=True, login="cy", email="cy@example.com"),
+        "ada": scim.owns(AccountFactory(active=True, login="ada", email="ada@example.com"), external_id="A-1"),
+        "bob": scim.owns(AccountFactory(active=True, login="bob", email="bob@example.org"), external_id="b-2"),
+        "cy": scim.owns(AccountFactory(suspended=True, login="cy", email="cy@example.com")),
     }
 
 
@@ -131,8 +138,11 @@ def people(db):
         ('not (userName eq "ada")', ["bob", "cy"]),
         ('active eq true and not (emails.value ew ".org")', ["ada"]),
         ("userName pr", ["ada", "bob", "cy"]),
-        ("externalId pr", []),
-        ('externalId eq "x"', []),
+        ("externalId pr", ["ada", "bob"]),
+        ('externalId eq "A-1"', ["ada"]),
+        ('externalId eq "a-1"', []),
+        ('externalId ne "A-1"', ["bob", "cy"]),
+        ('externalId sw "b"', ["bob"]),
         ('nickName eq "x"', []),
         ('meta.created gt "2000-01-01T00:00:00Z"', ["ada", "bob", "cy"]),
         ('meta.lastModified lt "2000-01-01T00:00:00Z"', []),
@@ -206,7 +216,7 @@ def test_delete_deprovisions_the_account_as_the_client_and_the_user_is_gone(scim
     from accounts.models import AccountStatus
     from platform_events.audit.models import AuditEvent
 
-    account = AccountFactory(active=True)
+    account = scim.owns(AccountFactory(active=True))
     response = scim.send("DELETE", f"/Users/{account.pk}")
     assert response.status_code == 204 and response.content == b""
     account.refresh_from_db()
@@ -221,10 +231,10 @@ def test_delete_of_an_unknown_user_is_a_scim_404(scim):
     error(scim.send("DELETE", "/Users/999999"), 404)
 
 
-def test_a_client_without_the_scope_deletes_nothing(make_scim):
+def test_a_client_without_the_scope_deletes_nothing(scim, make_scim):
     from accounts.models import AccountStatus
 
-    account = AccountFactory(active=True)
+    account = scim.owns(AccountFactory(active=True))
     error(make_scim("accounts:read", "accounts:delete").send("DELETE", f"/Users/{account.pk}"), 403)
     account.refresh_from_db()
     assert account.status == AccountStatus.ACTIVE
