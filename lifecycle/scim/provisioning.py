@@ -9,7 +9,7 @@ transaction, as the client, through the account services; a refusal leaves every
 * password: set like any other, never shown; left out, the password stays as it is (a new account
   has none: its people sign in through the identity provider).
 * active: true activates without an activation e-mail (the provider vouched for the person) and
-  lifts a suspension; false suspends, "deactivated by the identity provider"; left out, nothing
+  lifts a suspension the client made (not one staff made); false suspends, "deactivated by the identity provider"; left out, nothing
   changes (a new account then gets the activation e-mail as any other).
 """
 
@@ -33,6 +33,7 @@ from accounts.errors import (
     UserNameTaken,
 )
 from accounts.models import Account, AccountStatus, ScimUser
+from accounts.selectors import account_suspension
 from accounts.services import (
     account_password_check,
     account_password_hash,
@@ -186,6 +187,7 @@ def _set_active(account: Account, active: bool | None, *, client) -> None:
     account.refresh_from_db(fields=["status", "activated_at"])
     if active is True:
         if account.status == AccountStatus.SUSPENDED:
+            _lifted_by(client, account)
             with audit_context(reason=REACTIVATED):
                 account_unsuspend(account=account, actor=client)
             account.refresh_from_db(fields=["status", "activated_at"])
@@ -196,6 +198,18 @@ def _set_active(account: Account, active: bool | None, *, client) -> None:
         with audit_context(reason=DEACTIVATED):
             account_suspend(account=account, actor=client)
     account.refresh_from_db(fields=["status", "status_changed_at", "activated_at", "email", "login"])
+
+
+def _lifted_by(client, account: Account) -> None:
+    """A client lifts only the suspensions it made: one staff made (for abuse, say) stays until staff
+    lift it, and so does one the trail no longer shows the maker of. ScimError 400 mutability."""
+    suspension = account_suspension(account.pk)
+    if suspension is None or suspension.actor_id != f"{client.audit_kind}:{client.pk}":
+        raise ScimError(
+            400,
+            "This account was suspended by staff, not by this identity provider: only staff lift that suspension.",
+            "mutability",
+        )
 
 
 def _provision(wanted: Wanted, *, client) -> Account:

@@ -211,6 +211,31 @@ def test_active_false_suspends_and_active_true_lifts_it_with_the_reasons(okta, a
     assert reasons(ann, "account.unsuspended") == [REACTIVATED]
 
 
+def test_a_suspension_staff_made_is_not_lifted_by_the_client(okta, ann):
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import account_suspend
+
+    account_suspend(account=ann, actor=get_user_model().objects.create_user("support1", is_staff=True))
+    with pytest.raises(ScimError, match="only staff lift that suspension") as refusal:
+        replace(okta, ann, active=True, external_id="00u-2")
+    assert (refusal.value.status, refusal.value.scim_type) == (400, "mutability")
+    ann.refresh_from_db()
+    assert ann.status == AccountStatus.SUSPENDED
+    assert ScimUser.objects.get(account=ann).external_id == "00u-1"
+    assert replace(okta, ann, active=False).status == AccountStatus.SUSPENDED  # already so: nothing to do
+
+
+def test_another_clients_suspension_is_not_lifted_either(okta):
+    from accounts.services import account_suspend
+
+    account = scim_user_create(client=okta, user=new_user(active=True))
+    entra = api_client_create(name="entra", scopes=["scim"], actor=None)[0]
+    account_suspend(account=account, actor=entra)
+    with pytest.raises(ScimError, match="only staff"):
+        replace(okta, account, active=True)
+
+
 def test_active_true_on_a_user_never_activated_activates_it_vouched_for(okta):
     account = scim_user_create(client=okta, user=new_user(active=False))
     account = replace(okta, account, active=True)

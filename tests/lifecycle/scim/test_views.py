@@ -238,3 +238,139 @@ def test_a_client_without_the_scope_deletes_nothing(scim, make_scim):
     error(make_scim("accounts:read", "accounts:delete").send("DELETE", f"/Users/{account.pk}"), 403)
     account.refresh_from_db()
     assert account.status == AccountStatus.ACTIVE
+
+
+# Creating and changing Users
+
+
+def new_user(**fields) -> dict:
+    return {
+        "schemas": [USER],
+        "userName": "ann@example.com",
+        "emails": [{"value": "ann@example.com", "type": "work", "primary": True}],
+        "active": True,
+        **fields,
+    }
+
+
+def patch_body(*operations) -> dict:
+    return {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": list(operations)}
+
+
+def test_post_creates_a_user_201_with_its_location_and_version(scim, settings):
+    response = scim.send("POST", "/Users", new_user(externalId="00u-1"))
+    user = body(response)
+    assert response.status_code == 201
+    assert response["Location"] == f"{settings.PUBLIC_BASE_URL}/scim/v2/Users/{user['id']}"
+    assert response["ETag"] == user["meta"]["version"]
+    assert (user["userName"], user["externalId"], user["active"]) == ("ann@example.com", "00u-1", True)
+
+
+def test_put_replaces_and_patch_changes_the_user_each_answering_it(scim):
+    user_id = body(scim.send("POST", "/Users", new_user()))["id"]
+    replaced = scim.send("PUT", f"/Users/{user_id}", new_user(userName="ann.lee", externalId="x"))
+    assert replaced.status_code == 200 and body(replaced)["userName"] == "ann.lee"
+    patched = scim.send("PATCH", f"/Users/{user_id}", patch_body({"op": "remove", "path": "externalId"}))
+    assert patched.status_code == 200 and "externalId" not in body(patched)
+    assert patched["ETag"] == body(patched)["meta"]["version"] != replaced["ETag"]
+
+
+def test_if_match_with_an_old_version_is_412_and_changes_nothing(scim):
+    created = scim.send("POST", "/Users", new_user())
+    user_id, old = body(created)["id"], created["ETag"]
+    scim.send("PATCH", f"/Users/{user_id}", patch_body({"op": "add", "path": "externalId", "value": "e1"}))
+    error(scim.send("PUT", f"/Users/{user_id}", new_user(active=False), HTTP_IF_MATCH=old), 412)
+    error(
+        scim.send(
+            "PATCH",
+            f"/Users/{user_id}",
+            patch_body({"op": "replace", "path": "active", "value": False}),
+            HTTP_IF_MATCH=old,
+        ),
+        412,
+    )
+    assert body(scim.get(f"/Users/{user_id}"))["active"] is True
+    current = scim.get(f"/Users/{user_id}")["ETag"]
+    ok = scim.send(
+        "PATCH",
+        f"/Users/{user_id}",
+        patch_body({"op": "replace", "path": "active", "value": False}),
+        HTTP_IF_MATCH=current,
+    )
+    assert ok.status_code == 200 and body(ok)["active"] is False
+
+
+@pytest.mark.parametrize(
+    ("sent", "status", "scim_type", "detail"),
+    [
+        ("{not json", 400, "invalidSyntax", "not JSON"),
+        ("[1, 2]", 400, "invalidSyntax", "a JSON object"),
+        ({"schemas": ["urn:example:User"], "userName": "ann"}, 400, "invalidSyntax", "schemas"),
+        ({"schemas": [USER]}, 400, "invalidValue", "userName"),
+        ({"schemas": [USER], "userName": ["ann"]}, 400, "invalidValue", "userName"),
+        ({"schemas": [USER], "userName": "ann", "active": "maybe"}, 400, "invalidValue", "active"),
+        ({"schemas": [USER], "userName": "ann"}, 400, "invalidValue", "needs its address"),
+        (
+            {"schemas": [USER], "userName": "ann", "emails": [{"value": "a@x.example", "primary": True}] * 2},
+            400,
+            "invalidValue",
+            "primary",
+        ),
+        (
+            {"schemas": [USER], "userName": "ann", "emails": [{"value": "zoë@example.com"}]},
+            400,
+            "invalidValue",
+            "ASCII",
+        ),
+        (
+            {"schemas": [USER], "userName": "ann\u0007", "emails": [{"value": "a@x.example"}]},
+            400,
+            "invalidValue",
+            "control",
+        ),
+        (
+            {"schemas": [USER], "userName": "ann", "emails": [{"value": "a@x.example"}], "password": "abc"},
+            400,
+            "invalidValue",
+            "password: This password is too short",
+        ),
+    ],
+)
+def test_a_body_that_cannot_be_a_user_is_the_right_scim_error_and_makes_nothing(scim, sent, status, scim_type, detail):
+    from accounts.models import Account
+
+    assert detail in error(scim.send("POST", "/Users", sent), status, scim_type)
+    assert not Account.objects.exists()
+
+
+def test_a_user_name_taken_is_409_uniqueness(scim):
+    scim.send("POST", "/Users", new_user())
+    assert "already taken" in error(scim.send("POST", "/Users", new_user(emails=None)), 409, "uniqueness")
+
+
+def test_a_body_of_another_type_is_415(scim):
+    response = scim.client.post(
+        "/scim/v2/Users", "userName=ann", content_type="text/plain", HTTP_AUTHORIZATION=f"Bearer {scim.key}"
+    )
+    error(response, 415)
+
+
+@pytest.mark.parametrize(
+    ("operation", "scim_type", "detail"),
+    [
+        ({"op": "replace", "path": "id", "value": "1"}, "mutability", "read-only"),
+        ({"op": "replace", "path": "meta.created", "value": "2000-01-01T00:00:00Z"}, "mutability", "read-only"),
+        ({"op": "replace", "value": {"id": "1"}}, "mutability", "read-only"),
+        ({"op": "remove", "path": "userName"}, "mutability", "cannot be removed"),
+        ({"op": "frob", "path": "active"}, "invalidValue", "not a PATCH operation"),
+        ({"op": "replace", "path": "emails[type eq", "value": "x"}, "invalidPath", "syntax"),
+        ({"op": "remove", "path": "emails"}, "invalidValue", "needs its address"),
+        ({"op": "replace", "path": 'emails[type eq "work"].value', "value": "bad"}, "invalidValue", "email"),
+    ],
+)
+def test_a_patch_the_user_cannot_take_is_the_right_scim_error_and_changes_nothing(scim, operation, scim_type, detail):
+    created = scim.send("POST", "/Users", new_user(userName="ann"))
+    user_id, version = body(created)["id"], created["ETag"]
+    answer = scim.send("PATCH", f"/Users/{user_id}", patch_body(operation))
+    assert detail in error(answer, 400, scim_type)
+    assert scim.get(f"/Users/{user_id}")["ETag"] == version
