@@ -19,13 +19,13 @@ from django_q.monitor import save_task
 
 from accounts.erasure import account_erase, accounts_erase_due
 from accounts.errors import NotDeprovisioned
-from accounts.models import Account, AccountStatus
+from accounts.models import Account, AccountStatus, ScimUser
 from accounts.nodes import services as nodes
 from accounts.services import account_deprovision
 from lifecycle.demo.factories import AccountFactory
 from lifecycle.ops.embedded_db import _embedded_postgres
 from platform_events.api.clients import api_client_create
-from platform_events.api.models import ApiScope
+from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.models import AuditEvent
 from platform_events.kafka import relay
 from platform_events.outbox.models import EventType
@@ -39,6 +39,8 @@ from tokens.models import Token
 
 ADDRESS = "Erin.Wholetrail@Example.org"
 LOGIN = "erinwholetrail"
+# The userNames and externalIds an identity provider gave the account.
+SCIM_NAMES = ["Erin.W@Corp.Example", "erin.wholetrail@corp.example", "ext-erin-77", "ext-erin-78"]
 
 
 def dump_of_the_database() -> str:
@@ -67,8 +69,10 @@ def dump_of_the_database() -> str:
 
 
 def copies(dump: str) -> list[str]:
-    """The lines of ``dump`` that hold the address or the login, in any case."""
-    return [line for line in dump.splitlines() if ADDRESS.lower() in line.lower() or LOGIN in line.lower()]
+    """The lines of ``dump`` that hold the address, the login or a SCIM userName or externalId of the
+    account, in any case."""
+    needles = [ADDRESS.lower(), LOGIN, *(name.lower() for name in SCIM_NAMES)]
+    return [line for line in dump.splitlines() if any(needle in line.lower() for needle in needles)]
 
 
 def mail_link(smtp_server, pattern: str) -> str:
@@ -123,6 +127,23 @@ def test_an_account_taken_through_everything_and_erased_leaves_no_copy_in_a_dump
     api.get(f"/accounts/{account.pk}")
     assert api.post(f"/accounts/{account.pk}/suspend", {"reason": f"{ADDRESS} is abusive"}).status_code == 200
     assert api.post(f"/accounts/{account.pk}/unsuspend", {"reason": "ok"}).status_code == 200
+    # An identity provider's User: its userName and externalId, changed through SCIM.
+    ScimUser.objects.create(
+        account=account,
+        client=ApiClient.objects.get(name="billing"),
+        user_name=SCIM_NAMES[0],
+        external_id=SCIM_NAMES[2],
+    )
+    changed = Client().patch(
+        f"/scim/v2/Users/{account.pk}",
+        {
+            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+            "Operations": [{"op": "replace", "value": {"userName": SCIM_NAMES[1], "externalId": SCIM_NAMES[3]}}],
+        },
+        content_type="application/scim+json",
+        HTTP_AUTHORIZATION=f"Bearer {api.key}",
+    )
+    assert changed.status_code == 200, changed.content
     # A node assignment, through the API as a storage service asks for it.
     assert api.put(f"/services/sync-1.5/accounts/{account.pk}/node", {"generation": 3}).status_code in (200, 201)
     # A task that failed, kept by django-q2 with its arguments.
