@@ -12,5 +12,9 @@ urlpatterns = [
     path("Schemas", views.schemas, name="schemas"),
     path("Schemas/<str:name>", views.schemas, name="schema"),
     path("Users", views.users, name="users"),
+    # A search by POST (RFC 7644 §3.4.3) is not served; "/.search" is no User's id.
+    path("Users/.search", views.not_served, {"rest": "Users/.search"}),
     path("Users/<str:user_id>", views.user, name="user"),
+    # Anything else (Groups, Bulk, /.search): a SCIM error, not Django's page.
+    path("<path:rest>", views.not_served, name="not-served"),
 ]

@@ -110,7 +110,7 @@ def service_provider_config(request: HttpRequest) -> HttpResponse:
             "patch": {"supported": True},
             "bulk": {"supported": False, "maxOperations": 0, "maxPayloadSize": 0},
             "filter": {"supported": True, "maxResults": MAX_RESULTS},
-            "changePassword": {"supported": False},
+            "changePassword": {"supported": True},
             "sort": {"supported": False},
             "etag": {"supported": True},
             "authenticationSchemes": [
@@ -159,6 +159,13 @@ def schemas(request: HttpRequest, name: str | None = None) -> HttpResponse:
             raise ScimError(404, f"There is no schema {name[:80]!r}; this service has {User.__schema__}.")
         return scim_response(body)
     return scim_response(_list([body], total=1, start=1))
+
+
+@scim_view("GET", "POST", "PUT", "PATCH", "DELETE")
+def not_served(request: HttpRequest, rest: str) -> HttpResponse:
+    """Groups, Bulk, searches by POST and anything else this service does not serve (ServiceProviderConfig
+    says bulk is not supported; ResourceTypes names Users only)."""
+    raise ScimError(404, f"This service has no /{rest[:60]}: it serves Users (and the discovery endpoints).")
 
 
 def _list(resources: list[dict], *, total: int, start: int) -> dict:

@@ -30,9 +30,9 @@ def error(response, status: int, scim_type: str | None = None) -> str:
 def test_the_service_provider_config_says_what_is_supported(scim, settings):
     config = body(scim.get("/ServiceProviderConfig"))
     assert config["filter"] == {"supported": True, "maxResults": 200}
-    for feature in ("patch", "etag"):
+    for feature in ("patch", "etag", "changePassword"):
         assert config[feature]["supported"] is True, feature
-    for feature in ("bulk", "sort", "changePassword"):
+    for feature in ("bulk", "sort"):
         assert config[feature]["supported"] is False, feature
     assert config["authenticationSchemes"][0]["type"] == "oauthbearertoken"
     assert config["meta"]["location"] == f"{settings.PUBLIC_BASE_URL}/scim/v2/ServiceProviderConfig"
@@ -203,6 +203,12 @@ def test_without_a_key_or_with_a_wrong_one_it_is_a_scim_401(db):
 def test_a_client_without_the_scope_is_a_scim_403(make_scim):
     reader = make_scim("accounts:read", "accounts:write")
     assert "needs the scope scim" in error(reader.get("/Users"), 403)
+
+
+@pytest.mark.parametrize("path", ["/Groups", "/Groups/1", "/Bulk", "/Users/.search", "/Me"])
+def test_what_the_service_does_not_serve_is_a_scim_404(scim, path):
+    assert "it serves Users" in error(scim.get(path), 404)
+    assert "it serves Users" in error(scim.send("POST", path, {}), 404)
 
 
 def test_a_method_the_endpoint_does_not_answer_is_a_scim_405(scim):
