@@ -33,7 +33,7 @@ from accounts.errors import (
     UserNameTaken,
 )
 from accounts.models import Account, AccountStatus, ScimUser
-from accounts.selectors import account_suspension
+from accounts.selectors import account_deprovisioning, account_suspension
 from accounts.services import (
     account_password_check,
     account_password_hash,
@@ -98,9 +98,9 @@ def wanted_of(user: User) -> Wanted:
 
 
 def scim_user_create(*, client, user: User) -> Account:
-    """A new User of ``client``. A userName this client's deleted User had (deprovisioned, not yet
-    erased) brings that account back, restored, with the state asked for; any other taken userName
-    is 409 uniqueness."""
+    """A new User of ``client``. A userName this client's deleted User had (deprovisioned by this
+    client, not yet erased) brings that account back, restored, with the state asked for; any other
+    taken userName is 409 uniqueness."""
     wanted = wanted_of(user)
     with _refusals(), transaction.atomic(), audit_context(actor=client):
         holder = (
@@ -113,6 +113,13 @@ def scim_user_create(*, client, user: User) -> Account:
         if holder is not None:
             if holder.client_id != client.pk or holder.account.status != AccountStatus.DEPROVISIONED:
                 raise ScimError(409, f"userName {wanted.user_name!r} is already taken.", "uniqueness")
+            if not _made_by(client, account_deprovisioning(holder.account_id)):
+                raise ScimError(
+                    409,
+                    f"userName {wanted.user_name!r} is already taken: staff deprovisioned its account, and only"
+                    " staff restore it.",
+                    "uniqueness",
+                )
             with audit_context(reason=RESTORED):
                 account_reprovision(account=holder.account, actor=client)
             return _apply(holder.account, holder, wanted, client=client)
@@ -136,7 +143,7 @@ def scim_user_change(*, client, account_id: int, change, if_match: str | None) -
         )
         if account is None:
             raise ScimError(404, f"There is no User {str(account_id)!r}.")
-        link = ScimUser.objects.select_for_update().get(account=account)
+        account.scim_user = link = ScimUser.objects.select_for_update().get(account=account)
         shown = user_of(account, location="")
         if if_match is not None and not _matches(if_match, version_of(shown)):
             raise ScimError(412, "The User changed since the version If-Match names; read it again.")
@@ -203,13 +210,17 @@ def _set_active(account: Account, active: bool | None, *, client) -> None:
 def _lifted_by(client, account: Account) -> None:
     """A client lifts only the suspensions it made: one staff made (for abuse, say) stays until staff
     lift it, and so does one the trail no longer shows the maker of. ScimError 400 mutability."""
-    suspension = account_suspension(account.pk)
-    if suspension is None or suspension.actor_id != f"{client.audit_kind}:{client.pk}":
+    if not _made_by(client, account_suspension(account.pk)):
         raise ScimError(
             400,
             "This account was suspended by staff, not by this identity provider: only staff lift that suspension.",
             "mutability",
         )
+
+
+def _made_by(client, move) -> bool:
+    """Whether the trail's row ``move`` (a suspension, a deprovisioning) was made by ``client``."""
+    return move is not None and move.actor_id == f"{client.audit_kind}:{client.pk}"
 
 
 def _provision(wanted: Wanted, *, client) -> Account:

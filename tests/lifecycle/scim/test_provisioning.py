@@ -184,6 +184,20 @@ def test_a_user_deleted_and_created_again_is_the_same_account_restored(okta):
     assert ScimUser.objects.get(account=again).user_name == "Ann@example.com"
 
 
+def test_a_user_staff_deprovisioned_is_not_restored_by_the_client(okta):
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import account_deprovision
+
+    first = scim_user_create(client=okta, user=new_user(active=True))
+    account_deprovision(account=first, actor=get_user_model().objects.create_user("privacy1", is_staff=True))
+    with pytest.raises(ScimError, match="only staff restore it") as refusal:
+        scim_user_create(client=okta, user=new_user(active=True))
+    assert refusal.value.scim_type == "uniqueness"
+    first.refresh_from_db()
+    assert first.status == AccountStatus.DEPROVISIONED
+
+
 def test_another_clients_deleted_user_name_is_still_taken(okta):
     from accounts.services import account_deprovision
 
