@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 from scim2_client.engines.httpx2 import SyncSCIMClient
 from scim2_models import (
+    InvalidFilterException,
     ListResponse,
     NotFoundException,
     PatchOp,
@@ -22,6 +23,8 @@ from scim2_models import (
 from accounts.models import AccountStatus, ScimUser
 from lifecycle.demo.factories import AccountFactory
 from platform_events.api.clients import api_client_create
+from platform_events.api.models import ApiClient
+from tests.lifecycle.scim.test_views import BAD_FILTERS, FILTERS, PAGES
 from tests.support import staff_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -117,6 +120,33 @@ def test_a_scim_client_goes_through_every_operation(provider, assert_admin_shows
     provider.delete(user_model, created.id)
     with pytest.raises(NotFoundException):
         provider.query(user_model, created.id)
+
+
+def test_a_scim_client_filters_and_pages(provider, key):
+    """Every filter operator, the page edge cases and bad filters of test_views.py, sent by the client."""
+    from tests.lifecycle.scim.conftest import Scim
+
+    people = {
+        name: Scim(key, ApiClient.objects.get(name="okta")).owns(account, external_id=external_id)
+        for name, account, external_id in (
+            ("ada", AccountFactory(active=True, login="ada", email="ada@example.com"), "A-1"),
+            ("bob", AccountFactory(active=True, login="bob", email="bob@example.org"), "b-2"),
+            ("cy", AccountFactory(suspended=True, login="cy", email="cy@example.com"), None),
+        )
+    }
+    AccountFactory(active=True, login="ann", email="ann@example.com")  # nobody's User
+    names = {str(account.pk): name for name, account in people.items()}
+    user_model = provider.get_resource_model("User")
+    for expression, expected in FILTERS:
+        found = provider.query(user_model, query_parameters=SearchRequest(filter=expression))
+        assert sorted(names[user.id] for user in found.resources or []) == expected, expression
+    for start, count, size, total in PAGES:
+        page = provider.query(user_model, query_parameters=SearchRequest(start_index=int(start), count=int(count)))
+        assert (len(page.resources or []), page.total_results) == (size, total), (start, count)
+    for expression in BAD_FILTERS:
+        # Built unchecked: the client would refuse to send what it cannot parse itself.
+        with pytest.raises(InvalidFilterException):
+            provider.query(user_model, query_parameters=SearchRequest.model_construct(filter=expression))
 
 
 def test_an_unknown_user_is_a_scim_error_the_client_reads(provider):
