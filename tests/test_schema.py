@@ -63,6 +63,7 @@ def test_every_table_of_ours_is_checked():
         "accounts",
         "account_passwords",
         "account_sessions",
+        "scim_users",
         "tokens",
         "jobs",
         "audit_events",

@@ -27,9 +27,12 @@ def plan(expression: str, client) -> str:
         ('emails.value eq "Ada@Example.com"', "Index Cond: (lower(email) = 'ada@example.com'::text)"),
     ],
 )
+@pytest.mark.django_db(transaction=True)
 def test_an_equality_is_read_through_a_lower_case_index(sql, expression, condition):
     client, _ = api_client_create(name="okta", scopes=["scim"], actor=None)
-    # Enough Users, and their statistics, that the planner prefers an index to reading them all.
+    # Enough Users, and their statistics, that the planner prefers an index to reading them all; committed,
+    # so that an autovacuum's ANALYZE meanwhile counts them too (it once saw an empty table and the
+    # planner walked the accounts by id).
     sql(
         "INSERT INTO accounts (email, login) SELECT 'user' || g || '@example.com', 'user' || g"
         " FROM generate_series(1, 5000) g"

@@ -2,6 +2,7 @@
 httpx2) through every operation, then Okta's and Microsoft Entra ID's own requests, as they send them,
 from creation to deletion, with the account as the admin shows it after each step."""
 
+import json
 import re
 
 import httpx2
@@ -20,7 +21,7 @@ from scim2_models import (
     User,
 )
 
-from accounts.models import AccountStatus, ScimUser
+from accounts.models import Account, AccountStatus, ScimUser
 from lifecycle.demo.factories import AccountFactory
 from platform_events.api.clients import api_client_create
 from platform_events.api.models import ApiClient
@@ -147,6 +148,24 @@ def test_a_scim_client_filters_and_pages(provider, key):
         # Built unchecked: the client would refuse to send what it cannot parse itself.
         with pytest.raises(InvalidFilterException):
             provider.query(user_model, query_parameters=SearchRequest.model_construct(filter=expression))
+
+
+def test_bad_bodies_sent_to_the_live_server_are_each_the_right_scim_error(http):
+    """test_views.py's bad bodies and PATCHes, over HTTP: each its status and scimType, nothing made."""
+    from tests.lifecycle.scim.test_views import BAD_BODIES, BAD_PATCHES
+
+    for sent, status, scim_type, detail in BAD_BODIES:
+        answer = http.post("/Users", content=sent if isinstance(sent, str) else json.dumps(sent))
+        assert (answer.status_code, answer.json().get("scimType")) == (status, scim_type), sent
+        assert detail in answer.json()["detail"]
+    user_id = http.post(
+        "/Users", json={"schemas": [USER], "userName": "ann", "emails": [{"value": "a@x.example"}]}
+    ).json()["id"]
+    for operation, scim_type, detail in BAD_PATCHES:
+        answer = http.patch(f"/Users/{user_id}", json={"schemas": [PATCH], "Operations": [operation]})
+        assert (answer.status_code, answer.json().get("scimType")) == (400, scim_type), operation
+        assert detail in answer.json()["detail"]
+    assert Account.objects.count() == 1
 
 
 def test_an_unknown_user_is_a_scim_error_the_client_reads(provider):

@@ -311,42 +311,43 @@ def test_if_match_with_an_old_version_is_412_and_changes_nothing(scim):
     assert ok.status_code == 200 and body(ok)["active"] is False
 
 
-@pytest.mark.parametrize(
-    ("sent", "status", "scim_type", "detail"),
-    [
-        ("{not json", 400, "invalidSyntax", "not JSON"),
-        ("[1, 2]", 400, "invalidSyntax", "a JSON object"),
-        ({"schemas": ["urn:example:User"], "userName": "ann"}, 400, "invalidSyntax", "schemas"),
-        ({"schemas": [USER]}, 400, "invalidValue", "userName"),
-        ({"schemas": [USER], "userName": ["ann"]}, 400, "invalidValue", "userName"),
-        ({"schemas": [USER], "userName": "ann", "active": "maybe"}, 400, "invalidValue", "active"),
-        ({"schemas": [USER], "userName": "ann"}, 400, "invalidValue", "needs its address"),
-        (
-            {"schemas": [USER], "userName": "ann", "emails": [{"value": "a@x.example", "primary": True}] * 2},
-            400,
-            "invalidValue",
-            "primary",
-        ),
-        (
-            {"schemas": [USER], "userName": "ann", "emails": [{"value": "zoë@example.com"}]},
-            400,
-            "invalidValue",
-            "ASCII",
-        ),
-        (
-            {"schemas": [USER], "userName": "ann\u0007", "emails": [{"value": "a@x.example"}]},
-            400,
-            "invalidValue",
-            "control",
-        ),
-        (
-            {"schemas": [USER], "userName": "ann", "emails": [{"value": "a@x.example"}], "password": "abc"},
-            400,
-            "invalidValue",
-            "password: This password is too short",
-        ),
-    ],
-)
+# Bodies that cannot be a User: the status, scimType and a phrase of the detail that answer each.
+BAD_BODIES = [
+    ("{not json", 400, "invalidSyntax", "not JSON"),
+    ("[1, 2]", 400, "invalidSyntax", "a JSON object"),
+    ({"schemas": ["urn:example:User"], "userName": "ann"}, 400, "invalidSyntax", "schemas"),
+    ({"schemas": [USER]}, 400, "invalidValue", "userName"),
+    ({"schemas": [USER], "userName": ["ann"]}, 400, "invalidValue", "userName"),
+    ({"schemas": [USER], "userName": "ann", "active": "maybe"}, 400, "invalidValue", "active"),
+    ({"schemas": [USER], "userName": "ann"}, 400, "invalidValue", "needs its address"),
+    (
+        {"schemas": [USER], "userName": "ann", "emails": [{"value": "a@x.example", "primary": True}] * 2},
+        400,
+        "invalidValue",
+        "primary",
+    ),
+    (
+        {"schemas": [USER], "userName": "ann", "emails": [{"value": "zoë@example.com"}]},
+        400,
+        "invalidValue",
+        "ASCII",
+    ),
+    (
+        {"schemas": [USER], "userName": "ann\u0007", "emails": [{"value": "a@x.example"}]},
+        400,
+        "invalidValue",
+        "control",
+    ),
+    (
+        {"schemas": [USER], "userName": "ann", "emails": [{"value": "a@x.example"}], "password": "abc"},
+        400,
+        "invalidValue",
+        "password: This password is too short",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sent", "status", "scim_type", "detail"), BAD_BODIES)
 def test_a_body_that_cannot_be_a_user_is_the_right_scim_error_and_makes_nothing(scim, sent, status, scim_type, detail):
     from accounts.models import Account
 
@@ -366,19 +367,20 @@ def test_a_body_of_another_type_is_415(scim):
     error(response, 415)
 
 
-@pytest.mark.parametrize(
-    ("operation", "scim_type", "detail"),
-    [
-        ({"op": "replace", "path": "id", "value": "1"}, "mutability", "read-only"),
-        ({"op": "replace", "path": "meta.created", "value": "2000-01-01T00:00:00Z"}, "mutability", "read-only"),
-        ({"op": "replace", "value": {"id": "1"}}, "mutability", "read-only"),
-        ({"op": "remove", "path": "userName"}, "mutability", "cannot be removed"),
-        ({"op": "frob", "path": "active"}, "invalidValue", "not a PATCH operation"),
-        ({"op": "replace", "path": "emails[type eq", "value": "x"}, "invalidPath", "syntax"),
-        ({"op": "remove", "path": "emails"}, "invalidValue", "needs its address"),
-        ({"op": "replace", "path": 'emails[type eq "work"].value', "value": "bad"}, "invalidValue", "email"),
-    ],
-)
+# PATCH operations a User cannot take: the scimType and a phrase of the detail of each 400.
+BAD_PATCHES = [
+    ({"op": "replace", "path": "id", "value": "1"}, "mutability", "read-only"),
+    ({"op": "replace", "path": "meta.created", "value": "2000-01-01T00:00:00Z"}, "mutability", "read-only"),
+    ({"op": "replace", "value": {"id": "1"}}, "mutability", "read-only"),
+    ({"op": "remove", "path": "userName"}, "mutability", "cannot be removed"),
+    ({"op": "frob", "path": "active"}, "invalidValue", "not a PATCH operation"),
+    ({"op": "replace", "path": "emails[type eq", "value": "x"}, "invalidPath", "syntax"),
+    ({"op": "remove", "path": "emails"}, "invalidValue", "needs its address"),
+    ({"op": "replace", "path": 'emails[type eq "work"].value', "value": "bad"}, "invalidValue", "email"),
+]
+
+
+@pytest.mark.parametrize(("operation", "scim_type", "detail"), BAD_PATCHES)
 def test_a_patch_the_user_cannot_take_is_the_right_scim_error_and_changes_nothing(scim, operation, scim_type, detail):
     created = scim.send("POST", "/Users", new_user(userName="ann"))
     user_id, version = body(created)["id"], created["ETag"]
