@@ -102,6 +102,8 @@ class ScimUser(models.Model):
     )
     user_name = models.CharField(max_length=254)
     external_id = models.CharField(max_length=254, null=True, blank=True)
+    # When the client deleted the User (its account deprovisioned); None again once reprovisioned.
+    deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(db_default=Now())
 

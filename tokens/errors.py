@@ -107,6 +107,14 @@ class AddressChangedLately(Refused):
     code = "address-changed-lately"
 
 
+@raised_as(sqlstate="LT013")
+class DeletedByProvider(Refused):
+    """A restore token for an account its identity provider deleted (accounts/sql/0026_scim_users.sql):
+    only the provider, creating the User again, or staff bring it back."""
+
+    code = "deleted-by-provider"
+
+
 class WrongCode(Refused):
     code = "wrong-code"
 

@@ -267,7 +267,8 @@ def token_request_mail(
 
     A restore e-mail goes to the deprovisioned account that holds the address (it had activated): a
     deprovisioned sign-up that never activated holds nothing, and a new sign-up takes its place; one
-    deprovisioned while suspended gets none (staff reprovision it, or not).
+    deprovisioned while suspended gets none (staff reprovision it, or not), nor one its identity
+    provider deleted (the provider or staff restore it).
     """
     needs = NEEDS[action]
     named = accounts_by_identifier(identifier).filter(status=needs)
@@ -275,6 +276,8 @@ def token_request_mail(
         # The database refuses the others too (tokens/sql/0019_deprovisioned.sql): one deprovisioned
         # while suspended is staff's to restore.
         named = named.filter(activated_at__isnull=False, suspended_at__isnull=True)
+        # Nor one its identity provider deleted (accounts/sql/0026_scim_users.sql).
+        named = named.exclude(scim_user__deleted_at__isnull=False)
     account = named.order_by("-id").first()
     if account is None:
         return None

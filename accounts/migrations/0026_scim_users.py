@@ -39,6 +39,7 @@ class Migration(migrations.Migration):
                 ),
                 ("user_name", models.CharField(max_length=254)),
                 ("external_id", models.CharField(blank=True, max_length=254, null=True)),
+                ("deleted_at", models.DateTimeField(blank=True, null=True)),
                 ("created_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
                 ("updated_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
             ],

@@ -22,10 +22,15 @@ $$;
 
 DROP TRIGGER IF EXISTS after_account_email_void_links ON accounts;
 DROP FUNCTION IF EXISTS trg_after_account_email_void_links();
+DROP TRIGGER IF EXISTS before_token_restore_scim_user ON tokens;
+DROP FUNCTION IF EXISTS trg_before_token_restore_scim_user();
+DROP TRIGGER IF EXISTS after_account_reprovisioned_scim_user ON accounts;
+DROP FUNCTION IF EXISTS trg_after_account_reprovisioned_scim_user();
 DROP TRIGGER IF EXISTS after_account_erased_scim_user ON accounts;
 DROP FUNCTION IF EXISTS trg_after_account_erased_scim_user();
 DROP TABLE IF EXISTS scim_users;
 DROP FUNCTION IF EXISTS trg_after_scim_user_audit();
+DROP FUNCTION IF EXISTS trg_before_scim_user_delete();
 DROP FUNCTION IF EXISTS trg_before_scim_user_write();
 DROP FUNCTION IF EXISTS scim_external_id_problem(text);
 DROP FUNCTION IF EXISTS scim_user_name_problem(text);

@@ -10,7 +10,10 @@
 --   (the scope taken away) keeps the row and sees nothing.
 -- * The rows follow their account: a deprovisioned account keeps its row, so that the provider
 --   creating the same userName again restores that account; an erased account's row is deleted
---   and a deleted sign-up's goes with it.
+--   and a deleted sign-up's goes with it. A row is never deleted otherwise (a User ends with its
+--   account): deleting it and inserting another would move the User to another client.
+-- * A User its provider deleted (deleted_at) gets no restore token: the person cannot bring back
+--   what the provider ended; the provider (creating it again) or staff (reprovisioning) can.
 -- * The trail: account.scim_linked, account.scim_changed and account.scim_unlinked rows about the
 --   account, with the client and the userName; an externalId is written there only as "changed" (an
 --   erasure blanks the identifiers it knows wherever they appear, and an externalId may be as short
@@ -23,6 +26,9 @@ CREATE TABLE scim_users (
     client      bigint NOT NULL REFERENCES api_clients (id),
     user_name   text NOT NULL,
     external_id text,
+    -- When the client deleted the User (deprovisioned its account); cleared when the account is
+    -- reprovisioned. While it is set, only the client (creating the userName again) or staff restore it.
+    deleted_at  timestamptz,
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
@@ -87,6 +93,25 @@ CREATE TRIGGER before_scim_user_write
     FOR EACH ROW
     EXECUTE FUNCTION trg_before_scim_user_write();
 
+-- A User ends with its account: deleted by its erasure, or with the account itself (a sign-up never
+-- activated, deleted by the cleanup; the account's row is gone by the time its cascade gets here).
+CREATE FUNCTION trg_before_scim_user_delete() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+BEGIN
+    IF erasure_account() IS NULL AND EXISTS (SELECT FROM accounts WHERE id = OLD.account) THEN
+        RAISE EXCEPTION 'accounts: the User of account % ends with its account (deprovisioned, then erased), never by itself', OLD.account
+            USING ERRCODE = 'LA012';
+    END IF;
+    RETURN OLD;
+END;
+$$;
+
+CREATE TRIGGER before_scim_user_delete
+    BEFORE DELETE ON scim_users
+    FOR EACH ROW
+    EXECUTE FUNCTION trg_before_scim_user_delete();
+
 -- The account's trail. SECURITY DEFINER: the runtime role cannot write audit rows itself. An erasure's
 -- deletion of the row writes none: the erasure's own row stands for it, and this one would carry the
 -- userName the erasure has just blanked everywhere else.
@@ -130,6 +155,42 @@ CREATE TRIGGER after_scim_user_audit
     AFTER INSERT OR UPDATE OR DELETE ON scim_users
     FOR EACH ROW
     EXECUTE FUNCTION trg_after_scim_user_audit();
+
+-- A reprovisioned account is no longer one its provider deleted.
+CREATE FUNCTION trg_after_account_reprovisioned_scim_user() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+BEGIN
+    UPDATE scim_users SET deleted_at = NULL WHERE account = NEW.id AND deleted_at IS NOT NULL;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER after_account_reprovisioned_scim_user
+    AFTER UPDATE OF status ON accounts
+    FOR EACH ROW
+    WHEN (OLD.status = 'deprovisioned' AND NEW.status = 'provisioned')
+    EXECUTE FUNCTION trg_after_account_reprovisioned_scim_user();
+
+-- No restore token for a User its provider deleted (LT013); the pages never ask for one
+-- (tokens/services.py, token_request_mail), and a deletion by the provider issues none.
+CREATE FUNCTION trg_before_token_restore_scim_user() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = public, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM scim_users WHERE account = NEW.account AND deleted_at IS NOT NULL) THEN
+        RAISE EXCEPTION 'tokens: account % was deleted by its identity provider; only the provider or staff restore it', NEW.account
+            USING ERRCODE = 'LT013';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER before_token_restore_scim_user
+    BEFORE INSERT ON tokens
+    FOR EACH ROW
+    WHEN (NEW.action = 'restore')
+    EXECUTE FUNCTION trg_before_token_restore_scim_user();
 
 -- An erased account is nobody's User. SECURITY DEFINER, as the erasure's other steps.
 CREATE FUNCTION trg_after_account_erased_scim_user() RETURNS trigger

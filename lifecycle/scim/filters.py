@@ -3,9 +3,10 @@ may see: each attribute of the mapping (docs/scim.md) to its column, the compari
 A filter is bounded (its length, its number of expressions) so that none is built to be slow; an
 attribute the mapping does not hold matches nothing, as the RFC has it."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Lower
 from scim2_models import ScimFilter
 from scim2_models.path.expressions import (
     AttrPath,
@@ -52,6 +53,8 @@ def users_filter(expression: str) -> Q:
     too large."""
     if len(expression) > LONGEST_FILTER:
         raise ScimError(400, f"A filter is at most {LONGEST_FILTER} characters long.", "invalidFilter")
+    if "\x00" in expression or not _encodable(expression):
+        raise ScimError(400, "A filter is Unicode text without NUL characters.", "invalidFilter")
     try:
         node = ScimFilter(expression).ast
     except Exception as error:  # scim2-models' InvalidFilterException, or a value it cannot read
@@ -59,6 +62,14 @@ def users_filter(expression: str) -> Q:
     if _size(node) > MOST_EXPRESSIONS:
         raise ScimError(400, f"A filter holds at most {MOST_EXPRESSIONS} expressions.", "invalidFilter")
     return _q(node, prefix="")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _size(node: FilterNode) -> int:
@@ -108,7 +119,8 @@ def _comparison(name: str, op: CompareOperator, value) -> Q:
     if name in STRINGS:
         if not isinstance(value, str):
             raise ScimError(400, f"{name} is compared with a string.", "invalidFilter")
-        column, value = STRINGS[name], value.lower()  # logins and addresses are ASCII: Python's lower() is SQL's
+        # Lowered by PostgreSQL, as the indexes are: Python's lower() differs for some letters ("İ").
+        column, value = STRINGS[name], Lower(Value(value))
         if op == CompareOperator.ne:
             return ~Q(**{column: value})
         return Q(**{f"{column}__{LOOKUPS[op]}": value})
@@ -127,7 +139,7 @@ def _comparison(name: str, op: CompareOperator, value) -> Q:
     if name == "id":
         if op not in (CompareOperator.eq, CompareOperator.ne):
             raise ScimError(400, "id is compared with eq or ne.", "invalidFilter")
-        same = Q(pk=int(value)) if isinstance(value, str) and value.isdigit() and len(value) < 19 else NOTHING
+        same = Q(pk=int(value)) if isinstance(value, str) and is_account_id(value) else NOTHING
         return same if op == CompareOperator.eq else ~same
     if name in DATES:
         when = _moment(value, name)
@@ -147,12 +159,20 @@ def _comparison(name: str, op: CompareOperator, value) -> Q:
     return NOTHING  # an attribute the mapping does not hold (RFC 7644 §3.4.2.2: false)
 
 
+def is_account_id(text: str) -> bool:
+    """Whether ``text`` can be an account's id: ASCII digits ("²" and "٣" are digits to Python too),
+    few enough for a bigint."""
+    return text.isascii() and text.isdigit() and len(text) < 19
+
+
 def _same(value, fact) -> bool:
     return value.lower() == fact if isinstance(fact, str) and isinstance(value, str) else value == fact
 
 
 def _moment(value, name: str) -> datetime:
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise ScimError(400, f"{name} is compared with a date such as 2026-01-31T00:00:00Z.", "invalidFilter") from None
+    # A date without its zone is read as UTC (RFC 7643 §2.3.5 dates carry one; some clients leave it out).
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models.functions import Lower
+from django.db.models import Value
+from django.db.models.functions import Lower, Now
 from scim2_models import User
 
 from accounts.errors import (
+    AlreadyDeprovisioned,
     EmailAlreadyClaimed,
     InvalidEmail,
     InvalidLogin,
@@ -33,8 +35,9 @@ from accounts.errors import (
     UserNameTaken,
 )
 from accounts.models import Account, AccountStatus, ScimUser
-from accounts.selectors import account_deprovisioning, account_suspension
+from accounts.selectors import account_suspension
 from accounts.services import (
+    account_deprovision,
     account_password_check,
     account_password_hash,
     account_provision,
@@ -54,6 +57,7 @@ DEACTIVATED = "deactivated by the identity provider"
 REACTIVATED = "reactivated by the identity provider"
 VOUCHED = "activated by the identity provider, which vouched for the person: no activation e-mail"
 RESTORED = "created again by the identity provider"
+DELETED = "deleted by the identity provider"
 
 LOGIN = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._+-]*[A-Za-z0-9])?$")
 # How many numbered logins ("ann-2" ... ) are tried before a random one.
@@ -72,8 +76,13 @@ class Wanted:
 
 
 def wanted_of(user: User) -> Wanted:
-    """The state ``user`` asks for; ScimError 400 invalidValue when it names no address."""
-    user_name = (user.user_name or "").strip()
+    """The state ``user`` asks for; ScimError 400 invalidValue when it names no address, or holds text
+    PostgreSQL cannot store (a NUL) or UTF-8 cannot encode (a lone surrogate)."""
+    for name, value in (("userName", user.user_name), ("externalId", user.external_id), ("password", user.password)):
+        _storable(name, value)
+    for email in user.emails or []:
+        _storable("emails", email.value)
+    user_name = user.user_name or ""
     emails = [email for email in user.emails or [] if email.value]
     primary = [email for email in emails if email.primary]
     if primary:
@@ -97,38 +106,73 @@ def wanted_of(user: User) -> Wanted:
     )
 
 
+def _storable(name: str, value) -> None:
+    if not isinstance(value, str):
+        return
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise ScimError(400, f"{name} is not valid Unicode text.", "invalidValue") from None
+    if "\x00" in value:
+        raise ScimError(400, f"{name} must not hold control characters.", "invalidValue")
+
+
 def scim_user_create(*, client, user: User) -> Account:
     """A new User of ``client``. A userName this client's deleted User had (deprovisioned by this
     client, not yet erased) brings that account back, restored, with the state asked for; any other
     taken userName is 409 uniqueness."""
     wanted = wanted_of(user)
     with _refusals(), transaction.atomic(), audit_context(actor=client):
+        # Compared as the unique index compares: PostgreSQL's lower(), not Python's.
         holder = (
-            ScimUser.objects.select_for_update(of=("self",))
-            .select_related("account")
-            .alias(user_name_lower=Lower("user_name"))
-            .filter(user_name_lower=wanted.user_name.lower())
+            ScimUser.objects.alias(user_name_lower=Lower("user_name"))
+            .filter(user_name_lower=Lower(Value(wanted.user_name)))
             .first()
         )
         if holder is not None:
-            if holder.client_id != client.pk or holder.account.status != AccountStatus.DEPROVISIONED:
-                raise ScimError(409, f"userName {wanted.user_name!r} is already taken.", "uniqueness")
-            if not _made_by(client, account_deprovisioning(holder.account_id)):
-                raise ScimError(
-                    409,
-                    f"userName {wanted.user_name!r} is already taken: staff deprovisioned its account, and only"
-                    " staff restore it.",
-                    "uniqueness",
-                )
-            with audit_context(reason=RESTORED):
-                account_reprovision(account=holder.account, actor=client)
-            return _apply(holder.account, holder, wanted, client=client)
+            return _restore(holder, wanted, client=client)
         account = _provision(wanted, client=client)
         ScimUser.objects.create(
             account=account, client=client, user_name=wanted.user_name, external_id=wanted.external_id
         )
         _set_active(account, wanted.active, client=client)
     return account
+
+
+def _restore(holder: ScimUser, wanted: Wanted, *, client) -> Account:
+    """The account of ``holder``, a User this client deleted, reprovisioned and made what ``wanted``
+    says; 409 uniqueness for any other holder of the userName. Locked as a change locks (the account,
+    then its User), so that a creation sent twice restores once and a change never deadlocks with it."""
+    taken = f"userName {wanted.user_name!r} is already taken"
+    account = Account.objects.select_for_update(of=("self",)).filter(pk=holder.account_id).first()
+    holder = ScimUser.objects.select_for_update().filter(pk=holder.pk).first()
+    if account is None or holder is None or holder.client_id != client.pk:
+        raise ScimError(409, f"{taken}.", "uniqueness")
+    if account.status != AccountStatus.DEPROVISIONED:
+        raise ScimError(409, f"{taken}.", "uniqueness")
+    if holder.deleted_at is None:
+        raise ScimError(409, f"{taken}: staff deprovisioned its account, and only staff restore it.", "uniqueness")
+    if account.suspended_at is not None and not _made_by(client, account_suspension(account.pk)):
+        # Reprovisioning would lift the suspension with it.
+        raise ScimError(
+            409, f"{taken}: staff suspended its account before it was deleted, and only staff restore it.", "uniqueness"
+        )
+    with audit_context(reason=RESTORED):
+        account_reprovision(account=account, actor=client)
+    account.scim_user = holder
+    return _apply(account, holder, wanted, client=client)
+
+
+def scim_user_delete(*, client, account: Account) -> None:
+    """Delete ``client``'s User ``account``: the account deprovisioned, as the client, with DELETED (erased
+    after ERASURE_DELAY_DAYS), and the User marked deleted by its provider, so that only the provider,
+    creating it again, or staff restore it. Already deprovisioned meanwhile: gone all the same."""
+    with transaction.atomic(), audit_context(actor=client, reason=DELETED):
+        try:
+            account_deprovision(account=account, actor=client)
+        except AlreadyDeprovisioned:
+            return
+        ScimUser.objects.filter(account=account, client=client).update(deleted_at=Now())
 
 
 def scim_user_change(*, client, account_id: int, change, if_match: str | None) -> Account:

@@ -3,6 +3,7 @@ client's key with the scope scim. Answers and errors are application/scim+json (
 request counts on the client's rate limit, as the client API's do."""
 
 import json
+import re
 from functools import wraps
 
 from django.conf import settings
@@ -13,12 +14,10 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 from scim2_models import Context, Error, PatchOp, ResourceType, ResponseParameters, SCIMException, ScimPolicy, User
 
-from accounts.errors import AlreadyDeprovisioned
-from accounts.services import account_deprovision
 from lifecycle.api.auth import per_client_limit
 from lifecycle.scim.errors import ScimError, scim_response
-from lifecycle.scim.filters import users_filter
-from lifecycle.scim.provisioning import scim_user_change, scim_user_create
+from lifecycle.scim.filters import is_account_id, users_filter
+from lifecycle.scim.provisioning import scim_user_change, scim_user_create, scim_user_delete
 from lifecycle.scim.users import scim_accounts, user_json, user_of
 from platform_events.api.clients import api_client_by_key
 from platform_events.api.models import ApiScope
@@ -28,6 +27,8 @@ from platform_events.limits.counters import LimitExceeded, limits_hit
 LIST_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 # The most Users one page of a list holds (announced in ServiceProviderConfig's filter.maxResults).
 MAX_RESULTS = 200
+# startIndex and count are read up to this; a larger one is this.
+LARGEST_NUMBER = 2**31 - 1
 
 
 def scim_view(*methods: str):
@@ -42,7 +43,9 @@ def scim_view(*methods: str):
                 if request.method not in methods:
                     raise ScimError(405, f"{request.path} answers {', '.join(methods)}.")
                 request.scim_client = _client(request)
-                return view(request, *args, **kwargs)
+                # The trail's rows of whatever the request changes name its address, agent and id.
+                with audit_context(request=request):
+                    return view(request, *args, **kwargs)
             except ScimError as error:
                 return error.response()
 
@@ -92,9 +95,11 @@ def _number(request: HttpRequest, name: str, default: int) -> int:
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        number = int(raw) if raw.isascii() else int("x")
     except ValueError:
         raise ScimError(400, f"{name} is a whole number, not {raw[:40]!r}.", "invalidValue") from None
+    # Past any page there could be (a bigint OFFSET would overflow): the same empty page.
+    return max(min(number, LARGEST_NUMBER), -LARGEST_NUMBER)
 
 
 # Discovery
@@ -214,10 +219,6 @@ def users(request: HttpRequest) -> HttpResponse:
     return scim_response(_list(resources, total=total, start=start))
 
 
-# The reason the trail gives for an identity provider's DELETE.
-DELETED_REASON = "deleted by the identity provider"
-
-
 @scim_view("GET", "PUT", "PATCH", "DELETE")
 def user(request: HttpRequest, user_id: str) -> HttpResponse:
     """GET: the User. PUT: replaced by the body. PATCH: the body's operations applied to the User as
@@ -245,11 +246,7 @@ def user(request: HttpRequest, user_id: str) -> HttpResponse:
         return _user_answer(request, account_id)
     account = _account(request, account_id)
     if request.method == "DELETE":
-        try:
-            with audit_context(actor=request.scim_client, reason=DELETED_REASON, request=request):
-                account_deprovision(account=account, actor=request.scim_client)
-        except AlreadyDeprovisioned:
-            pass  # deprovisioned meanwhile by another request: gone all the same
+        scim_user_delete(client=request.scim_client, account=account)
         return HttpResponse(status=204)
     return _user_answer(request, account_id)
 
@@ -270,7 +267,7 @@ def _patched(shown: User, patch: PatchOp) -> User:
     try:
         patch.patch(shown, scim_policy=TOLERANT)
     except SCIMException as error:
-        raise ScimError(error.status, error.detail, error.scim_type or None) from None
+        raise ScimError(error.status, _sentence(error.detail), error.scim_type or None) from None
     except ValidationError as error:
         raise _validation_error(error) from None
     return shown
@@ -304,12 +301,27 @@ def _read(request: HttpRequest, model, context: Context):
 
 def _validation_error(error: ValidationError) -> ScimError:
     first = Error.from_validation_errors(error)[0]
-    detail = first.detail or "The body cannot be read."
-    return ScimError(first.status or 400, f"{detail[:1].upper()}{detail[1:]}.", first.scim_type)
+    return ScimError(first.status or 400, _sentence(first.detail or "The body cannot be read"), first.scim_type)
+
+
+PYDANTIC_TYPE = re.compile(r"\s*\[type=.*$")
+
+
+def _sentence(detail: str) -> str:
+    """One sentence of a detail scim2-models or pydantic wrote: a pydantic report ("1 validation error
+    for Email / value / value is not a valid ... [type=value_error]") as "value: value is not a valid
+    ...", anything else its first line."""
+    lines = detail.splitlines()
+    if len(lines) >= 3 and "validation error" in lines[0]:
+        text = f"{lines[1].strip()}: {PYDANTIC_TYPE.sub('', lines[2].strip())}"
+    else:
+        text = lines[0] if lines else "The request cannot be read"
+    text = text.rstrip(".")
+    return f"{text[:1].upper()}{text[1:]}."
 
 
 def _account_id(user_id: str) -> int:
-    if not (user_id.isdigit() and len(user_id) < 19):
+    if not is_account_id(user_id):
         raise ScimError(404, f"There is no User {user_id[:40]!r}.")
     return int(user_id)
 

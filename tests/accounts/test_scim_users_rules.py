@@ -119,7 +119,9 @@ def test_the_trail_has_the_link_its_changes_and_its_end_but_never_an_external_id
         [account_id],
     )
     sql("UPDATE scim_users SET external_id = NULL WHERE account = %s", [account_id])
-    sql("DELETE FROM scim_users WHERE account = %s", [account_id])
+    # The sign-up deleted (the cleanup's rule for one never activated) takes its User along.
+    sql("DELETE FROM tokens WHERE account = %s", [account_id])
+    sql("DELETE FROM accounts WHERE id = %s", [account_id])
     assert trail(sql, account_id) == [
         (
             "account.scim_linked",
@@ -137,6 +139,40 @@ def test_the_trail_has_the_link_its_changes_and_its_end_but_never_an_external_id
     assert sql("SELECT count(*) FROM audit_events WHERE strpos(diff_before::text || diff_after::text, '00u') > 0") == [
         (0,)
     ]
+
+
+def test_a_user_is_never_deleted_by_itself_so_never_moved_to_another_client(sql, refused, client_id):
+    account_id = new_account(sql)
+    link(sql, account_id, client_id)
+    other = client(sql, "entra", ["scim"])
+    refused(
+        "DELETE FROM scim_users WHERE account = %(id)s;"
+        " INSERT INTO scim_users (account, client, user_name) VALUES (%(id)s, %(other)s, 'ann')",
+        {"id": account_id, "other": other},
+        match="ends with its account",
+    )
+    assert sql("SELECT client FROM scim_users WHERE account = %s", [account_id]) == [(client_id,)]
+
+
+def test_a_user_its_provider_deleted_gets_no_restore_token_until_reprovisioned(sql, refused, client_id):
+    account_id = new_account(sql, "active")
+    link(sql, account_id, client_id)
+    deprovision(sql, account_id)
+    sql("UPDATE scim_users SET deleted_at = now() WHERE account = %s", [account_id])
+    refused(
+        "INSERT INTO tokens (account, action) VALUES (%s, 'restore')",
+        [account_id],
+        match="deleted by its identity provider",
+    )
+    sql("UPDATE accounts SET status = 'provisioned' WHERE id = %s", [account_id])  # staff reprovision it
+    assert sql("SELECT deleted_at FROM scim_users WHERE account = %s", [account_id]) == [(None,)]
+
+
+def test_a_user_staff_deprovisioned_keeps_its_restore_token(sql, client_id):
+    account_id = new_account(sql, "active")
+    link(sql, account_id, client_id)
+    deprovision(sql, account_id)
+    sql("INSERT INTO tokens (account, action) VALUES (%s, 'restore')", [account_id])
 
 
 def test_updated_at_is_the_databases(sql, client_id):

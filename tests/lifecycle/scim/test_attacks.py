@@ -6,13 +6,21 @@ import json
 import logging
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.urls import reverse
 
 from accounts.models import Account, AccountStatus, ScimUser
+from accounts.services import account_suspend
 from lifecycle.demo.factories import AccountFactory
 from lifecycle.scim.views import MAX_BODY_BYTES
 from platform_events.api.clients import api_client_revoke
 from platform_events.audit.models import AuditEvent
 from tests.lifecycle.scim.test_views import USER, body, error, new_user, patch_body
+from tests.support import NEW_PASSWORD, run_queued_tasks
+from tokens.links import landing_path
+from tokens.models import TokenAction
+from tokens.selectors import live_token
 
 pytestmark = pytest.mark.django_db
 
@@ -21,12 +29,16 @@ PASSWORD = "Correct-Horse-9-battery"
 
 @pytest.fixture
 def okta(make_scim):
-    return make_scim("scim")
+    scim = make_scim("scim")
+    scim.client.raise_request_exception = False  # a 500 is an answer to look at, not an exception
+    return scim
 
 
 @pytest.fixture
 def entra(make_scim):
-    return make_scim("scim")
+    scim = make_scim("scim")
+    scim.client.raise_request_exception = False
+    return scim
 
 
 @pytest.fixture
@@ -238,3 +250,148 @@ def test_a_user_schema_with_unknown_attributes_keeps_none_of_them(okta):
     created = body(okta.send("POST", "/Users", new_user(**{"urn:evil:ext": {"admin": True}, "isAdmin": True})))
     assert set(created) == {"schemas", "id", "meta", "userName", "active", "emails"}
     assert created["schemas"] == [USER]
+
+
+# Found by an attack on the first version (lifecycle bypasses, text PostgreSQL cannot hold, letters
+# Python lowers differently, the runtime role)
+
+
+def counts() -> tuple:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM scim_users),"
+            " (SELECT count(*) FROM tokens), (SELECT count(*) FROM audit_events)"
+        )
+        return cursor.fetchone()
+
+
+# Lifecycle bypasses
+
+
+def test_a_staff_suspension_is_not_lifted_by_deleting_the_user_and_creating_it_again(okta, ann):
+    """Staff suspended the account (abuse, say): only staff lift that. The identity provider's
+    DELETE and a POST of the same userName with active: true must not bring it back active."""
+    account = Account.objects.get(pk=ann["id"])
+    account_suspend(account=account, actor=get_user_model().objects.create_user("support1", is_staff=True))
+    error(
+        okta.send("PATCH", f"/Users/{ann['id']}", patch_body({"op": "replace", "path": "active", "value": True})),
+        400,
+        "mutability",
+    )  # held: the direct way is refused
+
+    assert okta.send("DELETE", f"/Users/{ann['id']}").status_code == 204
+    again = okta.send("POST", "/Users", new_user())
+
+    account.refresh_from_db()
+    assert account.status != AccountStatus.ACTIVE, (again.status_code, again.content)
+
+
+def test_a_user_its_identity_provider_deleted_is_not_restored_by_the_person(okta, ann, client):
+    """The identity provider deleted Ann's User (she left): it restores the account by creating the
+    userName again, staff may too. Ann herself must not, through a sign-up with her address and the
+    restore link it mails."""
+    assert okta.send("DELETE", f"/Users/{ann['id']}").status_code == 204
+    client.post(reverse("sign-up"), {"email": "ann@example.com", "login": "ann-again"} | NEW_PASSWORD)
+    run_queued_tasks()
+    restore = live_token(account=int(ann["id"]), action=TokenAction.RESTORE)
+    if restore is not None:
+        client.post(landing_path(restore))
+    account = Account.objects.get(pk=ann["id"])
+    assert (restore, account.status) == (None, AccountStatus.DEPROVISIONED)
+
+
+# Bad input: a SCIM error, never a 500
+
+
+def scim_error(response) -> int:
+    """The status of a SCIM error (the test fails on anything else, a 500 page included)."""
+    assert response["Content-Type"] == "application/scim+json", (response.status_code, response.content[:120])
+    assert 400 <= response.status_code < 500, response.content
+    return response.status_code
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"userName": "ann\u0000@example.com"},
+        {"externalId": "00u\u0000ann"},
+        {"userName": "ann\ud800@example.com"},
+        {"externalId": "\udfff"},
+        {"password": "Zebra-Quartz-7741-sky\ud800"},
+    ],
+    ids=["nul-userName", "nul-externalId", "surrogate-userName", "surrogate-externalId", "surrogate-password"],
+)
+def test_a_nul_byte_or_lone_surrogate_in_a_new_user_is_a_scim_error(okta, fields):
+    """PostgreSQL's text holds neither a NUL byte nor a lone surrogate (JSON allows both, as \\u0000 and
+    \\ud800): the body is refused as invalidValue, and nothing is written."""
+    before = counts()
+    scim_error(okta.send("POST", "/Users", new_user(**fields)))
+    assert counts() == before
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        {"op": "replace", "path": "userName", "value": "ann\u0000"},
+        {"op": "replace", "path": "externalId", "value": "a\u0000b"},
+        {"op": "replace", "value": {"externalId": "\ud800"}},
+        {"op": "replace", "path": "password", "value": "Zebra-Quartz-7741-sky\ud800"},
+    ],
+    ids=["nul-userName", "nul-externalId", "surrogate-externalId", "surrogate-password"],
+)
+def test_a_nul_byte_or_lone_surrogate_in_a_patch_is_a_scim_error(okta, ann, operation):
+    scim_error(okta.send("PATCH", f"/Users/{ann['id']}", patch_body(operation)))
+    assert ScimUser.objects.get(account=ann["id"]).external_id == "00u-ann"
+
+
+def test_a_start_index_past_a_bigint_is_a_scim_error(okta, ann):
+    """startIndex "past the end" gives an empty page; one past PostgreSQL's bigint is a 500."""
+    response = okta.get("/Users", startIndex="9" * 25)
+    assert response.status_code == 200 or scim_error(response)
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+def test_a_user_id_of_other_unicode_digits_is_a_scim_404(okta, ann, method):
+    """ "²".isdigit() is true and int("²") fails (a 500, once); "٣" is 3 to int() (User 3, once)."""
+    body_sent = patch_body({"op": "replace", "path": "active", "value": False})
+    for user_id in ("\u00b2", "\u0663"):  # a superscript two, an Arabic-Indic three
+        path = f"/Users/{user_id}"
+        response = okta.get(path) if method == "GET" else okta.send(method, path, body_sent)
+        assert scim_error(response) == 404
+
+
+# Unicode case: Python's lower() is not PostgreSQL's
+
+
+def test_a_user_name_is_found_by_itself_whatever_its_letters(okta):
+    """userName is unique ignoring case by PostgreSQL's lower(); the look-ups lower it with Python's,
+    which turns "İ" into "i̇" (two characters) where PostgreSQL gives "i": the provider's look-up
+    before a creation finds nothing, and its creation is then 409."""
+    made = body(
+        okta.send("POST", "/Users", new_user(userName="İnn@example.com", emails=[{"value": "inn@example.com"}]))
+    )
+    found = body(okta.get("/Users", filter='userName eq "İnn@example.com"'))
+    assert [user["id"] for user in found["Resources"]] == [made["id"]]
+
+
+def test_a_deleted_user_whose_name_lowers_differently_is_restored_not_409(okta):
+    made = body(
+        okta.send("POST", "/Users", new_user(userName="İnn@example.com", emails=[{"value": "inn@example.com"}]))
+    )
+    okta.send("DELETE", f"/Users/{made['id']}")
+    again = okta.send("POST", "/Users", new_user(userName="İnn@example.com", emails=[{"value": "inn@example.com"}]))
+    assert (again.status_code, body(again).get("id")) == (201, made["id"])
+
+
+# The database, as the runtime role
+
+
+def test_the_runtime_role_cannot_move_a_user_to_another_client(okta, entra, ann, refused):
+    """A User stays its client's "for good" (docs/rules.md, "SCIM Users"): the UPDATE is refused, but a
+    DELETE of the row and an INSERT naming the other client move it all the same, and the other client
+    then reads, changes and deletes an account it never created."""
+    move = (
+        "DELETE FROM scim_users WHERE account = %(id)s;"
+        " INSERT INTO scim_users (account, client, user_name) VALUES (%(id)s, %(client)s, 'ann@example.com')"
+    )
+    refused(move, {"id": ann["id"], "client": entra.api_client.pk}, match="accounts: ")

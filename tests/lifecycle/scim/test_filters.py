@@ -3,7 +3,10 @@ indexes are built on, and the bounds that keep a filter from being built to be s
 
 import pytest
 from django.db import connection
+from django.db.models import Value
+from django.db.models.functions import Lower
 
+from accounts.models import Account, ScimUser
 from lifecycle.scim.errors import ScimError
 from lifecycle.scim.filters import LONGEST_FILTER, MOST_EXPRESSIONS, users_filter
 from lifecycle.scim.users import scim_accounts
@@ -12,8 +15,7 @@ from platform_events.api.clients import api_client_create
 pytestmark = pytest.mark.django_db
 
 
-def plan(expression: str, client) -> str:
-    query = scim_accounts(client).filter(users_filter(expression)).order_by().values("pk")
+def plan(query) -> str:
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN {sql}", params)
@@ -21,18 +23,17 @@ def plan(expression: str, client) -> str:
 
 
 @pytest.mark.parametrize(
-    ("expression", "condition"),
+    ("table", "condition"),
     [
-        ('userName eq "Ada"', "Index Cond: (lower(user_name) = 'ada'::text)"),
-        ('emails.value eq "Ada@Example.com"', "Index Cond: (lower(email) = 'ada@example.com'::text)"),
+        ("scim_users", "Index Cond: (lower(user_name) = 'ada'::text)"),
+        ("accounts", "Index Cond: (lower(email) = 'ada@example.com'::text)"),
     ],
 )
-@pytest.mark.django_db(transaction=True)
-def test_an_equality_is_read_through_a_lower_case_index(sql, expression, condition):
+def test_an_equality_as_the_filters_write_it_is_read_through_a_lower_case_index(sql, table, condition):
+    """What a filter's equality compiles to (below: lower(column) = lower(value)), on each table alone:
+    the join the planner picks around it depends on statistics, the index condition does not."""
     client, _ = api_client_create(name="okta", scopes=["scim"], actor=None)
-    # Enough Users, and their statistics, that the planner prefers an index to reading them all; committed,
-    # so that an autovacuum's ANALYZE meanwhile counts them too (it once saw an empty table and the
-    # planner walked the accounts by id).
+    # Enough rows, and their statistics, that the planner prefers an index to reading them all.
     sql(
         "INSERT INTO accounts (email, login) SELECT 'user' || g || '@example.com', 'user' || g"
         " FROM generate_series(1, 5000) g"
@@ -43,12 +44,20 @@ def test_an_equality_is_read_through_a_lower_case_index(sql, expression, conditi
     )
     sql("ANALYZE accounts")
     sql("ANALYZE scim_users")
-    assert condition in plan(expression, client)
+    if table == "scim_users":
+        query = ScimUser.objects.alias(lowered=Lower("user_name")).filter(lowered=Lower(Value("Ada"))).values("pk")
+    else:
+        query = (
+            Account.objects.alias(lowered=Lower("email")).filter(lowered=Lower(Value("Ada@Example.com"))).values("pk")
+        )
+    assert condition in plan(query)
 
 
 def test_an_equality_compares_in_lower_case():
     sql = str(scim_accounts(None).filter(users_filter('userName eq "Ada"')).query)
-    assert 'LOWER("scim_users"."user_name") = ada' in sql
+    assert 'LOWER("scim_users"."user_name") = (LOWER(Ada))' in sql
+    sql = str(scim_accounts(None).filter(users_filter('emails.value eq "Ada@Example.com"')).query)
+    assert 'LOWER("accounts"."email") = (LOWER(Ada@Example.com))' in sql
 
 
 def test_external_id_is_compared_as_it_is():

@@ -10,11 +10,13 @@ from lifecycle.demo.factories import AccountFactory
 from lifecycle.scim.errors import ScimError
 from lifecycle.scim.provisioning import (
     DEACTIVATED,
+    DELETED,
     REACTIVATED,
     RESTORED,
     VOUCHED,
     scim_user_change,
     scim_user_create,
+    scim_user_delete,
     wanted_of,
 )
 from lifecycle.scim.users import user_of, version_of
@@ -174,14 +176,14 @@ def test_an_address_the_rules_refuse_is_invalid_value_with_their_sentence(okta):
 
 
 def test_a_user_deleted_and_created_again_is_the_same_account_restored(okta):
-    from accounts.services import account_deprovision
-
     first = scim_user_create(client=okta, user=new_user(active=True))
-    account_deprovision(account=first, actor=okta)
+    scim_user_delete(client=okta, account=first)
+    assert ScimUser.objects.get(account=first).deleted_at is not None
     again = scim_user_create(client=okta, user=new_user("Ann@example.com", "ann@example.com", active=True))
     assert again.pk == first.pk and again.status == AccountStatus.ACTIVE
     assert reasons(again, "account.reprovisioned") == [RESTORED]
     assert ScimUser.objects.get(account=again).user_name == "Ann@example.com"
+    assert ScimUser.objects.get(account=again).deleted_at is None
 
 
 def test_a_user_staff_deprovisioned_is_not_restored_by_the_client(okta):
@@ -198,12 +200,34 @@ def test_a_user_staff_deprovisioned_is_not_restored_by_the_client(okta):
     assert first.status == AccountStatus.DEPROVISIONED
 
 
-def test_another_clients_deleted_user_name_is_still_taken(okta):
-    from accounts.services import account_deprovision
+def test_a_deletion_is_the_account_deprovisioned_as_the_client_with_the_reason(okta):
+    account = scim_user_create(client=okta, user=new_user(active=True))
+    scim_user_delete(client=okta, account=account)
+    scim_user_delete(client=okta, account=account)  # again: gone all the same
+    account.refresh_from_db()
+    assert account.status == AccountStatus.DEPROVISIONED
+    assert reasons(account, "account.deprovisioned") == [DELETED]
 
+
+def test_a_user_staff_suspended_then_the_client_deleted_is_not_restored_by_it(okta):
+    """Reprovisioning would lift the suspension with it."""
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import account_suspend
+
+    first = scim_user_create(client=okta, user=new_user(active=True))
+    account_suspend(account=first, actor=get_user_model().objects.create_user("support1", is_staff=True))
+    scim_user_delete(client=okta, account=first)
+    with pytest.raises(ScimError, match="staff suspended its account"):
+        scim_user_create(client=okta, user=new_user(active=True))
+    first.refresh_from_db()
+    assert first.status == AccountStatus.DEPROVISIONED
+
+
+def test_another_clients_deleted_user_name_is_still_taken(okta):
     entra = api_client_create(name="entra", scopes=["scim"], actor=None)[0]
     first = scim_user_create(client=okta, user=new_user(active=True))
-    account_deprovision(account=first, actor=okta)
+    scim_user_delete(client=okta, account=first)
     with pytest.raises(ScimError, match="already taken"):
         scim_user_create(client=entra, user=new_user("ann@example.com", "ann2@example.com"))
     first.refresh_from_db()

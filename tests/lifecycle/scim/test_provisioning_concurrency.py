@@ -65,3 +65,34 @@ def test_two_changes_from_one_version_make_one_change_and_the_other_is_412():
     account.refresh_from_db()
     link = ScimUser.objects.get(account=account)
     assert (account.status == "suspended") != (link.external_id == "00u-2")
+
+
+def test_a_restoring_creation_sent_twice_at_once_restores_once_and_the_other_is_uniqueness():
+    """Entra ID sends a creation again when it does not hear back. Two creations of a deleted User's
+    userName at once: the first restores it; the second finds the account no longer deprovisioned
+    once it holds its lock (a 500, NotDeprovisioned, before the account was locked too)."""
+    from scim2_models import Email, User
+
+    from lifecycle.scim.errors import ScimError
+    from lifecycle.scim.provisioning import scim_user_create, scim_user_delete
+    from platform_events.api.clients import api_client_create
+    from tests.support import connect, in_threads, wait_until_blocked
+
+    okta = api_client_create(name="okta", scopes=["scim"], actor=None)[0]
+    ann = User(user_name="ann@example.com", emails=[Email(value="ann@example.com", primary=True)], active=True)
+    account = scim_user_create(client=okta, user=ann)
+    scim_user_delete(client=okta, account=account)
+    with connect() as holder:
+        holder.execute("SELECT 1 FROM scim_users WHERE account = %s FOR UPDATE", [account.pk])
+        threads, results = in_threads(
+            lambda: scim_user_create(client=okta, user=ann), lambda: scim_user_create(client=okta, user=ann)
+        )
+        wait_until_blocked(holder, 2)
+        holder.rollback()
+    for thread in threads:
+        thread.join()
+    outcomes = sorted(
+        "made" if ok else f"{value.status} {value.scim_type}" if isinstance(value, ScimError) else repr(value)
+        for ok, value in results
+    )
+    assert outcomes == ["409 uniqueness", "made"]
