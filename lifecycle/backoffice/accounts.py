@@ -168,6 +168,10 @@ def erasure_question(account) -> str:
     )
 
 
+# What the account's page says beside its columns, each from a method of AccountAdmin.
+ACCOUNT_FACTS = ["status_badge", "suspension", "deprovisioning", "erasure", "password_state", "identity_provider"]
+
+
 @admin.register(Account)
 class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     # Five columns fit 1366 px beside the filters; each status's own time is on the account page.
@@ -188,18 +192,7 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     fieldsets = [
         (
             None,
-            {
-                "fields": [
-                    "login",
-                    "email",
-                    "status_badge",
-                    "suspension",
-                    "deprovisioning",
-                    "erasure",
-                    "password_state",
-                    "identity_provider",
-                ]
-            },
+            {"fields": ["login", "email", *ACCOUNT_FACTS]},
         ),
         (
             "Dates",
@@ -216,14 +209,7 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
             },
         ),
     ]
-    readonly_fields = [field.name for field in Account._meta.fields] + [
-        "status_badge",
-        "suspension",
-        "deprovisioning",
-        "erasure",
-        "password_state",
-        "identity_provider",
-    ]
+    readonly_fields = [field.name for field in Account._meta.fields] + ACCOUNT_FACTS
     inlines = [TokenInline, NodeAssignmentInline]
     row_actions = ACCOUNT_ACTIONS
     actions = list(ACCOUNT_ACTIONS)
