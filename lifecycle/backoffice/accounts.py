@@ -321,7 +321,8 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
         link = getattr(account, "scim_user", None)
         if link is None:
             return "—"
-        return f"{link.client.name}, as {link.user_name} (SCIM, since {when(link.created_at)})"
+        shown = f"{link.client.name}, as {link.user_name} (SCIM, since {when(link.created_at)})"
+        return f"{shown}; deleted by the provider on {when(link.deleted_at)}" if link.deleted_at else shown
 
     @admin.action(permissions=["suspend"], description="Suspend selected accounts")
     def suspend(self, request, queryset):

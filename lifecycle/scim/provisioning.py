@@ -34,7 +34,7 @@ from accounts.errors import (
     ScimUserRefused,
     UserNameTaken,
 )
-from accounts.models import Account, AccountStatus, ScimUser
+from accounts.models import Account, AccountPassword, AccountStatus, ScimUser
 from accounts.selectors import account_suspension
 from accounts.services import (
     account_deprovision,
@@ -160,7 +160,8 @@ def _restore(holder: ScimUser, wanted: Wanted, *, client) -> Account:
     with audit_context(reason=RESTORED):
         account_reprovision(account=account, actor=client)
     account.scim_user = holder
-    return _apply(account, holder, wanted, client=client)
+    # A new User to the provider: a password the account had before is not kept unless sent again.
+    return _apply(account, holder, wanted, client=client, remove_password=True)
 
 
 def scim_user_delete(*, client, account: Account) -> None:
@@ -175,7 +176,9 @@ def scim_user_delete(*, client, account: Account) -> None:
         ScimUser.objects.filter(account=account, client=client).update(deleted_at=Now())
 
 
-def scim_user_change(*, client, account_id: int, change, if_match: str | None) -> Account:
+def scim_user_change(
+    *, client, account_id: int, change, if_match: str | None, remove_password: bool = False
+) -> Account:
     """Change ``client``'s User ``account_id``: ``change`` turns the User as shown into the User wanted
     (a PUT's body, or the User patched). ``if_match`` (an If-Match header) must name its version.
     The account's row is locked from the read to the last write: two changes never interleave."""
@@ -192,7 +195,7 @@ def scim_user_change(*, client, account_id: int, change, if_match: str | None) -
         if if_match is not None and not _matches(if_match, version_of(shown)):
             raise ScimError(412, "The User changed since the version If-Match names; read it again.")
         wanted = wanted_of(change(shown))
-        return _apply(account, link, wanted, client=client)
+        return _apply(account, link, wanted, client=client, remove_password=remove_password)
 
 
 def _matches(if_match: str, version: str) -> bool:
@@ -200,8 +203,9 @@ def _matches(if_match: str, version: str) -> bool:
     return "*" in names or version in names or version.removeprefix("W/") in names
 
 
-def _apply(account: Account, link: ScimUser, wanted: Wanted, *, client) -> Account:
-    """Make ``account`` and its User ``link`` what ``wanted`` says, as far as they differ."""
+def _apply(account: Account, link: ScimUser, wanted: Wanted, *, client, remove_password: bool = False) -> Account:
+    """Make ``account`` and its User ``link`` what ``wanted`` says, as far as they differ; with
+    ``remove_password`` and no password wanted, the account's password removed (audited)."""
     changed = []
     if wanted.user_name != link.user_name:
         link.user_name = wanted.user_name
@@ -221,6 +225,8 @@ def _apply(account: Account, link: ScimUser, wanted: Wanted, *, client) -> Accou
         link.save(update_fields=changed or ["updated_at"])
     if wanted.password is not None:
         account_set_password(account=account, password_hash=_password_hash(wanted, login=account.login), actor=client)
+    elif remove_password:
+        AccountPassword.objects.filter(account=account).delete()
     _set_active(account, wanted.active, client=client)
     return account
 
@@ -281,7 +287,9 @@ def _provision(wanted: Wanted, *, client) -> Account:
                 return account_provision(email=wanted.email, login=login, actor=client, password_hash=password_hash)
         except LoginTaken:
             if own is not None:
-                raise
+                raise ScimError(
+                    409, f"userName {wanted.user_name!r} is another account's login: choose another.", "uniqueness"
+                ) from None
     raise AssertionError("the derived logins never end")
 
 

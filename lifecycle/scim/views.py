@@ -58,7 +58,12 @@ def _client(request: HttpRequest):
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
     client = api_client_by_key(key.strip()) if scheme.lower() == "bearer" else None
     if client is None:
-        raise ScimError(401, "An API client's key is needed: Authorization: Bearer <key>.")
+        detail = (
+            "This key is no live API client's key: it is wrong, or the client was revoked."
+            if scheme.lower() == "bearer" and key.strip()
+            else "An API client's key is needed: Authorization: Bearer <key>."
+        )
+        raise ScimError(401, detail, headers={"WWW-Authenticate": 'Bearer realm="scim"'})
     try:
         limits_hit([(per_client_limit(), f"api-client:{client.pk}")])
     except LimitExceeded as refusal:
@@ -87,7 +92,9 @@ def _parameters(request: HttpRequest) -> ResponseParameters | None:
             excluded_attributes=[a.strip() for a in excluded.split(",")] if excluded else None,
         )
     except ValueError as error:
-        raise ScimError(400, f"attributes or excludedAttributes cannot be read: {error}.", "invalidValue") from None
+        raise ScimError(
+            400, f"attributes or excludedAttributes cannot be read: {_sentence(str(error))}", "invalidValue"
+        ) from None
 
 
 def _number(request: HttpRequest, name: str, default: int) -> int:
@@ -150,8 +157,14 @@ def resource_types(request: HttpRequest, name: str | None = None) -> HttpRespons
     return scim_response(_list([body], total=1, start=1))
 
 
+# The User schema's attributes the mapping keeps (docs/scim.md); id, externalId and meta are common to
+# every resource and are not listed in a schema. The others are accepted and dropped, so not announced.
+KEPT_ATTRIBUTES = {"userName", "emails", "active", "password"}
+
+
 def _user_schema(base: str) -> dict:
     body = User.to_schema().model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+    body["attributes"] = [attribute for attribute in body["attributes"] if attribute["name"] in KEPT_ATTRIBUTES]
     body["meta"] = {"resourceType": "Schema", "location": f"{base}/Schemas/{User.__schema__}"}
     return body
 
@@ -236,18 +249,22 @@ def user(request: HttpRequest, user_id: str) -> HttpResponse:
         )
         return _user_answer(request, account_id)
     if request.method == "PATCH":
-        patch = _read(request, PatchOp[User], Context.RESOURCE_PATCH_REQUEST)
+        payload = _with_paths_split(_payload(request))
+        patch = _validated(payload, PatchOp[User], Context.RESOURCE_PATCH_REQUEST)
         scim_user_change(
             client=request.scim_client,
             account_id=account_id,
             change=lambda shown: _patched(shown, patch),
             if_match=request.headers.get("If-Match"),
+            remove_password=_removes_password(patch),
         )
         return _user_answer(request, account_id)
     account = _account(request, account_id)
     if request.method == "DELETE":
         scim_user_delete(client=request.scim_client, account=account)
-        return HttpResponse(status=204)
+        gone = HttpResponse(status=204)
+        del gone["Content-Type"]  # no body, so no type (Django's default would say text/html)
+        return gone
     return _user_answer(request, account_id)
 
 
@@ -276,6 +293,12 @@ def _patched(shown: User, patch: PatchOp) -> User:
 def _read(request: HttpRequest, model, context: Context):
     """The body as ``model``, read under TOLERANT; ScimError for a body too large (413), of another
     type (415), not JSON (invalidSyntax) or not such a message (its scimType)."""
+    return _validated(_payload(request), model, context)
+
+
+def _payload(request: HttpRequest) -> dict:
+    """The body as a JSON object; ScimError for one too large (413), of another type (415), or not a JSON
+    object (invalidSyntax)."""
     too_large = ScimError(413, f"A request body is at most {MAX_BODY_BYTES // 1024} KiB.")
     if int(request.headers.get("Content-Length") or 0) > MAX_BODY_BYTES:
         raise too_large
@@ -292,11 +315,58 @@ def _read(request: HttpRequest, model, context: Context):
     except ValueError:
         raise ScimError(400, "The body is not JSON.", "invalidSyntax") from None
     if not isinstance(payload, dict):
-        raise ScimError(400, "The body is a JSON object.", "invalidSyntax")
+        raise ScimError(400, "The body must be a JSON object.", "invalidSyntax")
+    return payload
+
+
+def _validated(payload: dict, model, context: Context):
+    # A body that names other schemas is another resource, whatever else it lacks.
+    schemas = payload.get("schemas")
+    if model is User and isinstance(schemas, list) and User.__schema__ not in schemas:
+        raise ScimError(400, f"schemas must hold {User.__schema__}: this body is not a User.", "invalidSyntax")
     try:
         return model.model_validate(payload, scim_ctx=context, scim_policy=TOLERANT)
     except ValidationError as error:
         raise _validation_error(error) from None
+
+
+def _with_paths_split(payload: dict) -> dict:
+    """A PATCH whose path-less add or replace names attribute paths as keys of its value (Entra ID sends
+    ``{"op": "Replace", "value": {"emails[type eq \"work\"].value": "..."}}``): each such key made an
+    operation with that path, so that none is dropped."""
+    operations = payload.get("Operations")
+    if not isinstance(operations, list):
+        return payload
+    split = []
+    for operation in operations:
+        value = operation.get("value") if isinstance(operation, dict) else None
+        if (
+            isinstance(value, dict)
+            and not operation.get("path")
+            and str(operation.get("op", "")).lower() in ("add", "replace")
+        ):
+            paths = {key: item for key, item in value.items() if _is_attribute_path(key)}
+            rest = {key: item for key, item in value.items() if key not in paths}
+            if paths:
+                if rest:
+                    split.append({**operation, "value": rest})
+                split.extend({"op": operation["op"], "path": key, "value": item} for key, item in paths.items())
+                continue
+        split.append(operation)
+    return {**payload, "Operations": split}
+
+
+def _is_attribute_path(key) -> bool:
+    return isinstance(key, str) and not key.lower().startswith("urn:") and ("[" in key or "." in key)
+
+
+def _removes_password(patch: PatchOp) -> bool:
+    """Whether ``patch`` removes the password (which the User as shown never holds, so applying the
+    operation alone would change nothing)."""
+    return any(
+        operation.op == operation.Op.remove and str(operation.path or "").lower() == "password"
+        for operation in patch.operations or []
+    )
 
 
 def _validation_error(error: ValidationError) -> ScimError:

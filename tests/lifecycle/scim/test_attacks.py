@@ -96,7 +96,7 @@ def test_a_client_cannot_take_over_an_account_it_did_not_create(okta):
         okta.send("PATCH", f"/Users/{staff_made.pk}", patch_body({"op": "replace", "path": "active", "value": False})),
         404,
     )
-    assert "Login is already taken" in error(
+    assert "another account's login" in error(
         okta.send(
             "POST",
             "/Users",

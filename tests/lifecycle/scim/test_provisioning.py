@@ -147,7 +147,7 @@ def test_a_derived_login_taken_is_numbered(okta):
 @pytest.mark.parametrize(
     ("existing", "user", "match"),
     [
-        ({"login": "ann"}, new_user("ann", "new@example.com"), "Login is already taken"),
+        ({"login": "ann"}, new_user("ann", "new@example.com"), "another account's login"),
         ({"email": "ann@example.com", "active": True}, new_user(active=True), "already claimed"),
     ],
 )

@@ -44,7 +44,13 @@ def test_the_resource_types_and_schemas_describe_users(scim):
     assert types["Resources"][0]["schema"] == USER
     assert body(scim.get("/ResourceTypes/User"))["id"] == "User"
     schema = body(scim.get(f"/Schemas/{USER}"))
-    assert schema["id"] == USER and "userName" in [a["name"] for a in schema["attributes"]]
+    # What the mapping keeps, not the attributes it accepts and drops (name, phoneNumbers, ...).
+    assert schema["id"] == USER and {a["name"] for a in schema["attributes"]} == {
+        "userName",
+        "emails",
+        "active",
+        "password",
+    }
     assert body(scim.get("/Schemas"))["Resources"][0]["id"] == USER
     error(scim.get("/ResourceTypes/Group"), 404)
     error(scim.get("/Schemas/urn:nope"), 404)
@@ -201,8 +207,10 @@ def test_a_page_number_that_is_not_a_number_is_invalid_value(scim, name, value):
 def test_without_a_key_or_with_a_wrong_one_it_is_a_scim_401(db):
     from django.test import Client
 
-    assert "Bearer" in error(Client().get("/scim/v2/Users"), 401)
-    assert "Bearer" in error(Client().get("/scim/v2/Users", HTTP_AUTHORIZATION="Bearer nope"), 401)
+    missing = Client().get("/scim/v2/Users")
+    assert "Bearer" in error(missing, 401) and missing["WWW-Authenticate"] == 'Bearer realm="scim"'
+    wrong = Client().get("/scim/v2/Users", HTTP_AUTHORIZATION="Bearer nope")
+    assert "wrong, or the client was revoked" in error(wrong, 401)
 
 
 def test_a_client_without_the_scope_is_a_scim_403(make_scim):
@@ -236,6 +244,12 @@ def test_delete_deprovisions_the_account_as_the_client_and_the_user_is_gone(scim
     assert audit.reason == "deleted by the identity provider" and audit.actor_id.startswith("api-client:")
     error(scim.get(f"/Users/{account.pk}"), 404)
     error(scim.send("DELETE", f"/Users/{account.pk}"), 404)
+
+
+def test_a_deletion_answers_204_with_no_body_and_no_type(scim):
+    account = scim.owns(AccountFactory(active=True))
+    response = scim.send("DELETE", f"/Users/{account.pk}")
+    assert (response.status_code, response.content, response.get("Content-Type")) == (204, b"", None)
 
 
 def test_delete_of_an_unknown_user_is_a_scim_404(scim):
@@ -284,6 +298,49 @@ def test_put_replaces_and_patch_changes_the_user_each_answering_it(scim):
     patched = scim.send("PATCH", f"/Users/{user_id}", patch_body({"op": "remove", "path": "externalId"}))
     assert patched.status_code == 200 and "externalId" not in body(patched)
     assert patched["ETag"] == body(patched)["meta"]["version"] != replaced["ETag"]
+
+
+def test_a_path_less_patch_naming_paths_as_keys_applies_each_of_them(scim):
+    """Entra ID's form: the address in the value's keys, beside plain attributes."""
+    user_id = body(scim.send("POST", "/Users", new_user()))["id"]
+    answer = scim.send(
+        "PATCH",
+        f"/Users/{user_id}",
+        patch_body(
+            {
+                "op": "Replace",
+                "value": {
+                    'emails[type eq "work"].value': "erin.x@example.com",
+                    "userName": "erin2@example.com",
+                    "externalId": "erin-2",
+                },
+            }
+        ),
+    )
+    user = body(answer)
+    assert (user["userName"], user["externalId"], user["emails"][0]["value"]) == (
+        "erin2@example.com",
+        "erin-2",
+        "erin.x@example.com",
+    )
+
+
+def test_a_patch_removing_the_password_removes_it(scim):
+    from accounts.models import AccountPassword
+
+    user_id = body(scim.send("POST", "/Users", new_user(password="Correct-Horse-9-battery")))["id"]
+    assert AccountPassword.objects.filter(account_id=user_id).exists()
+    assert scim.send("PATCH", f"/Users/{user_id}", patch_body({"op": "remove", "path": "password"})).status_code == 200
+    assert not AccountPassword.objects.filter(account_id=user_id).exists()
+
+
+def test_a_user_deleted_and_created_again_without_a_password_has_none(scim):
+    from accounts.models import AccountPassword
+
+    user_id = body(scim.send("POST", "/Users", new_user(password="Correct-Horse-9-battery")))["id"]
+    scim.send("DELETE", f"/Users/{user_id}")
+    again = body(scim.send("POST", "/Users", new_user()))
+    assert again["id"] == user_id and not AccountPassword.objects.filter(account_id=user_id).exists()
 
 
 def test_if_match_with_an_old_version_is_412_and_changes_nothing(scim):
