@@ -42,7 +42,7 @@ run: install .env ## set up, load the demo data, serve the admin on 127.0.0.1:PO
 
 test: install ## run the whole suite on a throwaway embedded PostgreSQL (PYTEST_ARGS=...)
 	@status=0; \
-	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(TEST_PARALLEL) $(PYTEST_ARGS) || status=$$?; \
+	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(TEST_PARALLEL) --durations=15 $(PYTEST_ARGS) || status=$$?; \
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) $(BIN)/python -m lifecycle.ops.embedded_db stop --delete >/dev/null; \
 	exit $$status
 

@@ -22,7 +22,7 @@ from tokens.links import landing_path
 from tokens.models import TokenAction
 from tokens.selectors import live_token
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.attack, pytest.mark.django_db]
 
 PASSWORD = "Correct-Horse-9-battery"
 
