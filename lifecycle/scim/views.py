@@ -149,12 +149,7 @@ def _user_resource_type(base: str) -> dict:
 
 @scim_view("GET")
 def resource_types(request: HttpRequest, name: str | None = None) -> HttpResponse:
-    body = _user_resource_type(_base(request))
-    if name is not None:
-        if name != "User":
-            raise ScimError(404, f"There is no resource type {name[:60]!r}; this service has User.")
-        return scim_response(body)
-    return scim_response(_list([body], total=1, start=1))
+    return _the_one_or_all(_user_resource_type(_base(request)), name, only="User", kind="resource type")
 
 
 # The User schema's attributes the mapping keeps (docs/scim.md); id, externalId and meta are common to
@@ -171,12 +166,17 @@ def _user_schema(base: str) -> dict:
 
 @scim_view("GET")
 def schemas(request: HttpRequest, name: str | None = None) -> HttpResponse:
-    body = _user_schema(_base(request))
-    if name is not None:
-        if name != User.__schema__:
-            raise ScimError(404, f"There is no schema {name[:80]!r}; this service has {User.__schema__}.")
-        return scim_response(body)
-    return scim_response(_list([body], total=1, start=1))
+    return _the_one_or_all(_user_schema(_base(request)), name, only=User.__schema__, kind="schema")
+
+
+def _the_one_or_all(body: dict, name: str | None, *, only: str, kind: str) -> HttpResponse:
+    """A discovery endpoint's answer: its one ``body`` when asked by ``name`` (a SCIM 404 for any other
+    name), else a list of it."""
+    if name is None:
+        return scim_response(_list([body], total=1, start=1))
+    if name != only:
+        raise ScimError(404, f"There is no {kind} {name[:80]!r}; this service has {only}.")
+    return scim_response(body)
 
 
 @scim_view("GET", "POST", "PUT", "PATCH", "DELETE")
