@@ -1,7 +1,7 @@
 """An identity provider's User in a real browser: Okta creates it through SCIM as active and later
 deactivates it; Support opens the account's page and reads which provider it belongs to and as which
 userName, that it was activated without an e-mail because the provider vouched for it, and who
-suspended it and why."""
+suspended it and why; once Okta deletes it, the page says when the provider did."""
 
 import httpx2
 import pytest
@@ -49,4 +49,12 @@ def test_support_reads_an_identity_providers_user_on_its_account_page(browser, l
     assert "by okta" in suspension and "deactivated by the identity provider" in suspension
     trail = page.locator("#content").inner_text()
     assert "activated by the identity provider, which vouched for the person: no activation e-mail" in trail
+
+    with httpx2.Client(base_url=f"{live_server.url}/scim/v2", headers={"Authorization": f"Bearer {key}"}) as okta:
+        assert okta.delete(f"/Users/{user_id}").status_code == 204
+    page.reload()
+    shoot(page, "account-page-scim-user-deleted")
+    provider = page.locator(".field-identity_provider .readonly").inner_text()
+    assert "; deleted by the provider on " in provider
+    assert page.locator(".field-status_badge .readonly").inner_text() == "deprovisioned"
     page.close()

@@ -623,3 +623,20 @@ class TestErasure:
         )
         assert forged.status_code == 403
         assert statuses(account) == [AccountStatus.DEPROVISIONED]
+
+
+def test_the_account_page_names_the_identity_provider_and_when_it_deleted_the_user(support):
+    from accounts.models import ScimUser
+    from lifecycle.scim.provisioning import scim_user_delete
+    from platform_events.api.clients import api_client_create
+
+    account = AccountFactory(active=True)
+    page = reverse("admin:accounts_account_change", args=[account.pk])
+    assert "Identity provider:" in support.get(page).content.decode()
+    okta = api_client_create(name="okta", scopes=["scim"], actor=None)[0]
+    ScimUser.objects.create(account=account, client=okta, user_name="ann@corp.example", external_id="00u-secret")
+    shown = support.get(page).content.decode()
+    assert "okta, as ann@corp.example (SCIM, since " in shown and "00u-secret" not in shown
+    assert "deleted by the provider" not in shown
+    scim_user_delete(client=okta, account=account)
+    assert "; deleted by the provider on " in support.get(page).content.decode()
