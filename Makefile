@@ -14,7 +14,7 @@ TEST_PARALLEL = $(if $(findstring no:xdist,$(PYTEST_ARGS)),,-n $(TEST_WORKERS) -
 PORT ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help run test lint install stop check-python clean
+.PHONY: help run test bench lint install stop check-python clean
 
 help: ## list the targets (this)
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,6 +45,10 @@ test: install ## run the whole suite on a throwaway embedded PostgreSQL (PYTEST_
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(TEST_PARALLEL) --durations=15 $(PYTEST_ARGS) || status=$$?; \
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) $(BIN)/python -m lifecycle.ops.embedded_db stop --delete >/dev/null; \
 	exit $$status
+
+# The benches use the embedded PostgreSQL of `make run` (DATABASE_URL unset), each on a scratch database.
+bench: install ## run every bench and write its figures into docs/measurements.md (QUICK=1: small sizes; ONLY=admin,api)
+	@$(BIN)/python -m bench.all $(if $(QUICK),--quick) $(if $(ONLY),--only $(ONLY))
 
 lint: install ## ruff, the formatter's check and the import layers
 	$(BIN)/ruff check .
