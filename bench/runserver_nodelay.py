@@ -1,5 +1,6 @@
 """runserver's own server (django.core.servers.basehttp: wsgiref, a thread per connection, keep-alive)
-serving lifecycle.wsgi, with Nagle's algorithm off: the server bench/api.py measures the API on.
+serving the product with the benches' views (bench/bare_site.py), with Nagle's algorithm off: the
+server bench/api.py measures the API on.
 
     .venv/bin/python bench/runserver_nodelay.py PORT
 
@@ -18,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer  # noqa: E402
 
-from lifecycle.wsgi import application  # noqa: E402
+from bench.bare_site import application  # noqa: E402
 
 
 class NoDelayHandler(WSGIRequestHandler):
