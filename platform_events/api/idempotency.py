@@ -5,7 +5,8 @@ per client: the idempotency_keys table of platform_events/sql/0013_api.sql.
 response. One transaction holds it all: a try-lock on the key (a transaction-level advisory lock),
 the key's row inserted (insert first, on conflict compare: two requests with one key never both
 pass), the work, and its response stored in the row. One commit, then: a key has a stored response
-and the effect behind it, or neither. So:
+and the effect behind it, or neither. (A refusal of the work rolls that transaction back, and is
+stored under the key in a second one.) So:
 
 * same key and request again, response stored: the stored response, marked ``Idempotent-Replayed: true``;
 * same key, other request (method, path or body): 422 ``idempotency-key-reused``;
@@ -134,8 +135,26 @@ def run_once(
 
     Call it outside a transaction (views run in autocommit): inside one, the key and the work would
     commit with the caller's, not on their own."""
-    claim = uuid.uuid4()
-    params = {"client": client_id, "key": key, "hash": fingerprint, "claim": claim, "lease": lease, "ttl": ttl}
+    params = {"client": client_id, "key": key, "hash": fingerprint, "claim": uuid.uuid4(), "lease": lease, "ttl": ttl}
+    try:
+        return _under_the_key(work, params)
+    except _Refused as refused:
+        outcome = refused.outcome
+    # Rolled back, the key with it (no savepoint on the way of a success); the refusal is stored under
+    # the key on its own, unless a retry took the key meanwhile: then its answer is the key's.
+    return _under_the_key(lambda: outcome, params)
+
+
+class _Refused(Exception):
+    """The work's refusal, carried out of the key's transaction so that the transaction rolls back."""
+
+    def __init__(self, outcome: Outcome):
+        super().__init__(outcome.status)
+        self.outcome = outcome
+
+
+def _under_the_key(work: Callable[[], Outcome], params: dict) -> HttpResponse:
+    """In one transaction: the key taken, ``work`` and its response stored; or the key's holder answered."""
     with transaction.atomic():
         for _ in range(ATTEMPTS):
             with connection.cursor() as cursor:
@@ -155,7 +174,7 @@ def run_once(
                 cursor.execute(HOLDER, params)
                 holder = cursor.fetchone()
             if holder is not None:
-                return _answer_held(holder, fingerprint)
+                return _answer_held(holder, params["hash"])
     raise Problem("request-in-progress", "this Idempotency-Key is changing hands; retry", headers={"Retry-After": "1"})
 
 
@@ -180,10 +199,9 @@ def _answer_held(holder, fingerprint: str) -> HttpResponse:
 def _run(work: Callable[[], Outcome], params: dict) -> HttpResponse:
     """The work and its stored response, in the key's transaction (the caller's atomic block)."""
     try:
-        with transaction.atomic():
-            outcome = work()
+        outcome = work()
     except Problem as refusal:
-        outcome = Outcome(refusal.status, refusal.body())
+        raise _Refused(Outcome(refusal.status, refusal.body())) from None
     with connection.cursor() as cursor:
         cursor.execute(STORE, {**params, "status": outcome.status, "body": json.dumps(outcome.body)})
         (stored,) = cursor.fetchone()
