@@ -1,7 +1,7 @@
 """The client API over HTTP against the same work in-process and against a bare Django view, in the
 same run, with each of the API's per-request costs measured on its own.
 
-    .venv/bin/python bench/api.py [--quick] [--requests 500] [--conn-max-age N]
+    .venv/bin/python bench/api.py [--quick] [--requests 500] [--rounds 5] [--conn-max-age N]
 
 Runs on a scratch database (``<name>_bench``, created and dropped), DEBUG off on both sides, the
 product's database settings (CONN_MAX_AGE its default unless ``--conn-max-age`` says). The API is
@@ -10,8 +10,9 @@ Nagle's algorithm off (bench/runserver_nodelay.py: stock runserver stalls every 
 ~40 ms; bench/load.py measures the API under gunicorn), on the same 2 cores as the bench and
 PostgreSQL; the client is httpx, one keep-alive connection per thread. The server adds the benches'
 views of bench/bare_site.py beside the product's. At concurrency 1 and 4 (threads, ``--requests``
-calls shared among them; ``--quick``: 100 calls, 1 thread) it prints requests/s and p50/p99 per
-call, and each line's p50 over the line before (what that step adds), of:
+calls shared among them, in ``--rounds`` rounds where the steps take turns, so that a change in the
+shared machine's load falls on all of them; ``--quick``: 100 calls, 1 thread) it prints requests/s
+and p50/p99 per call, and each line's p50 over the line before (what that step adds), of:
 
 - reads: ``Account.objects.get()`` in-process; a bare Django view answering the row's JSON; + the
   bearer key's look-up; + the rate-limit hit counted with it (the API's statement); GET
@@ -190,6 +191,7 @@ def expect(response: httpx.Response, status: int) -> httpx.Response:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="100 calls a measurement, 1 thread (well under a minute)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds the steps take turns in (default 5)")
     parser.add_argument("--requests", type=int, help="calls per measurement (default 500; 100 with --quick)")
     parser.add_argument(
         "--conn-max-age", type=int, help="the server's CONN_MAX_AGE (default: the product's, from the environment)"
@@ -209,13 +211,13 @@ def main() -> None:
             warm = account_provision(email="warm@example.com", login="warm", actor=client)
             server = Server(conn_max_age=args.conn_max_age)
             print(
-                f"{'--quick: ' if args.quick else ''}{version} - {count} calls a measurement; the API on runserver's"
+                f"{'--quick: ' if args.quick else ''}{version} - {count} calls a measurement in {args.rounds} rounds; the API on runserver's"
                 f" server, threaded, TCP_NODELAY; DEBUG off, CONN_MAX_AGE {conn_max_age}; httpx, a keep-alive"
                 f" connection per thread; load average {os.getloadavg()[0]:.1f}"
             )
             print(f"{'':52} {'threads':>7} {'calls/s':>9}   {'per call':44} p50 over the line before")
             http = http_session(server, key, warm.pk)
-            aims = [measure(concurrency, count, client, key, http) for concurrency in concurrencies][0]
+            aims = [measure(c, count, args.rounds, client, key, http) for c in concurrencies][0]
             print(
                 f"aims at 1 thread: the API's read {aims['read']:.2f}x the bare view's requests/s (>= 0.7x), its"
                 f" p50 {aims['read_over_orm_ms']:+.1f} ms over the ORM read (<= +2 ms); the API's provisioning"
@@ -226,40 +228,44 @@ def main() -> None:
                 server.stop()
 
 
-class Lines:
-    """The figures of one concurrency, each line's p50 printed over the line before it."""
-
-    def __init__(self, concurrency: int):
-        self.concurrency = concurrency
-        self.before: Figures | None = None
-
-    def show(self, label: str, figures: Figures) -> Figures:
-        line = f"{label:52} {self.concurrency:7} {figures.rate:9,.0f}   {percentiles(figures.durations)}"
-        if self.before is not None:
-            line += f"   {(figures.p50 - self.before.p50) * 1000:+6.2f} ms"
-        print(line, flush=True)
-        self.before = figures
-        return figures
-
-    def rule(self) -> None:
-        self.before = None
+def combined(parts: list[Figures]) -> Figures:
+    """One figure of several runs of one step: every call's duration, calls over the time they took."""
+    calls = sum(len(part.durations) for part in parts)
+    return Figures(
+        calls / sum(len(part.durations) / part.rate for part in parts), [d for p in parts for d in p.durations]
+    )
 
 
-def measure(concurrency: int, count: int, client, key: str, http) -> dict:
-    """Each measurement at one concurrency: reads step by step, provisioning step by step, commits."""
-    lines = Lines(concurrency)
+@dataclass(frozen=True)
+class Step:
+    label: str
+    open_session: object  # a context manager factory: database_session or an HTTP session
+    call: object  # call(session, item)
+    items: object  # items(round): what this round's calls take
+
+
+def measure(concurrency: int, count: int, rounds: int, client, key: str, http) -> dict:
+    """Each step at one concurrency, in ``rounds`` rounds of ``count / rounds`` calls that take turns
+    (a change of the machine's load meanwhile falls on every step alike): reads step by step,
+    provisioning step by step, the commit's wait. Prints each step's figures and p50 over the step before."""
+    share = max(1, count // rounds)
     made: list[int] = []
+    first: dict[str, dict] = {}
+    encoded_twice: list[str] = []
+    fresh_requests: dict[int, list] = {}
 
     def provision(_, n):
         name = f"direct-c{concurrency}-{n}"
         made.append(account_provision(email=f"{name}@example.com", login=name, actor=client).pk)
 
-    def bodies(kind: str) -> list[tuple[str, dict]]:
-        names = [f"{kind}-c{concurrency}-{n}" for n in range(count)]
-        return [(uuid.uuid4().hex, {"email": f"{name}@example.com", "login": name}) for name in names]
+    def bodies(kind: str):
+        def items(round_: int) -> list[tuple[str, dict]]:
+            names = [f"{kind}-c{concurrency}-r{round_}-{n}" for n in range(share)]
+            found = [(uuid.uuid4().hex, {"email": f"{name}@example.com", "login": name}) for name in names]
+            fresh_requests[round_] = found
+            return found
 
-    first: dict[str, dict] = {}
-    encoded_twice: list[str] = []
+        return items
 
     def poster(path: str, *, remember: bool = False):
         def post(session, request):
@@ -308,57 +314,79 @@ def measure(concurrency: int, count: int, client, key: str, http) -> dict:
         }
         assert list(ApiClient.objects.raw(CALLED, params))
 
-    baseline = in_threads(list(range(count)), concurrency, database_session, provision)
-    lines.show("in-process account_provision()", baseline)
-    lines.show(
-        "bare view: key and rate, account_provision()",
-        in_threads(bodies("bare"), concurrency, http, poster("/bench/counted/accounts")),
-    )
-    lines.show(
-        "  + the Idempotency-Key's bookkeeping",
-        in_threads(bodies("once"), concurrency, http, poster("/bench/once/accounts")),
-    )
-    requests = bodies("api")
-    fresh = lines.show(
-        "POST /api/v1/accounts, a fresh Idempotency-Key",
-        in_threads(requests, concurrency, http, poster("/api/v1/accounts", remember=True)),
-    )
-    accounts = Account.objects.count()
-    lines.show("the same POSTs again: the stored responses", in_threads(requests, concurrency, http, replay))
-    assert Account.objects.count() == accounts, "a replay made an account"
+    numbers = lambda round_: list(range(round_ * share, (round_ + 1) * share))  # noqa: E731
+    accounts = lambda round_: made[-share:]  # noqa: E731 (the accounts this round made in-process)
+    groups = [
+        [
+            Step("in-process account_provision()", database_session, provision, numbers),
+            Step(
+                "bare view: key and rate, account_provision()", http, poster("/bench/counted/accounts"), bodies("bare")
+            ),
+            Step("  + the Idempotency-Key's bookkeeping", http, poster("/bench/once/accounts"), bodies("once")),
+            Step(
+                "POST /api/v1/accounts, a fresh Idempotency-Key",
+                http,
+                poster("/api/v1/accounts", remember=True),
+                bodies("api"),
+            ),
+            Step("the same POSTs again: the stored responses", http, replay, lambda round_: fresh_requests[round_]),
+        ],
+        [
+            Step("in-process Account.objects.get()", database_session, get, accounts),
+            Step("GET bare view: the account's row as JSON", http, reader("/bench/accounts/{id}"), accounts),
+            Step("  + the bearer key's look-up", http, reader("/bench/keyed/accounts/{id}"), accounts),
+            Step(
+                "  + its rate-limit hit, in the same statement", http, reader("/bench/counted/accounts/{id}"), accounts
+            ),
+            Step("GET /api/v1/accounts/{id}", http, reader("/api/v1/accounts/{id}"), accounts),
+        ],
+        [
+            Step("in-process key and rate, synchronous_commit off", database_session, called, numbers),
+            Step("  the same statement, synchronous_commit on", database_session, called_synchronously, numbers),
+        ],
+    ]
+    parts: dict[str, list[Figures]] = {step.label: [] for group in groups for step in group}
+    for round_ in range(rounds):
+        print(f"  {concurrency} thread(s), round {round_ + 1} of {rounds}", file=sys.stderr, flush=True)
+        for group in groups:
+            for step in group:
+                accounts_before = Account.objects.count() if step.call is replay else None
+                found = in_threads(step.items(round_), concurrency, step.open_session, step.call)
+                parts[step.label].append(found)
+                if accounts_before is not None:
+                    assert Account.objects.count() == accounts_before, "a replay made an account"
+    figures = {label: combined(found) for label, found in parts.items()}
+    for group in groups:
+        before = None
+        for step in group:
+            show(step.label, concurrency, figures[step.label], before)
+            before = figures[step.label]
     if encoded_twice:
         print(
-            f"  API bug: {len(encoded_twice)} of {count} replays answered the first body as a JSON string (encoded"
-            " twice), not the object"
+            f"  API bug: {len(encoded_twice)} of {share * rounds} replays answered the first body as a JSON string"
+            " (encoded twice), not the object"
         )
-
-    lines.rule()
-    orm = lines.show("in-process Account.objects.get()", in_threads(made, concurrency, database_session, get))
-    ids = [body["id"] for body in first.values()]
-    bare = lines.show(
-        "GET bare view: the account's row as JSON", in_threads(ids, concurrency, http, reader("/bench/accounts/{id}"))
-    )
-    lines.show("  + the bearer key's look-up", in_threads(ids, concurrency, http, reader("/bench/keyed/accounts/{id}")))
-    lines.show(
-        "  + its rate-limit hit, in the same statement",
-        in_threads(ids, concurrency, http, reader("/bench/counted/accounts/{id}")),
-    )
-    read = lines.show("GET /api/v1/accounts/{id}", in_threads(ids, concurrency, http, reader("/api/v1/accounts/{id}")))
-
-    lines.rule()
-    lines.show(
-        "in-process key and rate, synchronous_commit off",
-        in_threads(list(range(count)), concurrency, database_session, called),
-    )
-    lines.show(
-        "  the same statement, synchronous_commit on",
-        in_threads(list(range(count)), concurrency, database_session, called_synchronously),
+    read, bare, orm = (
+        figures[label]
+        for label in (
+            "GET /api/v1/accounts/{id}",
+            "GET bare view: the account's row as JSON",
+            "in-process Account.objects.get()",
+        )
     )
     return {
         "read": read.rate / bare.rate,
         "read_over_orm_ms": (read.p50 - orm.p50) * 1000,
-        "provision": fresh.rate / baseline.rate,
+        "provision": figures["POST /api/v1/accounts, a fresh Idempotency-Key"].rate
+        / figures["in-process account_provision()"].rate,
     }
+
+
+def show(label: str, concurrency: int, figures: Figures, before: Figures | None) -> None:
+    line = f"{label:52} {concurrency:7} {figures.rate:9,.0f}   {percentiles(figures.durations)}"
+    if before is not None:
+        line += f"   {(figures.p50 - before.p50) * 1000:+6.2f} ms"
+    print(line, flush=True)
 
 
 if __name__ == "__main__":
