@@ -181,10 +181,11 @@ else:
 # A connect_timeout in the URL's query wins.
 DATABASE_CONNECT_TIMEOUT = read_int("DATABASE_CONNECT_TIMEOUT", default=10, minimum=1, maximum=300)
 for database in DATABASES.values():
-    # Each web thread keeps its session for a minute (docs/decisions.md, "Persistent connections"): a
-    # new one per request (process start, SCRAM) cost more than the request ("Client API figures").
-    # Through PgBouncer too: the kept connection is to the pooler, which lends a server one per
-    # transaction. 0: a new session per request.
+    # Each web thread keeps its session for a minute: a new one per request (process start, SCRAM)
+    # cost more than an API request (docs/measurements.md, "Client API figures"). Through PgBouncer
+    # too: the kept connection is to the pooler, which lends a server one per transaction. No pool in
+    # the process (docs/decisions.md, "Persistent connections, not a pool in the process"). 0: a new
+    # session per request.
     database["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=60)
     # A kept connection is tried before a request reuses it: one broken by a database restart is
     # replaced at once, not answered with one 503 per worker.
