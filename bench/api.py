@@ -1,22 +1,31 @@
-"""Provisioning through the client API over HTTP, against the same service call in-process, in the same run.
+"""The client API over HTTP against the same work in-process and against a bare Django view, in the
+same run, with each of the API's per-request costs measured on its own.
 
-    .venv/bin/python bench/api.py [--requests 500] [--conn-max-age 0]
+    .venv/bin/python bench/api.py [--quick] [--requests 500] [--rounds 5] [--conn-max-age N]
 
-Runs on a scratch database (``<name>_bench``, created and dropped), DEBUG off on both sides. The API
-is served in a process of its own by runserver's server, threaded (a thread per connection), with
+Runs on a scratch database (``<name>_bench``, created and dropped), DEBUG off on both sides, the
+product's database settings (CONN_MAX_AGE its default unless ``--conn-max-age`` says). The API is
+served in a process of its own by runserver's server, threaded (a thread per connection), with
 Nagle's algorithm off (bench/runserver_nodelay.py: stock runserver stalls every keep-alive response
-~40 ms; bench/load.py measures the API under gunicorn), on the same 2 cores as the bench
-and PostgreSQL; the client is httpx, one keep-alive connection per thread. At concurrency 1 and 4
-(threads, ``--requests`` calls shared among them), it prints requests/s and p50/p99 per call of:
+~40 ms; bench/load.py measures the API under gunicorn), on the same 2 cores as the bench and
+PostgreSQL; the client is httpx, one keep-alive connection per thread. The server adds the benches'
+views of bench/bare_site.py beside the product's. At concurrency 1 and 4 (threads, ``--requests``
+calls shared among them, in ``--rounds`` rounds where the steps take turns, so that a change in the
+shared machine's load falls on all of them; ``--quick``: 100 calls, 1 thread) it prints requests/s
+and p50/p99 per call, and each line's p50 over the line before (what that step adds), of:
 
-- ``account_provision()`` in-process, as the API client (the baseline);
-- POST /api/v1/accounts with a fresh Idempotency-Key each (the bearer key looked up, the client's
-  rate counted, the Idempotency-Key's row, provisioning, the answer stored);
-- the same requests again, same key and body: the stored response (``Idempotent-Replayed: true``);
-- GET /api/v1/accounts/{id}, against ``Account.objects.get()`` in-process, for scale;
+- reads: ``Account.objects.get()`` in-process; a bare Django view answering the row's JSON; + the
+  bearer key's look-up; + the rate-limit hit counted with it (the API's statement); GET
+  /api/v1/accounts/{id};
+- provisioning: ``account_provision()`` in-process, as the API client; a bare view doing the key and
+  rate, then ``account_provision()``; + the Idempotency-Key's bookkeeping; POST /api/v1/accounts with
+  a fresh Idempotency-Key each; the same requests again, answered from the stored responses;
+- a commit's wait for the disk: the key-and-rate statement in-process, committed as the API commits
+  it (synchronous_commit off for it), then with synchronous_commit on;
 
-and each API figure over its in-process one (requests/s, and the time it adds at p50). Every response
-is checked (status, the replay's header and body, no account made by a replay); no time is.
+then the aims at 1 thread: the API's read over the bare view's (requests/s), its p50 over the ORM
+read, and the API's provisioning over the in-process one. Every response is checked (status, the
+replay's header and body, no account made by a replay); no time is.
 """
 
 import argparse
@@ -50,6 +59,7 @@ import bench.django_setup  # noqa: E402, F401 (Django set up with SETTINGS)
 
 # isort: split
 import httpx  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from accounts.models import Account  # noqa: E402
@@ -57,8 +67,10 @@ from accounts.services import account_provision  # noqa: E402
 from bench import ROOT  # noqa: E402
 from bench.figures import percentiles  # noqa: E402
 from bench.scratch import scratch_database  # noqa: E402
-from platform_events.api.clients import api_client_create  # noqa: E402
-from platform_events.api.models import ApiScope  # noqa: E402
+from lifecycle.api.auth import per_client_limit  # noqa: E402
+from platform_events.api.clients import CALLED, api_client_called, api_client_create, key_digest  # noqa: E402
+from platform_events.api.models import ApiClient, ApiScope  # noqa: E402
+from platform_events.limits.counters import bucket_for  # noqa: E402
 from tests.smtp import free_port  # noqa: E402
 from tests.support import database_url_for_tests, environment, wait_for  # noqa: E402
 
@@ -68,10 +80,11 @@ CONCURRENCIES = (1, 4)
 class Server:
     """bench/runserver_nodelay.py on the scratch database, its output in a file (read on failure)."""
 
-    def __init__(self, *, conn_max_age: int):
+    def __init__(self, *, conn_max_age: int | None):
         self.port = free_port()
         self.log = Path(tempfile.mkstemp(prefix="api-bench-server-")[1])
-        env = environment(**SETTINGS, DATABASE_URL=database_url_for_tests(), CONN_MAX_AGE=str(conn_max_age))
+        given = {} if conn_max_age is None else {"CONN_MAX_AGE": str(conn_max_age)}
+        env = environment(**SETTINGS, DATABASE_URL=database_url_for_tests(), **given)
         with open(self.log, "w") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "bench/runserver_nodelay.py", str(self.port)],
@@ -177,14 +190,16 @@ def expect(response: httpx.Response, status: int) -> httpx.Response:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=500, help="calls per measurement (default 500)")
+    parser.add_argument("--quick", action="store_true", help="100 calls a measurement, 1 thread (well under a minute)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds the steps take turns in (default 5)")
+    parser.add_argument("--requests", type=int, help="calls per measurement (default 500; 100 with --quick)")
     parser.add_argument(
-        "--conn-max-age",
-        type=int,
-        default=0,
-        help="the server's CONN_MAX_AGE (default 0, the product's: a database connection per request)",
+        "--conn-max-age", type=int, help="the server's CONN_MAX_AGE (default: the product's, from the environment)"
     )
     args = parser.parse_args()
+    count = args.requests or (100 if args.quick else 500)
+    concurrencies = (1,) if args.quick else CONCURRENCIES
+    conn_max_age = settings.DATABASES["default"]["CONN_MAX_AGE"] if args.conn_max_age is None else args.conn_max_age
 
     server = None
     with scratch_database():
@@ -196,44 +211,71 @@ def main() -> None:
             warm = account_provision(email="warm@example.com", login="warm", actor=client)
             server = Server(conn_max_age=args.conn_max_age)
             print(
-                f"{version} - {args.requests} calls a measurement; the API on runserver's server, threaded, TCP_NODELAY;"
-                f" DEBUG off, CONN_MAX_AGE {args.conn_max_age}; httpx, a keep-alive connection per thread"
+                f"{'--quick: ' if args.quick else ''}{version} - {count} calls a measurement in {args.rounds} rounds; the API on runserver's"
+                f" server, threaded, TCP_NODELAY; DEBUG off, CONN_MAX_AGE {conn_max_age}; httpx, a keep-alive"
+                f" connection per thread; load average {os.getloadavg()[0]:.1f}"
             )
-            print(f"{'':52} {'threads':>7} {'calls/s':>9}   {'per call':44} API / in-process")
+            print(f"{'':52} {'threads':>7} {'calls/s':>9}   {'per call':44} p50 over the line before")
             http = http_session(server, key, warm.pk)
-            for concurrency in CONCURRENCIES:
-                measure(concurrency, args.requests, client, http)
+            aims = [measure(c, count, args.rounds, client, key, http) for c in concurrencies][0]
+            print(
+                f"aims at 1 thread: the API's read {aims['read']:.2f}x the bare view's requests/s (>= 0.7x), its"
+                f" p50 {aims['read_over_orm_ms']:+.1f} ms over the ORM read (<= +2 ms); the API's provisioning"
+                f" {aims['provision']:.2f}x the in-process one (>= 0.5x); load average {os.getloadavg()[0]:.1f}"
+            )
         finally:
             if server is not None:
                 server.stop()
 
 
-def measure(concurrency: int, count: int, client, http) -> None:
-    """Each measurement at one concurrency: in-process provisioning, the API's fresh and replayed
-    provisioning, then reads both ways."""
+def combined(parts: list[Figures]) -> Figures:
+    """One figure of several runs of one step: every call's duration, calls over the time they took."""
+    calls = sum(len(part.durations) for part in parts)
+    return Figures(
+        calls / sum(len(part.durations) / part.rate for part in parts), [d for p in parts for d in p.durations]
+    )
+
+
+@dataclass(frozen=True)
+class Step:
+    label: str
+    open_session: object  # a context manager factory: database_session or an HTTP session
+    call: object  # call(session, item)
+    items: object  # items(round): what this round's calls take
+
+
+def measure(concurrency: int, count: int, rounds: int, client, key: str, http) -> dict:
+    """Each step at one concurrency, in ``rounds`` rounds of ``count / rounds`` calls that take turns
+    (a change of the machine's load meanwhile falls on every step alike): reads step by step,
+    provisioning step by step, the commit's wait. Prints each step's figures and p50 over the step before."""
+    share = max(1, count // rounds)
     made: list[int] = []
-
-    def provision(_, n):
-        made.append(
-            account_provision(
-                email=f"direct-c{concurrency}-{n}@example.com", login=f"direct-c{concurrency}-{n}", actor=client
-            ).pk
-        )
-
-    requests = [
-        (uuid.uuid4().hex, {"email": f"api-c{concurrency}-{n}@example.com", "login": f"api-c{concurrency}-{n}"})
-        for n in range(count)
-    ]
     first: dict[str, dict] = {}
     encoded_twice: list[str] = []
+    fresh_requests: dict[int, list] = {}
 
-    def post(session, request):
-        idempotency_key, body = request
-        response = expect(
-            session.post("/api/v1/accounts", json=body, headers={"Idempotency-Key": idempotency_key}), 201
-        )
-        assert "Idempotent-Replayed" not in response.headers, response.headers
-        first[idempotency_key] = response.json()
+    def provision(_, n):
+        name = f"direct-c{concurrency}-{n}"
+        made.append(account_provision(email=f"{name}@example.com", login=name, actor=client).pk)
+
+    def bodies(kind: str):
+        def items(round_: int) -> list[tuple[str, dict]]:
+            names = [f"{kind}-c{concurrency}-r{round_}-{n}" for n in range(share)]
+            found = [(uuid.uuid4().hex, {"email": f"{name}@example.com", "login": name}) for name in names]
+            fresh_requests[round_] = found
+            return found
+
+        return items
+
+    def poster(path: str, *, remember: bool = False):
+        def post(session, request):
+            idempotency_key, body = request
+            response = expect(session.post(path, json=body, headers={"Idempotency-Key": idempotency_key}), 201)
+            assert "Idempotent-Replayed" not in response.headers, response.headers
+            if remember:
+                first[idempotency_key] = response.json()
+
+        return post
 
     def replay(session, request):
         idempotency_key, body = request
@@ -251,35 +293,99 @@ def measure(concurrency: int, count: int, client, http) -> None:
             return
         assert replied == first[idempotency_key], (replied, first[idempotency_key])
 
-    def read(session, account_id):
-        expect(session.get(f"/api/v1/accounts/{account_id}"), 200)
+    def reader(path: str):
+        def read(session, account_id):
+            expect(session.get(path.format(id=account_id)), 200)
+
+        return read
 
     def get(_, account_id):
         Account.objects.get(pk=account_id)
 
-    baseline = in_threads(list(range(count)), concurrency, database_session, provision)
-    show("in-process account_provision()", concurrency, baseline)
-    fresh = in_threads(requests, concurrency, http, post)
-    show("POST /api/v1/accounts, a fresh Idempotency-Key", concurrency, fresh, baseline)
-    accounts = Account.objects.count()
-    replayed = in_threads(requests, concurrency, http, replay)
-    assert Account.objects.count() == accounts, "a replay made an account"
-    show("the same POSTs again: the stored responses", concurrency, replayed, baseline)
+    def called(_, n):
+        assert api_client_called(key, limit=per_client_limit()) is not None
+
+    def called_synchronously(_, n):
+        params = {
+            "hash": key_digest(key),
+            "bucket": bucket_for(limit=per_client_limit(), key=f"api-key:{key_digest(key).hex()}"),
+            "seconds": per_client_limit().seconds,
+            "own_transaction": False,  # the statement's own transaction all the same: autocommit
+        }
+        assert list(ApiClient.objects.raw(CALLED, params))
+
+    numbers = lambda round_: list(range(round_ * share, (round_ + 1) * share))  # noqa: E731
+    accounts = lambda round_: made[-share:]  # noqa: E731 (the accounts this round made in-process)
+    groups = [
+        [
+            Step("in-process account_provision()", database_session, provision, numbers),
+            Step(
+                "bare view: key and rate, account_provision()", http, poster("/bench/counted/accounts"), bodies("bare")
+            ),
+            Step("  + the Idempotency-Key's bookkeeping", http, poster("/bench/once/accounts"), bodies("once")),
+            Step(
+                "POST /api/v1/accounts, a fresh Idempotency-Key",
+                http,
+                poster("/api/v1/accounts", remember=True),
+                bodies("api"),
+            ),
+            Step("the same POSTs again: the stored responses", http, replay, lambda round_: fresh_requests[round_]),
+        ],
+        [
+            Step("in-process Account.objects.get()", database_session, get, accounts),
+            Step("GET bare view: the account's row as JSON", http, reader("/bench/accounts/{id}"), accounts),
+            Step("  + the bearer key's look-up", http, reader("/bench/keyed/accounts/{id}"), accounts),
+            Step(
+                "  + its rate-limit hit, in the same statement", http, reader("/bench/counted/accounts/{id}"), accounts
+            ),
+            Step("GET /api/v1/accounts/{id}", http, reader("/api/v1/accounts/{id}"), accounts),
+        ],
+        [
+            Step("in-process key and rate, synchronous_commit off", database_session, called, numbers),
+            Step("  the same statement, synchronous_commit on", database_session, called_synchronously, numbers),
+        ],
+    ]
+    parts: dict[str, list[Figures]] = {step.label: [] for group in groups for step in group}
+    for round_ in range(rounds):
+        print(f"  {concurrency} thread(s), round {round_ + 1} of {rounds}", file=sys.stderr, flush=True)
+        for group in groups:
+            for step in group:
+                accounts_before = Account.objects.count() if step.call is replay else None
+                found = in_threads(step.items(round_), concurrency, step.open_session, step.call)
+                parts[step.label].append(found)
+                if accounts_before is not None:
+                    assert Account.objects.count() == accounts_before, "a replay made an account"
+    figures = {label: combined(found) for label, found in parts.items()}
+    for group in groups:
+        before = None
+        for step in group:
+            show(step.label, concurrency, figures[step.label], before)
+            before = figures[step.label]
     if encoded_twice:
         print(
-            f"  API bug: {len(encoded_twice)} of {count} replays answered the first body as a JSON string (encoded"
-            " twice), not the object"
+            f"  API bug: {len(encoded_twice)} of {share * rounds} replays answered the first body as a JSON string"
+            " (encoded twice), not the object"
         )
-    direct = in_threads(made, concurrency, database_session, get)
-    show("in-process Account.objects.get()", concurrency, direct)
-    ids = [body["id"] for body in first.values()]
-    show("GET /api/v1/accounts/{id}", concurrency, in_threads(ids, concurrency, http, read), direct)
+    read, bare, orm = (
+        figures[label]
+        for label in (
+            "GET /api/v1/accounts/{id}",
+            "GET bare view: the account's row as JSON",
+            "in-process Account.objects.get()",
+        )
+    )
+    return {
+        "read": read.rate / bare.rate,
+        "read_over_orm_ms": (read.p50 - orm.p50) * 1000,
+        "provision": figures["POST /api/v1/accounts, a fresh Idempotency-Key"].rate
+        / figures["in-process account_provision()"].rate,
+    }
 
 
-def show(label: str, concurrency: int, figures: Figures, baseline: Figures | None = None) -> None:
+def show(label: str, concurrency: int, figures: Figures, before: Figures | None) -> None:
     line = f"{label:52} {concurrency:7} {figures.rate:9,.0f}   {percentiles(figures.durations)}"
-    if baseline is not None:
-        line += f"   {figures.rate / baseline.rate:5.2f}x, p50 {(figures.p50 - baseline.p50) * 1000:+.1f} ms"
+    if before is not None:
+        line += f"   {(figures.p50 - before.p50) * 1000:+6.2f} ms"
     print(line, flush=True)
 
 

@@ -7,17 +7,21 @@ webhook dispatch with more workers.
 Everything runs on an embedded PostgreSQL of its own (a new data directory, removed afterwards), as
 bench/soak.py does: migrated, seeded as bench/admin.py seeds (accounts in every state over a year,
 their tokens, audit rows in monthly partitions), an API client with every scope and a superuser;
-collectstatic into a temporary directory. Then gunicorn serves lifecycle.wsgi (sync workers,
-``--workers``; lifecycle/ops/gunicorn_conf.py as its config when it exists, the flags given here win)
-with DEBUG off, the public limits and the API's rate raised so that they refuse nothing (every client
-is 127.0.0.1).
+collectstatic into a temporary directory. Then gunicorn serves the product with the benches' views
+beside it (bench/bare_site.py; ``--workers``; lifecycle/ops/gunicorn_conf.py as its config when it
+exists, the flags given here win) with DEBUG off, the product's database settings (CONN_MAX_AGE its
+default unless ``--conn-max-age`` says), the public limits and the API's rate raised so that they
+refuse nothing (every client is 127.0.0.1).
 
 - **Web**: for each endpoint in turn, at each concurrency, that many clients (asyncio tasks on
   httpx.AsyncClient, each with a session of its own) ask again and again for ``--seconds``: the public
   page (GET /recover/, and POST /recover/ with its CSRF token: it queues the request for the
   cluster, which does not run here), the client API (GET an account; POST a new one with a fresh
-  Idempotency-Key), the admin logged in (the account list, an account's page), and a static file
-  when WhiteNoise serves them. Per step: requests/s, p50/p95/p99, errors (any other status, or no
+  Idempotency-Key), a bare Django view answering an account's row as JSON (the API read's
+  reference), the admin logged in (the account list, an account's page), and a static file when
+  WhiteNoise serves them. ``account_provision()`` in this process, one call after another for
+  ``--seconds``, is the API write's reference: at one client, the API's read over the bare view's and
+  its write over the in-process one are printed (bench/api.py measures the same under runserver). Per step: requests/s, p50/p95/p99, errors (any other status, or no
   answer: each kind printed), and the CPU the load generator, gunicorn and PostgreSQL used. The
   baseline, in the same run: GET /recover/ at concurrency 1; each step's requests/s is printed as a
   ratio to it. The bend per endpoint: the first concurrency where p95 exceeds twice its value at the
@@ -67,6 +71,8 @@ STAFF_PASSWORD = secrets.token_urlsafe(16)
 RAISED_LIMIT = "1000000"
 RAISED_API_RATE = "10000000"
 CORES = os.cpu_count() or 1
+BARE_VIEW = "bare view: GET /bench/accounts/{id}"
+API_READ, API_WRITE = "API GET /api/v1/accounts/{id}", "API POST /api/v1/accounts (Idem.-Key)"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -148,11 +154,12 @@ def cores(cpu: dict[str, float]) -> str:
 # The product: database, data, web server
 
 
-def product_settings(databases: dict, *, static_root: Path, conn_max_age: int) -> dict:
-    """DEBUG off as in production, on plain HTTP (bench/soak.py), the API's limit raised too."""
+def product_settings(databases: dict, *, static_root: Path, conn_max_age: int | None) -> dict:
+    """DEBUG off as in production, on plain HTTP (bench/soak.py), the API's limit raised too;
+    CONN_MAX_AGE the product's default unless given."""
     return {
         **production_on_loopback(databases, static_root=static_root, limit=RAISED_LIMIT),
-        "CONN_MAX_AGE": str(conn_max_age),
+        **({} if conn_max_age is None else {"CONN_MAX_AGE": str(conn_max_age)}),
         "LOG_LEVEL": "WARNING",
         "API_REQUESTS_PER_MINUTE": RAISED_API_RATE,
     }
@@ -182,13 +189,14 @@ def seed(accounts: int) -> Data:
 
 
 class Gunicorn:
-    """gunicorn serving lifecycle.wsgi on a free port of loopback, its output in a file (shown on failure)."""
+    """gunicorn serving bench/bare_site.py (the product and the benches' views) on a free port of
+    loopback, its output in a file (shown on failure)."""
 
     def __init__(self, *, workers: int, env: dict, log: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
-        command = [sys.executable, "-m", "gunicorn", "lifecycle.wsgi:application"]
+        command = [sys.executable, "-m", "gunicorn", "bench.bare_site:application"]
         self.config = ROOT / "lifecycle" / "ops" / "gunicorn_conf.py"
         if self.config.exists():
             command += ["--config", "python:lifecycle.ops.gunicorn_conf"]
@@ -250,8 +258,9 @@ class Site:
         self.endpoints = [
             Endpoint("GET /recover/", 200, "public", "GET", "/recover/"),
             Endpoint("POST /recover/ (CSRF token)", 200, "public", "POST", "/recover/"),
-            Endpoint("API GET /api/v1/accounts/{id}", 200, "api", "GET", "/api/v1/accounts/{id}"),
-            Endpoint("API POST /api/v1/accounts (Idem.-Key)", 201, "api", "POST", "/api/v1/accounts"),
+            Endpoint(API_READ, 200, "api", "GET", "/api/v1/accounts/{id}"),
+            Endpoint(API_WRITE, 201, "api", "POST", "/api/v1/accounts"),
+            Endpoint(BARE_VIEW, 200, "public", "GET", "/bench/accounts/{id}"),
             Endpoint("admin: account list", 200, "admin", "GET", "/admin/accounts/account/"),
             Endpoint("admin: an account's page", 200, "admin", "GET", "/admin/accounts/account/{id}/change/"),
         ]
@@ -416,6 +425,34 @@ def print_web(steps: dict[str, list[Step]], baseline: Step) -> dict[str, dict]:
             f"  {bends[label]['why']}"
         )
     return bends
+
+
+def provision_in_process(key: str, seconds: float) -> float:
+    """``account_provision()`` in this process, as the API client, one call after another for
+    ``seconds`` (gunicorn stopped): calls/s, the API write's reference."""
+    from accounts.services import account_provision
+    from platform_events.api.clients import api_client_by_key
+
+    client = api_client_by_key(key)
+    made = 0
+    started = time.perf_counter()
+    while time.perf_counter() < started + seconds:
+        name = uuid.uuid4().hex
+        account_provision(email=f"{name}@example.com", login=name, actor=client)
+        made += 1
+    return made / (time.perf_counter() - started)
+
+
+def print_api_references(steps: dict[str, list[Step]], in_process: float) -> dict:
+    """The API's figures at the lowest concurrency over their references, measured in this run."""
+    read, bare, write = steps[API_READ][0], steps[BARE_VIEW][0], steps[API_WRITE][0]
+    found = {"read_over_bare_view": read.rate / bare.rate, "write_over_in_process": write.rate / in_process}
+    say(
+        f"the API at {read.clients} client(s): its read {found['read_over_bare_view']:.2f}x the bare view's"
+        f" requests/s (p50 {read.p50_ms:.1f} against {bare.p50_ms:.1f} ms); its write"
+        f" {found['write_over_in_process']:.2f}x account_provision() in this process ({in_process:,.1f}/s)"
+    )
+    return {**found, "in_process_provision_rate": in_process}
 
 
 # The workers: the mail drain and the webhook dispatch, 1, 2 and 4 at once
@@ -598,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
         "--messages", type=int, help="e-mails and webhooks per worker run (default 2000; 300 with --quick)"
     )
     parser.add_argument(
-        "--conn-max-age", type=int, default=0, help="the server's CONN_MAX_AGE (default 0, the product's)"
+        "--conn-max-age", type=int, help="the server's CONN_MAX_AGE (default: the product's, from the environment)"
     )
     args = parser.parse_args(argv)
     quick = args.quick
@@ -657,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
         say(
             f"{version}; gunicorn {' '.join(server.command[3:])}"
             f" ({'config ' + str(server.config.relative_to(ROOT)) + ', ' if server.config.exists() else ''}sync workers);"
-            f" DEBUG off, CONN_MAX_AGE {args.conn_max_age}"
+            f" DEBUG off, CONN_MAX_AGE {settings.DATABASES['default']['CONN_MAX_AGE']}"
         )
         say(
             f"data: {accounts:,} accounts (40% provisioned, 50% active, 10% suspended), {3 * accounts:,} audit rows;"
@@ -689,10 +726,13 @@ def main(argv: list[str] | None = None) -> int:
         say("web load:")
         steps = asyncio.run(web_load(site, concurrencies, seconds, args.workers, meter))
         server.stop()
+        in_process = provision_in_process(data.key, seconds)
         baseline = steps["GET /recover/"][0]
         say()
         say(f"the baseline: GET /recover/ at {baseline.clients} client(s), {baseline.rate:,.1f} req/s (/base = 1.00x)")
         bends = print_web(steps, baseline)
+        say()
+        references = print_api_references(steps, in_process)
 
         say()
         say(f"workers ({messages:,} messages a run, each run from a full queue):")
@@ -711,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
             "version": version,
             "cores": CORES,
             "gunicorn": server.command[3:],
-            "conn_max_age": args.conn_max_age,
+            "conn_max_age": settings.DATABASES["default"]["CONN_MAX_AGE"],
             "accounts": accounts,
             "seconds": seconds,
             "concurrencies": concurrencies,
@@ -720,6 +760,7 @@ def main(argv: list[str] | None = None) -> int:
             "baseline": {"endpoint": baseline.endpoint, "clients": baseline.clients, "rate": baseline.rate},
             "endpoints": {label: [asdict(step) for step in rows] for label, rows in steps.items()},
             "bends": bends,
+            "api_references": references,
             "errors": errors,
             "workers": {
                 label: {**found, "runs": [asdict(run) for run in found["runs"]]} for label, found in workers.items()

@@ -1,5 +1,6 @@
 """runserver's own server (django.core.servers.basehttp: wsgiref, a thread per connection, keep-alive)
-serving lifecycle.wsgi, with Nagle's algorithm off: the server bench/api.py measures the API on.
+serving the product with the benches' views (bench/bare_site.py), with Nagle's algorithm off: the
+server bench/api.py measures the API on.
 
     .venv/bin/python bench/runserver_nodelay.py PORT
 
@@ -10,27 +11,23 @@ that way against 1.4 ms on a new connection each time (and 0.3 ms through Django
 stall is the development server's, not the API's (bench/load.py measures the production server, gunicorn).
 """
 
-import socketserver
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from django.core.servers.basehttp import WSGIRequestHandler, WSGIServer  # noqa: E402
+from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler  # noqa: E402
 
-from lifecycle.wsgi import application  # noqa: E402
+from bench.bare_site import application  # noqa: E402
 
 
 class NoDelayHandler(WSGIRequestHandler):
     disable_nagle_algorithm = True  # socketserver sets TCP_NODELAY on each accepted connection
 
 
-class ThreadedServer(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True  # as runserver: a stop does not wait for open connections
-
-
 def main() -> None:
-    server = ThreadedServer(("127.0.0.1", int(sys.argv[1])), NoDelayHandler)
+    # runserver's own: a thread per connection, its database connections closed when the client's closes.
+    server = ThreadedWSGIServer(("127.0.0.1", int(sys.argv[1])), NoDelayHandler)
     server.set_app(application)
     server.serve_forever()
 

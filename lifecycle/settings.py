@@ -181,9 +181,14 @@ else:
 # A connect_timeout in the URL's query wins.
 DATABASE_CONNECT_TIMEOUT = read_int("DATABASE_CONNECT_TIMEOUT", default=10, minimum=1, maximum=300)
 for database in DATABASES.values():
-    database["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=0)
-    # A kept connection (CONN_MAX_AGE > 0) is tried before a request reuses it: one broken by a
-    # database restart is replaced at once, not answered with one 503 per worker.
+    # Each web thread keeps its session for a minute: a new one per request (process start, SCRAM)
+    # cost more than an API request (docs/measurements.md, "Client API figures"). Through PgBouncer
+    # too: the kept connection is to the pooler, which lends a server one per transaction. No pool in
+    # the process (docs/decisions.md, "Persistent connections, not a pool in the process"). 0: a new
+    # session per request.
+    database["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=60)
+    # A kept connection is tried before a request reuses it: one broken by a database restart is
+    # replaced at once, not answered with one 503 per worker.
     database["CONN_HEALTH_CHECKS"] = True
     database.setdefault("OPTIONS", {}).setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT)
 # Behind a pooler in transaction mode (PgBouncer's pool_mode = transaction; docs/deploy.md): a

@@ -6,10 +6,10 @@ from datetime import timedelta
 from django.conf import settings
 from ninja.security.http import HttpAuthBase
 
-from platform_events.api.clients import api_client_by_key
+from platform_events.api.clients import api_client_called
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.api.problems import Problem
-from platform_events.limits.counters import Limit, LimitExceeded, limits_hit
+from platform_events.limits.counters import Limit, LimitExceeded
 
 
 def per_client_limit() -> Limit:
@@ -33,17 +33,17 @@ class ClientKey(HttpAuthBase):
         scheme, _, key = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             return None
-        client = api_client_by_key(key.strip())
-        if client is None:
-            return None
         try:
-            limits_hit([(per_client_limit(), f"api-client:{client.pk}")])
+            # One round trip for the key and the client's rate.
+            client = api_client_called(key.strip(), limit=per_client_limit())
         except LimitExceeded as refusal:
             raise Problem(
                 "rate-limited",
                 f"this client may make {settings.API_REQUESTS_PER_MINUTE} requests a minute",
                 headers={"Retry-After": str(refusal.retry_after)},
             ) from None
+        if client is None:
+            return None
         if self.scope not in client.scopes:
             raise Problem(
                 "insufficient-scope", f"this needs the scope {self.scope}; this client has {', '.join(client.scopes)}"

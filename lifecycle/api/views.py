@@ -110,17 +110,20 @@ def _once(request, work) -> Outcome:
     fingerprint = request_fingerprint(method=request.method, path=request.get_full_path(), body=request.body)
 
     def as_the_client() -> Outcome:
-        with audit_context(actor=request.auth, request=request), as_problem():
+        with as_problem():
             return work()
 
-    return run_once(
-        client_id=request.auth.pk,
-        key=key,
-        fingerprint=fingerprint,
-        work=as_the_client,
-        lease=timedelta(seconds=settings.API_IDEMPOTENCY_LEASE_SECONDS),
-        ttl=timedelta(hours=settings.API_IDEMPOTENCY_HOURS),
-    )
+    # Entered outside the key's transaction, the context is applied by each service inside it, with
+    # what the service adds, in the statement the service runs for its own: none set and reset here.
+    with audit_context(actor=request.auth, request=request):
+        return run_once(
+            client_id=request.auth.pk,
+            key=key,
+            fingerprint=fingerprint,
+            work=as_the_client,
+            lease=timedelta(seconds=settings.API_IDEMPOTENCY_LEASE_SECONDS),
+            ttl=timedelta(hours=settings.API_IDEMPOTENCY_HOURS),
+        )
 
 
 @router.post(

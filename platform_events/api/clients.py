@@ -9,7 +9,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -18,6 +18,7 @@ from django.views.decorators.debug import sensitive_variables
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.context import audit_context
 from platform_events.db.text import is_utf8
+from platform_events.limits.counters import REFUSALS, Limit, LimitExceeded, bucket_for
 from platform_events.refusals import Refused
 
 KEY_PREFIX = "lc_"
@@ -183,15 +184,70 @@ def api_client_revoke(*, client: ApiClient, reason: str, actor, dry_run: bool = 
 
 def api_client_by_key(key: str) -> ApiClient | None:
     """The unrevoked client whose key this is, its last use noted (at most once a minute); None for
-    any other text. Called on every API request, outside a transaction."""
-    if not key.startswith(KEY_PREFIX) or len(key) > 200:
+    any other text."""
+    if not _may_be_a_key(key):
         return None
     client = ApiClient.objects.filter(key_hash=key_digest(key), revoked_at__isnull=True).first()
-    if client is None:
+    if client is not None:
+        _note_use(client)
+    return client
+
+
+# The client and a hit on its rate limit, in one statement (one round trip). A revoked key matches
+# nothing and counts nothing, from the statement after the revocation's commit: nothing is cached.
+# The hit is counted as platform_events/limits/counters.py counts (COUNT_HITS), in the bucket of the
+# key's digest: a client has one key for life. synchronous_commit is turned off for this statement's
+# own transaction only (set_config(..., true)), when it is one: its commit does not wait for the WAL
+# to reach the disk, so a crash may lose the last moment's hits (a client may then make a few calls
+# more than its limit in that minute), and nothing else. A caller's transaction commits as it would.
+CALLED = """
+WITH client AS (
+    SELECT * FROM api_clients WHERE key_hash = %(hash)s AND revoked_at IS NULL
+), hit AS (
+    INSERT INTO rate_limits (bucket, window_start, window_end, hits)
+    SELECT %(bucket)s, window_start, window_start + %(seconds)s * interval '1 second', 1
+    FROM client,
+         to_timestamp(floor(extract(epoch FROM now()) / %(seconds)s) * %(seconds)s) AS window_start,
+         (SELECT CASE WHEN %(own_transaction)s THEN set_config('synchronous_commit', 'off', true) END) AS commit_mode
+    ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limits.hits + 1
+    RETURNING hits, greatest(1, ceil(extract(epoch FROM window_end - now())))::integer AS retry_after
+)
+SELECT client.*, hit.hits, hit.retry_after FROM client, hit
+"""
+
+
+def api_client_called(key: str, *, limit: Limit) -> ApiClient | None:
+    """The unrevoked client whose key this is, with one hit counted against ``limit`` for it, and its
+    last use noted (at most once a minute); None for any other text, and nothing counted. Raises
+    ``LimitExceeded`` when the hit is over the limit. Called on every API and SCIM request, outside a
+    transaction (see CALLED)."""
+    if not _may_be_a_key(key):
         return None
+    digest = key_digest(key)
+    params = {
+        "hash": digest,
+        "bucket": bucket_for(limit=limit, key=f"api-key:{digest.hex()}"),
+        "seconds": limit.seconds,
+        "own_transaction": not connection.in_atomic_block,
+    }
+    found = list(ApiClient.objects.raw(CALLED, params))
+    if not found:
+        return None
+    (client,) = found
+    if client.hits > limit.max_hits:
+        REFUSALS.labels(limit=limit.name).inc()
+        raise LimitExceeded(limit=limit, retry_after=client.retry_after)
+    _note_use(client)
+    return client
+
+
+def _may_be_a_key(key: str) -> bool:
+    return key.startswith(KEY_PREFIX) and len(key) <= 200
+
+
+def _note_use(client: ApiClient) -> None:
     # Asked of the row just read (this host's clock), then decided by the database's: one UPDATE a
     # minute, however many hosts and calls.
     if client.last_used_at is None or client.last_used_at < timezone.now() - LAST_USED_EVERY:
         stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=Now() - LAST_USED_EVERY)
         ApiClient.objects.filter(stale, pk=client.pk).update(last_used_at=Now())
-    return client

@@ -2,20 +2,25 @@
 per client: the idempotency_keys table of platform_events/sql/0013_api.sql.
 
 ``run_once`` runs a request's work at most once per (client, key) and answers a retry with the first
-response. The row is inserted first, in its own transaction (insert first, on conflict compare: two
-requests with one key never both pass), holding a lease. The work then runs in one
-transaction with the row locked, and the response is stored in that same transaction: a key either
-has a stored response and the effect behind it, or neither. So:
+response. One transaction holds it all: a try-lock on the key (a transaction-level advisory lock),
+the key's row inserted (insert first, on conflict compare: two requests with one key never both
+pass), the work, and its response stored in the row. One commit, then: a key has a stored response
+and the effect behind it, or neither. (A refusal of the work rolls that transaction back, and is
+stored under the key in a second one.) So:
 
 * same key and request again, response stored: the stored response, marked ``Idempotent-Replayed: true``;
 * same key, other request (method, path or body): 422 ``idempotency-key-reused``;
-* same key while the first still runs (its lease unexpired): 409 ``request-in-progress``;
-* the first died (killed, connection lost) before it committed: nothing of it stands, and once its
-  lease ends a retry takes the key over and runs the work;
-* the work failed on an error of ours (a 500): rolled back, and the key released at once, so the
-  retry runs it again. What is stored is every answer the work gave: a success, or a refusal of the
-  lifecycle rules (login taken, wrong state). A request refused before its work starts (its key,
-  scope, body or rate) leaves no row.
+* same key while the first still runs (it holds the lock): 409 ``request-in-progress``, at once;
+* the first died (killed, connection lost) before it committed: nothing of it stands, its key
+  included, and a retry runs the work;
+* the work failed on an error of ours (a 500): all rolled back, the key with it, so the retry runs
+  it again. What is stored is every answer the work gave: a success, or a refusal of the lifecycle
+  rules (login taken, wrong state). A request refused before its work starts (its key, scope, body
+  or rate) leaves no row.
+
+No request here commits a row still running (``lease_claim``, ``lease_until`` set): one that a
+release committing the key before its work left behind during an upgrade is answered 409 until its
+lease ends, then taken over by a retry of the same request.
 """
 
 import json
@@ -38,11 +43,18 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 # A key whose row vanished between two statements (released, or expired and swept) is tried again.
 ATTEMPTS = 3
 
+# The key's lock and its row in one statement. The lock tells a request still running (its row is not
+# committed, so not seen) at once, instead of the INSERT waiting for that request's commit.
 INSERT_FIRST = """
-INSERT INTO idempotency_keys (client_id, key, request_hash, lease_claim, lease_until, expires_at)
-VALUES (%(client)s, %(key)s, %(hash)s, %(claim)s, now() + %(lease)s, now() + %(ttl)s)
-ON CONFLICT (client_id, key) DO NOTHING
-RETURNING 1
+WITH locked AS (
+    SELECT pg_try_advisory_xact_lock(hashtextextended('idempotency:' || %(client)s || ':' || %(key)s, 0)) AS free
+), inserted AS (
+    INSERT INTO idempotency_keys (client_id, key, request_hash, lease_claim, lease_until, expires_at)
+    SELECT %(client)s, %(key)s, %(hash)s, %(claim)s, now() + %(lease)s, now() + %(ttl)s FROM locked WHERE free
+    ON CONFLICT (client_id, key) DO NOTHING
+    RETURNING 1
+)
+SELECT free, EXISTS (SELECT FROM inserted) FROM locked
 """
 # The key is free again when it expired (not yet swept), or when the request that holds it for this
 # same request died: its lease ended with no response stored.
@@ -66,13 +78,11 @@ SELECT request_hash, response_status, response_body::text,
        greatest(1, ceil(extract(epoch FROM lease_until - now())))::integer
 FROM idempotency_keys WHERE client_id = %(client)s AND key = %(key)s
 """
-LOCK_MINE = "SELECT 1 FROM idempotency_keys WHERE client_id = %(client)s AND key = %(key)s AND lease_claim = %(claim)s FOR UPDATE"
 STORE = """
 UPDATE idempotency_keys SET response_status = %(status)s, response_body = %(body)s::jsonb, lease_claim = NULL, lease_until = NULL
 WHERE client_id = %(client)s AND key = %(key)s AND lease_claim = %(claim)s
 RETURNING response_body::text
 """
-RELEASE = "DELETE FROM idempotency_keys WHERE client_id = %(client)s AND key = %(key)s AND lease_claim = %(claim)s"
 
 
 @dataclass(frozen=True)
@@ -120,26 +130,51 @@ def run_once(
     *, client_id: int, key: str, fingerprint: str, work: Callable[[], Outcome], lease: timedelta, ttl: timedelta
 ) -> HttpResponse:
     """Run ``work`` once for this client's ``key``, or answer as the key's first request did (see the
-    module). ``work`` runs inside a transaction; a Problem it raises is its answer (stored like a
-    success), any other exception releases the key and goes up.
+    module). ``work`` runs inside the key's transaction; a Problem it raises is its answer (stored like
+    a success, its effects rolled back), any other exception rolls everything back and goes up.
 
-    Call it outside a transaction (views run in autocommit): inside one, the key is not seen by a
-    concurrent request until the caller commits, and that request waits for it instead of a 409."""
-    claim = uuid.uuid4()
-    params = {"client": client_id, "key": key, "hash": fingerprint, "claim": claim, "lease": lease, "ttl": ttl}
-    for _ in range(ATTEMPTS):
-        with connection.cursor() as cursor:
-            cursor.execute(INSERT_FIRST, params)
-            taken = cursor.fetchone() is not None
-            if not taken:
-                cursor.execute(TAKE_OVER, params)
-                taken = cursor.fetchone() is not None
-            if taken:
-                return _run(work, params)
-            cursor.execute(HOLDER, params)
-            holder = cursor.fetchone()
-        if holder is not None:
-            return _answer_held(holder, fingerprint)
+    Call it outside a transaction (views run in autocommit): inside one, the key and the work would
+    commit with the caller's, not on their own."""
+    params = {"client": client_id, "key": key, "hash": fingerprint, "claim": uuid.uuid4(), "lease": lease, "ttl": ttl}
+    try:
+        return _under_the_key(work, params)
+    except _Refused as refused:
+        outcome = refused.outcome
+    # Rolled back, the key with it (no savepoint on the way of a success); the refusal is stored under
+    # the key on its own, unless a retry took the key meanwhile: then its answer is the key's.
+    return _under_the_key(lambda: outcome, params)
+
+
+class _Refused(Exception):
+    """The work's refusal, carried out of the key's transaction so that the transaction rolls back."""
+
+    def __init__(self, outcome: Outcome):
+        super().__init__(outcome.status)
+        self.outcome = outcome
+
+
+def _under_the_key(work: Callable[[], Outcome], params: dict) -> HttpResponse:
+    """In one transaction: the key taken, ``work`` and its response stored; or the key's holder answered."""
+    with transaction.atomic():
+        for _ in range(ATTEMPTS):
+            with connection.cursor() as cursor:
+                cursor.execute(INSERT_FIRST, params)
+                free, taken = cursor.fetchone()
+                if not free:
+                    raise Problem(
+                        "request-in-progress",
+                        "the first request with this Idempotency-Key is still running; retry later",
+                        headers={"Retry-After": "1"},
+                    )
+                if not taken:
+                    cursor.execute(TAKE_OVER, params)
+                    taken = cursor.fetchone() is not None
+                if taken:
+                    return _run(work, params)
+                cursor.execute(HOLDER, params)
+                holder = cursor.fetchone()
+            if holder is not None:
+                return _answer_held(holder, params["hash"])
     raise Problem("request-in-progress", "this Idempotency-Key is changing hands; retry", headers={"Retry-After": "1"})
 
 
@@ -162,40 +197,15 @@ def _answer_held(holder, fingerprint: str) -> HttpResponse:
 
 
 def _run(work: Callable[[], Outcome], params: dict) -> HttpResponse:
+    """The work and its stored response, in the key's transaction (the caller's atomic block)."""
     try:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                # Ours still: a request that waited past its lease may have lost the key to a retry.
-                cursor.execute(LOCK_MINE, params)
-                if cursor.fetchone() is None:
-                    raise Problem(
-                        "request-in-progress",
-                        "this request took longer than its lease and a retry took its Idempotency-Key over",
-                        headers={"Retry-After": "1"},
-                    )
-            try:
-                with transaction.atomic():
-                    outcome = work()
-            except Problem as refusal:
-                outcome = Outcome(refusal.status, refusal.body())
-            with connection.cursor() as cursor:
-                cursor.execute(STORE, {**params, "status": outcome.status, "body": json.dumps(outcome.body)})
-                (stored,) = cursor.fetchone()
-    except Problem:
-        raise
-    except BaseException:
-        # Rolled back: nothing was done, so the next retry may run it at once.
-        _release(params)
-        raise
+        outcome = work()
+    except Problem as refusal:
+        raise _Refused(Outcome(refusal.status, refusal.body())) from None
+    with connection.cursor() as cursor:
+        cursor.execute(STORE, {**params, "status": outcome.status, "body": json.dumps(outcome.body)})
+        (stored,) = cursor.fetchone()
     return _response(outcome.status, stored)
-
-
-def _release(params: dict) -> None:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(RELEASE, params)
-    except Exception:  # the database is gone too: the lease will end by itself
-        pass
 
 
 def _response(status: int, body: str) -> HttpResponse:

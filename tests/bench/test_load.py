@@ -21,6 +21,7 @@ ENDPOINTS = {
     "API POST /api/v1/accounts (Idem.-Key)",
     "admin: account list",
     "admin: an account's page",
+    "bare view: GET /bench/accounts/{id}",
 }
 
 
@@ -43,6 +44,9 @@ def test_quick_run_answers_every_endpoint_without_an_error_and_drains_with_each_
             assert step["answered"] > 0 and step["rate"] > 0, (label, step, report)
             assert step["errors"] == 0 and step["error_kinds"] == {}, (label, step, report)
     assert figures["errors"] == 0 and figures["ok"], report
+    references = figures["api_references"]
+    assert references["read_over_bare_view"] > 0 and references["write_over_in_process"] > 0, report
+    assert figures["conn_max_age"] == 60, report  # the product's default, not the bench's own
     for label in ("mail drain", "webhook dispatch"):
         runs = figures["workers"][label]["runs"]
         assert [run["workers"] for run in runs] == [1, 2, 4], (label, report)

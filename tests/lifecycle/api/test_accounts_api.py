@@ -8,6 +8,7 @@ from accounts.models import Account, AccountPassword, AccountStatus
 from lifecycle.demo.factories import AccountFactory
 from platform_events.api.clients import api_client_create
 from platform_events.audit.models import ActorType, AuditEvent
+from tests.lifecycle.api.conftest import new_key
 
 pytestmark = pytest.mark.django_db
 
@@ -15,6 +16,29 @@ pytestmark = pytest.mark.django_db
 def problem_type(response) -> str:
     assert response["Content-Type"] == "application/problem+json", response.content
     return response.json()["type"].removeprefix("/api/v1/problems/")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/accounts", {"email": "ada@example.com", "login": "ada"}), ("/accounts/{id}/suspend", {"reason": "fraud"})],
+)
+def test_every_row_a_change_writes_names_the_client_its_address_its_agent_and_the_request(api, path, body):
+    account = AccountFactory(active=True)
+    before = set(AuditEvent.objects.values_list("id", flat=True))
+
+    response = api.client.post(
+        f"/api/v1{path.format(id=account.pk)}",
+        body,
+        content_type="application/json",
+        headers={**api.headers(new_key()), "User-Agent": "billing/1.0"},
+    )
+
+    assert response.status_code in (200, 201), response.content
+    rows = AuditEvent.objects.exclude(id__in=before)
+    assert rows and {
+        (row.actor_id, row.actor_ip, row.actor_user_agent, row.request_id is not None) for row in rows
+    } == {(f"api-client:{api.api_client.pk}", "127.0.0.1", "billing/1.0", True)}
+    assert len({row.request_id for row in rows}) == 1
 
 
 def test_provision_makes_a_provisioned_account_audited_as_the_client(api):

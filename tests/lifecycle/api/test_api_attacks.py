@@ -186,13 +186,12 @@ def test_a_finished_idempotency_key_cannot_be_rewritten_by_the_runtime_role(api,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_retry_after_the_lease_of_a_running_request_is_answered_at_once(server):
-    """Same key while the first still runs: 409 request-in-progress, at once, also once the first
-    request's lease has ended while it still runs (held up by a lock). A retry's TAKE_OVER that
-    waited for the row lock the first holds (LOCK_MINE ... FOR UPDATE) would hold a server thread and
-    a database connection for as long as the slow request runs: a client retrying every second behind
-    one request stuck for minutes (the default lease is 60 s) would open a connection a second,
-    toward PostgreSQL's max_connections."""
+def test_a_retry_while_a_request_runs_long_is_answered_at_once(server):
+    """Same key while the first still runs (held up by a lock, longer than its lease): 409
+    request-in-progress, at once. A retry that waited for the first's uncommitted row (an INSERT on
+    its unique key waits for the inserting transaction) would hold a server thread and a database
+    connection for as long as the slow request runs: a client retrying every second behind one request
+    stuck for minutes would open a connection a second, toward PostgreSQL's max_connections."""
     _, api_key = api_client_create(name="billing", scopes=EVERY_SCOPE, actor=None)
     api = server(API_IDEMPOTENCY_LEASE_SECONDS="1")
     key = new_key()
@@ -209,10 +208,12 @@ def test_a_retry_after_the_lease_of_a_running_request_is_answered_at_once(server
         thread.start()
         with connect(autocommit=True) as watcher:
             wait_until_blocked(watcher, 1)
-            # The first's lease ends while it still runs (read from the database's clock: a bound on
-            # waiting, not a measured time).
+            # Its lease has ended too (read from the database's clock: a bound on waiting, not a measured time).
             wait_for(
-                lambda: watcher.execute("SELECT bool_and(lease_until < now()) FROM idempotency_keys").fetchone()[0],
+                lambda: watcher.execute(
+                    "SELECT bool_and(now() - xact_start > interval '1 second') FROM pg_stat_activity"
+                    " WHERE wait_event_type = 'Lock'"
+                ).fetchone()[0],
                 message="the first request's lease to end",
             )
         try:

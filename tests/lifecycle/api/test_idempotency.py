@@ -6,9 +6,11 @@ import json
 import pytest
 
 from accounts.models import Account
+from lifecycle.api import views
 from lifecycle.demo.factories import AccountFactory
 from platform_events.api.idempotency import request_fingerprint
 from platform_events.api.models import IdempotencyKey
+from platform_events.api.problems import Problem
 from tests.lifecycle.api.conftest import new_key
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +119,44 @@ def test_a_request_refused_before_its_work_leaves_no_key_so_a_corrected_retry_ru
 
     assert refused.status_code == 422 and kind(refused) == "password-rejected"
     assert corrected.status_code == 201 and "Idempotent-Replayed" not in corrected
+
+
+def test_a_refusal_after_part_of_the_work_keeps_none_of_it_and_is_stored(api, monkeypatch):
+    key = new_key()
+
+    def provision_then_refuse(**kwargs):
+        real_provision(**kwargs)
+        raise Problem("login-taken", "refused after the account's INSERT")
+
+    real_provision = views.account_provision
+    monkeypatch.setattr(views, "account_provision", provision_then_refuse)
+    refused = api.post("/accounts", BODY, key=key)
+    monkeypatch.setattr(views, "account_provision", real_provision)
+    again = api.post("/accounts", BODY, key=key)
+
+    assert refused.status_code == 409 and kind(refused) == "login-taken"
+    assert not Account.objects.exists()
+    assert again.content == refused.content and again["Idempotent-Replayed"] == "true"
+
+
+def test_a_server_error_rolls_back_the_work_and_the_key_so_the_retry_runs_it(api, monkeypatch):
+    key = new_key()
+
+    def provision_then_fail(**kwargs):
+        real_provision(**kwargs)
+        raise RuntimeError("the server failed after the account's INSERT")
+
+    real_provision = views.account_provision
+    monkeypatch.setattr(views, "account_provision", provision_then_fail)
+    failed = api.post("/accounts", BODY, key=key)
+    assert failed.status_code == 500 and kind(failed) == "server-error"
+    assert not Account.objects.exists() and not IdempotencyKey.objects.exists()
+    monkeypatch.setattr(views, "account_provision", real_provision)
+
+    retry = api.post("/accounts", BODY, key=key)
+
+    assert retry.status_code == 201 and "Idempotent-Replayed" not in retry
+    assert Account.objects.get().login == "ada"
 
 
 def _held(api, key: str, *, body: dict, lease_seconds: int, sql) -> None:

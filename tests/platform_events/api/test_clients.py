@@ -2,19 +2,28 @@
 each refusal names its field; a name two people add at once goes to one; scopes change on a working
 client only, audited; a reason that is not text is refused before the database sees it."""
 
+import dataclasses
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import connection, transaction
 
 from platform_events.api.clients import (
+    CALLED,
     ApiClientError,
     api_client_by_key,
+    api_client_called,
     api_client_change_scopes,
     api_client_create,
     api_client_revoke,
+    key_digest,
 )
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.audit.models import AuditEvent
+from platform_events.limits.counters import Limit, LimitExceeded
+from platform_events.limits.models import RateLimit
 from tests.support import in_threads, wait_until_blocked
 
 
@@ -186,3 +195,62 @@ class TestMaker:
     def test_a_long_name_and_maker_fit_the_trails_actor_column(self):
         client = ApiClient(name="b" * 100, created_by="m" * 150)
         assert len(client.get_username()) == 255
+
+
+LIMIT = Limit(name="api-per-client", max_hits=2, window=timedelta(minutes=1))
+
+
+@pytest.mark.django_db
+class TestCalled:
+    def test_each_call_counts_one_hit_and_the_one_over_the_limit_is_refused(self):
+        client, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+
+        assert api_client_called(key, limit=LIMIT) == client
+        assert api_client_called(key, limit=LIMIT) == client
+        with pytest.raises(LimitExceeded) as refusal:
+            api_client_called(key, limit=LIMIT)
+
+        assert 1 <= refusal.value.retry_after <= 60
+        assert api_client_called(key, limit=dataclasses.replace(LIMIT, max_hits=4)) == client  # the 4th hit
+
+    def test_a_revoked_or_unknown_key_is_nobody_from_the_next_call_and_counts_nothing(self):
+        client, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+        assert api_client_called(key, limit=LIMIT) == client
+        api_client_revoke(client=client, reason="leaked", actor=None)
+
+        assert api_client_called(key, limit=LIMIT) is None
+        assert api_client_called("lc_" + "x" * 43, limit=LIMIT) is None
+        assert RateLimit.objects.get().hits == 1
+
+    def test_the_client_read_is_the_whole_row_and_its_use_is_noted(self):
+        client, key = api_client_create(name="billing", scopes=["accounts:read", "sessions"], actor=None)
+
+        called = api_client_called(key, limit=LIMIT)
+
+        assert (called.name, called.scopes, called.key_prefix) == ("billing", ["accounts:read", "sessions"], key[:11])
+        assert ApiClient.objects.get().last_used_at is not None
+
+    def test_inside_a_transaction_the_hit_commits_as_the_callers_transaction_does(self):
+        _, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+
+        with transaction.atomic():
+            api_client_called(key, limit=LIMIT)
+            assert synchronous_commit() == "on"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_hits_own_commit_does_not_wait_for_the_disk_and_the_session_keeps_its_setting():
+    client, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+
+    with transaction.atomic():  # the statement's own transaction, held open to look inside it
+        params = {"hash": key_digest(key), "bucket": "b:" + "0" * 64, "seconds": 60, "own_transaction": True}
+        assert [c.pk for c in ApiClient.objects.raw(CALLED, params)] == [client.pk]
+        assert synchronous_commit() == "off"
+    assert api_client_called(key, limit=LIMIT) == client
+    assert synchronous_commit() == "on"
+
+
+def synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
