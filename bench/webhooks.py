@@ -1,6 +1,6 @@
 """Webhook delivery throughput and latency against an HTTP receiver on loopback (in a process of its own).
 
-    .venv/bin/python bench/webhooks.py [--events 2000] [--repeat 5] [--latency-samples 50]
+    .venv/bin/python bench/webhooks.py [--events 2000] [--repeat 5] [--latency-samples 50] [--quick]
 
 Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in one run:
 - dispatch throughput (deliveries/s: claim, sign, POST, record) against plain httpx posting the
@@ -32,6 +32,7 @@ import bench.django_setup  # noqa: F401 (Django set up with the settings above)
 
 # isort: split
 import httpx
+from django.conf import settings
 from django.db import connection, connections
 
 from accounts.services import account_provision
@@ -161,14 +162,21 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5, help="dispatch/httpx pairs; the median is reported")
     parser.add_argument("--latency-samples", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="500 events, 3 rounds, 10 latency samples")
     args = parser.parse_args()
+    if args.quick:
+        args.events, args.repeat, args.latency_samples = 500, 3, 10
 
     with scratch_database():
         receiver = Receiver()
         try:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT version()")
-                print(cursor.fetchone()[0].split(" on ")[0], f"- {args.events} events, batches of 50")
+                print(
+                    cursor.fetchone()[0].split(" on ")[0],
+                    f"- {args.events} events, batches of {settings.WEBHOOKS_BATCH_SIZE}",
+                    "(--quick: small sizes, a smoke run, not figures)" if args.quick else "",
+                )
             endpoint, secret = endpoint_create(
                 url=receiver.url, events=[EventType.ACCOUNT_CREATED], owner="bench", description="", actor=None
             )
@@ -192,7 +200,8 @@ def main() -> None:
                 rounds.append((ours / client, ours / transport, ours, client, transport))
                 print(
                     f"  round {round_ + 1}: dispatch {ours:6,.0f}/s, httpx client {client:6,.0f}/s ({ours / client:.2f}x),"
-                    f" httpx transport {transport:6,.0f}/s ({ours / transport:.2f}x)"
+                    f" httpx transport {transport:6,.0f}/s ({ours / transport:.2f}x)",
+                    file=sys.stderr,
                 )
             by_client, by_transport, ours, client, transport = sorted(rounds)[len(rounds) // 2]
             print(f"dispatch over HTTP                 {ours:9,.0f} deliveries/s")
