@@ -127,6 +127,20 @@ def dispatch_rate(count: int, cpu: CpuClock | None = None) -> float:
     return count / elapsed
 
 
+def print_cpu(cpu_ratios: list[tuple[float, dict[str, list[float]]]]) -> None:
+    """The median round's CPU per delivery, dispatch against the transport's posts."""
+    cpu_ratio, spent = sorted(cpu_ratios, key=lambda r: r[0])[len(cpu_ratios) // 2]
+    ours, theirs = spent["dispatch"], spent["transport"]
+    print(
+        f"CPU per delivery, dispatch         {sum(ours):9,.0f} µs  (this process {ours[0]:,.0f}, PostgreSQL"
+        f" {ours[1]:,.0f}, receiver {ours[2]:,.0f})"
+    )
+    print(
+        f"CPU per post, httpx transport      {sum(theirs):9,.0f} µs  (this process {theirs[0]:,.0f},"
+        f" receiver {theirs[2]:,.0f})   transport / dispatch = {cpu_ratio:.2f}x (median of {len(cpu_ratios)})"
+    )
+
+
 def httpx_rate(url: str, secret: str) -> float:
     """The same bodies, signed beforehand, posted one after the other over one connection."""
     requests = presigned(secret)
@@ -216,7 +230,7 @@ def main() -> None:
             # Rounds measured back to back, the order turned each round, so a slower minute of the shared
             # machine weighs on every side of a ratio; the median round (by the first ratio) is the figure.
             rounds = []
-            cpu = CpuClock(receiver)
+            cpu = CpuClock(receiver) if Path("/proc/self/stat").exists() else None  # Linux's /proc
             cpu_ratios, cpu_spent = [], {}
             for round_ in range(args.repeat):
                 queue(args.events)
@@ -225,16 +239,17 @@ def main() -> None:
                 for name in order[round_ % 3 :] + order[: round_ % 3]:
                     if name == "dispatch":
                         rates[name] = dispatch_rate(args.events, cpu)
-                        cpu_spent[name] = cpu.spent
+                        cpu_spent[name] = cpu.spent if cpu else None
                         queue(args.events)
                     elif name == "client":
                         rates[name] = httpx_rate(receiver.url, secret)
                     else:
                         rates[name] = transport_rate(receiver.url, secret, cpu)
-                        cpu_spent[name] = cpu.spent
+                        cpu_spent[name] = cpu.spent if cpu else None
                 ours, client, transport = rates["dispatch"], rates["client"], rates["transport"]
                 rounds.append((ours / client, ours / transport, ours, client, transport))
-                cpu_ratios.append((sum(cpu_spent["transport"]) / sum(cpu_spent["dispatch"]), cpu_spent))
+                if cpu:
+                    cpu_ratios.append((sum(cpu_spent["transport"]) / sum(cpu_spent["dispatch"]), cpu_spent))
                 cpu_spent = {}
                 print(
                     f"  round {round_ + 1}: dispatch {ours:6,.0f}/s, httpx client {client:6,.0f}/s ({ours / client:.2f}x),"
@@ -253,16 +268,8 @@ def main() -> None:
                 f" rounds {min(r[1] for r in rounds):.2f}-{max(r[1] for r in rounds):.2f})"
             )
 
-            cpu_ratio, spent = sorted(cpu_ratios, key=lambda r: r[0])[len(cpu_ratios) // 2]
-            ours_cpu, theirs_cpu = spent["dispatch"], spent["transport"]
-            print(
-                f"CPU per delivery, dispatch         {sum(ours_cpu):9,.0f} µs  (this process {ours_cpu[0]:,.0f}, PostgreSQL"
-                f" {ours_cpu[1]:,.0f}, receiver {ours_cpu[2]:,.0f})"
-            )
-            print(
-                f"CPU per post, httpx transport      {sum(theirs_cpu):9,.0f} µs  (this process {theirs_cpu[0]:,.0f},"
-                f" receiver {theirs_cpu[2]:,.0f})   transport / dispatch = {cpu_ratio:.2f}x (median of {len(cpu_ratios)})"
-            )
+            if cpu_ratios:
+                print_cpu(cpu_ratios)
 
             queue(args.events)
             real_post = http.post
