@@ -1,6 +1,6 @@
 """Webhook delivery throughput and latency against an HTTP receiver on loopback (in a process of its own).
 
-    .venv/bin/python bench/webhooks.py [--events 2000] [--repeat 5] [--latency-samples 50]
+    .venv/bin/python bench/webhooks.py [--events 2000] [--repeat 5] [--latency-samples 50] [--quick]
 
 Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in one run:
 - dispatch throughput (deliveries/s: claim, sign, POST, record) against plain httpx posting the
@@ -8,6 +8,8 @@ Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in o
   median of ``--repeat`` rounds measured back to back; the aim is at least 0.7), and against the
   same posts made the way the dispatcher makes them, straight to httpx's transport (that ratio is
   the cost of claiming, signing and recording alone);
+- the CPU time each delivery costs, this process, its PostgreSQL backend and the receiver together,
+  against the transport's posts (on a shared machine, steadier than the rates);
 - claim-and-record throughput with sending stubbed out;
 - latency from the commit of a new account to the receiver getting its webhook (p50, p99), with
   listen_webhooks running.
@@ -32,6 +34,7 @@ import bench.django_setup  # noqa: F401 (Django set up with the settings above)
 
 # isort: split
 import httpx
+from django.conf import settings
 from django.db import connection, connections
 
 from accounts.services import account_provision
@@ -90,12 +93,52 @@ def queue(count: int) -> None:
         cursor.execute("ANALYZE webhook_deliveries")  # as autovacuum would after such an insert
 
 
-def dispatch_rate(count: int) -> float:
+class CpuClock:
+    """CPU seconds of this process, its PostgreSQL backend and the receiver, read from /proc."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, receiver: "Receiver"):
+        self.receiver = receiver
+        self.spent: list[float] = []  # microseconds per delivery of the last measure(): ours, PostgreSQL, receiver
+
+    def now(self) -> tuple[float, float, float]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+        return time.process_time(), self._process(backend), self._process(self.receiver.process.pid)
+
+    def _process(self, pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / self.TICK  # utime + stime
+
+    def measure(self, count: int, before: tuple[float, float, float]) -> None:
+        self.spent = [(after - start) * 1e6 / count for start, after in zip(before, self.now(), strict=True)]
+
+
+def dispatch_rate(count: int, cpu: CpuClock | None = None) -> float:
+    before = cpu.now() if cpu else None
     started = time.perf_counter()
     result = dispatch.deliver()
     elapsed = time.perf_counter() - started
+    if cpu:
+        cpu.measure(count, before)
     assert result.delivered == count, result
     return count / elapsed
+
+
+def print_cpu(cpu_ratios: list[tuple[float, dict[str, list[float]]]]) -> None:
+    """The median round's CPU per delivery, dispatch against the transport's posts."""
+    cpu_ratio, spent = sorted(cpu_ratios, key=lambda r: r[0])[len(cpu_ratios) // 2]
+    ours, theirs = spent["dispatch"], spent["transport"]
+    print(
+        f"CPU per delivery, dispatch         {sum(ours):9,.0f} µs  (this process {ours[0]:,.0f}, PostgreSQL"
+        f" {ours[1]:,.0f}, receiver {ours[2]:,.0f})"
+    )
+    print(
+        f"CPU per post, httpx transport      {sum(theirs):9,.0f} µs  (this process {theirs[0]:,.0f},"
+        f" receiver {theirs[2]:,.0f})   transport / dispatch = {cpu_ratio:.2f}x (median of {len(cpu_ratios)})"
+    )
 
 
 def httpx_rate(url: str, secret: str) -> float:
@@ -108,11 +151,12 @@ def httpx_rate(url: str, secret: str) -> float:
     return len(requests) / (time.perf_counter() - started)
 
 
-def transport_rate(url: str, secret: str) -> float:
+def transport_rate(url: str, secret: str, cpu: CpuClock | None = None) -> float:
     """The same, straight to httpx's transport as the dispatcher posts (no client: no cookie jar,
     redirect handling or default headers)."""
     requests = presigned(secret)
     timeout = httpx.Timeout(10).as_dict()
+    before = cpu.now() if cpu else None
     started = time.perf_counter()
     with httpx.HTTPTransport() as transport:
         for body, headers in requests:
@@ -121,7 +165,10 @@ def transport_rate(url: str, secret: str) -> float:
             response.read()
             response.close()
             assert response.is_success, response.status_code
-    return len(requests) / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    if cpu:
+        cpu.measure(len(requests), before)
+    return len(requests) / elapsed
 
 
 def presigned(secret: str) -> list[tuple[bytes, dict[str, str]]]:
@@ -161,14 +208,21 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5, help="dispatch/httpx pairs; the median is reported")
     parser.add_argument("--latency-samples", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="500 events, 3 rounds, 10 latency samples")
     args = parser.parse_args()
+    if args.quick:
+        args.events, args.repeat, args.latency_samples = 500, 3, 10
 
     with scratch_database():
         receiver = Receiver()
         try:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT version()")
-                print(cursor.fetchone()[0].split(" on ")[0], f"- {args.events} events, batches of 50")
+                print(
+                    cursor.fetchone()[0].split(" on ")[0],
+                    f"- {args.events} events, batches of {settings.WEBHOOKS_BATCH_SIZE}",
+                    "(--quick: small sizes, a smoke run, not figures)" if args.quick else "",
+                )
             endpoint, secret = endpoint_create(
                 url=receiver.url, events=[EventType.ACCOUNT_CREATED], owner="bench", description="", actor=None
             )
@@ -176,23 +230,31 @@ def main() -> None:
             # Rounds measured back to back, the order turned each round, so a slower minute of the shared
             # machine weighs on every side of a ratio; the median round (by the first ratio) is the figure.
             rounds = []
+            cpu = CpuClock(receiver) if Path("/proc/self/stat").exists() else None  # Linux's /proc
+            cpu_ratios, cpu_spent = [], {}
             for round_ in range(args.repeat):
                 queue(args.events)
                 rates = {}
                 order = ["dispatch", "client", "transport"]
                 for name in order[round_ % 3 :] + order[: round_ % 3]:
                     if name == "dispatch":
-                        rates[name] = dispatch_rate(args.events)
+                        rates[name] = dispatch_rate(args.events, cpu)
+                        cpu_spent[name] = cpu.spent if cpu else None
                         queue(args.events)
                     elif name == "client":
                         rates[name] = httpx_rate(receiver.url, secret)
                     else:
-                        rates[name] = transport_rate(receiver.url, secret)
+                        rates[name] = transport_rate(receiver.url, secret, cpu)
+                        cpu_spent[name] = cpu.spent if cpu else None
                 ours, client, transport = rates["dispatch"], rates["client"], rates["transport"]
                 rounds.append((ours / client, ours / transport, ours, client, transport))
+                if cpu:
+                    cpu_ratios.append((sum(cpu_spent["transport"]) / sum(cpu_spent["dispatch"]), cpu_spent))
+                cpu_spent = {}
                 print(
                     f"  round {round_ + 1}: dispatch {ours:6,.0f}/s, httpx client {client:6,.0f}/s ({ours / client:.2f}x),"
-                    f" httpx transport {transport:6,.0f}/s ({ours / transport:.2f}x)"
+                    f" httpx transport {transport:6,.0f}/s ({ours / transport:.2f}x)",
+                    file=sys.stderr,
                 )
             by_client, by_transport, ours, client, transport = sorted(rounds)[len(rounds) // 2]
             print(f"dispatch over HTTP                 {ours:9,.0f} deliveries/s")
@@ -202,8 +264,12 @@ def main() -> None:
             )
             print(
                 f"httpx transport, pre-signed        {transport:9,.0f} posts/s        dispatch / transport = {by_transport:.2f}x"
-                f" (that round; median of all {sorted(r[1] for r in rounds)[len(rounds) // 2]:.2f}x)"
+                f" (that round; median of all {sorted(r[1] for r in rounds)[len(rounds) // 2]:.2f}x,"
+                f" rounds {min(r[1] for r in rounds):.2f}-{max(r[1] for r in rounds):.2f})"
             )
+
+            if cpu_ratios:
+                print_cpu(cpu_ratios)
 
             queue(args.events)
             real_post = http.post

@@ -265,3 +265,47 @@ def test_nothing_after_an_erasure_in_its_transaction_may_rewrite_the_trail(owner
         with pytest.raises(DatabaseError, match="audit events cannot be changed"):
             with transaction.atomic(using="owner"):
                 owner_sql("UPDATE audit_events SET reason = 'rewritten' WHERE resource_id = %s", [str(account_id)])
+
+
+def test_a_failure_recorded_for_a_delivery_sent_while_its_account_was_erased_is_cancelled_without_its_answer(sql):
+    """The delivery a sender held when the erasure ran is left to it (accounts/sql/0024_erasure.sql); the
+    record of its failed attempt keeps no excerpt (a receiver may echo the address) and is not retried,
+    while another account's failure is recorded as it was sent (accounts/sql/0027_...: the account found
+    by its key)."""
+    sql(
+        "INSERT INTO webhook_subscriptions (owner_id, url, events, secret_encrypted, secret_key_id)"
+        " VALUES ('t', 'https://hooks.example.com/x', ARRAY['account.deprovisioned'], '\\x00', 'k')"
+    )
+    account_id = erasable(sql)
+    other_id = new_account(sql, "active", email="kept@example.com", login="kept")
+    deprovision(sql, other_id)
+    deliveries = dict(
+        sql(
+            "SELECT o.aggregate_id::bigint, d.id FROM webhook_deliveries d JOIN outbox_events o ON o.id = d.event_id"
+            " WHERE o.aggregate_id IN (%s, %s)",
+            [str(account_id), str(other_id)],
+        )
+    )
+    claim = sql("SELECT gen_random_uuid()")[0][0]
+    sql(
+        "UPDATE webhook_deliveries SET claim = %s, lease_until = now() + interval '2 minutes' WHERE id = ANY(%s)",
+        [claim, list(deliveries.values())],
+    )
+
+    erase(sql, account_id)
+    sql(
+        "UPDATE webhook_deliveries SET status = 'FAILED', attempts = attempts + 1,"
+        " next_retry_at = now() + interval '5 seconds', http_status = 503,"
+        " http_response_body_excerpt = %s, latency_ms = 3, first_attempt_at = now(), last_attempt_at = now(),"
+        " claim = NULL, lease_until = NULL WHERE claim = %s",
+        [f"no room for {ADDRESS}", claim],
+    )
+
+    recorded = dict(
+        sql(
+            "SELECT d.id, (d.status, d.http_response_body_excerpt) FROM webhook_deliveries d WHERE d.id = ANY(%s)",
+            [list(deliveries.values())],
+        )
+    )
+    assert recorded[deliveries[account_id]] == ("CANCELLED", None)
+    assert recorded[deliveries[other_id]] == ("FAILED", f"no room for {ADDRESS}")

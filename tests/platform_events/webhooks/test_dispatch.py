@@ -342,8 +342,9 @@ def test_a_record_the_database_refuses_leaves_at_most_one_batch_of_records_and_o
     while PostgreSQL records, then the answer is read. A record refused (here a lock timeout: another
     session holds the first delivery's row) stops the run before more POSTs go out unrecorded."""
     make_endpoint(receiver.url)
+    total = RECORD_EVERY + 20
     with connect(autocommit=True) as conn:
-        provision(conn, 30)
+        provision(conn, total)
     with connect() as holder:
 
         def hold_the_first_delivery(number):
@@ -371,10 +372,10 @@ def test_a_record_the_database_refuses_leaves_at_most_one_batch_of_records_and_o
     assert first_run == RECORD_EVERY + 1  # the refused record's deliveries and the one POST after it
     # What the failed run held comes due when its lease ends: end it now.
     WebhookDelivery.objects.filter(claim__isnull=False).update(lease_until=Now() - timedelta(seconds=1))
-    wait_for(lambda: deliver().claimed == 0 and statuses()["DELIVERED"] == 30, timeout=60, interval=0.5)
+    wait_for(lambda: deliver().claimed == 0 and statuses()["DELIVERED"] == total, timeout=60, interval=0.5)
     ids = received_ids()
-    assert len(set(ids)) == 30
-    assert len(ids) - 30 == RECORD_EVERY + 1
+    assert len(set(ids)) == total
+    assert len(ids) - total == RECORD_EVERY + 1
 
 
 @pytest.mark.parametrize("query", ["claim", "longest wait"])

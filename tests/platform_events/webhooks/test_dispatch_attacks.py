@@ -31,7 +31,7 @@ def test_ctrl_c_while_a_records_answer_is_pending_leaves_the_connection_usable(r
         provision(conn, RECORD_EVERY + 5)
 
     def interrupt(number):
-        if number == RECORD_EVERY + 1:  # the record of the first ten is on its way, unanswered
+        if number == RECORD_EVERY + 1:  # the record of the first RECORD_EVERY is on its way, unanswered
             os.kill(os.getpid(), signal.SIGINT)
 
     receiver.on_request = interrupt
@@ -50,15 +50,16 @@ def test_ctrl_c_while_a_records_answer_is_pending_leaves_the_connection_usable(r
 def test_a_run_whose_lease_ran_out_while_collecting_a_record_does_not_post_what_another_run_holds(
     receiver, webhook_settings
 ):
-    """The record of the first ten waits on a row lock (another session holds delivery 1) for longer
+    """The record of the first RECORD_EVERY waits on a row lock (another session holds delivery 1) for longer
     than the lease. Meanwhile a second dispatcher claims and delivers the rest. When the record's
     answer finally comes (in before_post, between the lease check and the POST), the first run must not
     POST deliveries the second one now holds: none of those arrives twice, and nobody was killed."""
     webhook_settings.WEBHOOKS_CONNECT_TIMEOUT_SECONDS = 0.5
     webhook_settings.WEBHOOKS_TIMEOUT_SECONDS = 0.5
-    webhook_settings.WEBHOOKS_LEASE_SECONDS = 3
+    # Long enough for the first RECORD_EVERY + 1 POSTs before the lease runs short, on a loaded machine.
+    webhook_settings.WEBHOOKS_LEASE_SECONDS = 8
     make_endpoint(receiver.url)
-    total = 30
+    total = RECORD_EVERY + 20
     with connect(autocommit=True) as conn:
         provision(conn, total)
     other_run = {}
