@@ -1,5 +1,6 @@
 """Claims: a run skips what another run is claiming, marks only what it still holds, renews its lease."""
 
+import json
 import threading
 from datetime import UTC, datetime
 
@@ -7,10 +8,10 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from lifecycle.demo.factories import AccountFactory
-from tests.support import connect
+from tests.support import analyze, connect
 from tokens.mailroom.claim import SentMarks, claim_batch, mark_failed, renew_lease
 from tokens.models import MailState, Token, TokenAction
-from tokens.selectors import live_token
+from tokens.selectors import due_mail, live_token
 from tokens.services import token_request_mail
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -126,3 +127,35 @@ def test_renewing_keeps_the_tokens_this_run_holds_and_drops_those_taken_over():
     assert renew_lease(first, batch) == {kept.pk}
     assert first.running_out() is False
     assert claim_batch(10)[1] == []  # the renewed lease holds again
+
+
+def test_a_claim_leases_its_batch_and_reads_it_with_its_accounts_in_two_statements(django_assert_num_queries):
+    """Locked, leased and read back in one statement, the accounts in a second, whatever the batch's size."""
+    assert claim_batch(10)[1] == []  # nothing due: the one statement
+    accounts = AccountFactory.create_batch(3)
+    with django_assert_num_queries(2):
+        claim, batch = claim_batch(10)
+        logins = [token.account.login for token in batch]
+    assert sorted(logins) == sorted(account.login for account in accounts)
+    assert set(Token.objects.values_list("mail_claim", flat=True)) == {claim.id}
+    assert all(token.mail_claim == claim.id and token.mail_lease_until is not None for token in batch)
+
+
+def test_a_claim_reads_its_batch_in_order_from_the_index_without_sorting_the_queue(psql):
+    """Tokens made in one transaction share their expiry; the claim still reads only its own batch, in its
+    order, from tokens_due_mail_idx (expires_at, id), where an index on the expiry alone had it read and
+    sort every token of that expiry for each batch."""
+    psql.execute(
+        "INSERT INTO accounts (email, login) SELECT 'user' || g || '@example.com', 'user' || g"
+        " FROM generate_series(1, 2000) g"
+    )
+    analyze("accounts")
+    analyze("tokens")
+    due = due_mail().select_for_update(skip_locked=True, of=("self",)).order_by("expires_at", "id").values("id")
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql, params = due[:100].query.sql_with_params()
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        plan = json.dumps(cursor.fetchone()[0])
+    assert '"Index Name": "tokens_due_mail_idx"' in plan
+    assert '"Node Type": "Sort"' not in plan
+    assert '"Node Type": "Incremental Sort"' not in plan
