@@ -36,10 +36,9 @@ from bench.figures import percentiles
 from bench.scratch import scratch_database
 from tests.smtp import SMTPServerProcess
 from tests.support import database_url_for_tests, start_manage, wait_for
-from tokens.mailroom import send
 from tokens.mailroom.claim import SentMarks
 from tokens.mailroom.drain import drain
-from tokens.mailroom.render import render_mail
+from tokens.mailroom.render import MailRenderer, render_mail
 from tokens.models import Token
 
 
@@ -157,11 +156,13 @@ def main() -> None:
                 sign_up(args.tokens)
                 rendered = drain_rate(args.tokens)
                 sign_up(args.tokens)
-                send.render_mail = lambda token, now=None: None  # the dummy backend sends anything, even nothing
+                render = MailRenderer.render
+                # The dummy backend sends anything, even nothing.
+                MailRenderer.render = lambda self, token, now=None: None
                 try:
                     bare = drain_rate(args.tokens)
                 finally:
-                    send.render_mail = render_mail
+                    MailRenderer.render = render
             print(f"claim + render + mark, no sending  {rendered:9,.0f} tokens/s")
             print(f"claim + mark only                  {bare:9,.0f} tokens/s")
 
