@@ -5,13 +5,14 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
-from tokens.links import secret_to_text
+from tokens.links import LANDING_PAGES, secret_to_text
 from tokens.mailroom.drain import drain
-from tokens.mailroom.render import MailRenderer, render_mail, validity_left
+from tokens.mailroom.render import ASK_AGAIN_PAGES, MailRenderer, page_path, render_mail, validity_left
 from tokens.models import Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_mail
@@ -168,3 +169,11 @@ def test_one_batchs_renderer_writes_each_e_mail_as_it_is_written_alone():
             alone.extra_headers,
         )
     assert renderer.render(tokens[0], now=now).body != renderer.render(tokens[1], now=now).body
+
+
+@pytest.mark.parametrize("action", list(TokenAction))
+def test_the_e_mails_pages_are_reversed_as_the_site_serves_them(action):
+    """The mailroom reverses tokens/urls.py alone when it has the page (page_path): the site's own paths."""
+    for name, args in [(LANDING_PAGES.get(action), ["x" * 43]), (ASK_AGAIN_PAGES.get(action), [])]:
+        if name is not None:
+            assert page_path(name, *args) == reverse(name, args=args)
