@@ -42,27 +42,30 @@ def claim_batch(size: int) -> tuple[Claim, list[Token]]:
     One statement (locked, leased and read back) and one read of their accounts: outside a transaction,
     two round trips, whatever the batch's size."""
     claim = Claim(id=uuid.uuid4(), lease_ends=time.monotonic() + settings.MAILROOM_LEASE_SECONDS)
-    due_sql, due_params = _due_sql(size)
+    statement, due_params = claim_statement(size)
     batch = list(
-        Token.objects.raw(
-            f"WITH due AS ({due_sql}), claimed AS ("
-            "  UPDATE tokens SET mail_lease_until = now() + %s, mail_claim = %s"
-            "  FROM due WHERE tokens.id = due.id RETURNING tokens.*"
-            ") SELECT * FROM claimed ORDER BY expires_at, id",
-            [*due_params, timedelta(seconds=settings.MAILROOM_LEASE_SECONDS), claim.id],
-        )
+        Token.objects.raw(statement, [timedelta(seconds=settings.MAILROOM_LEASE_SECONDS), claim.id, *due_params])
     )
     prefetch_related_objects(batch, "account")
     return claim, batch
 
 
 @functools.cache
-def _due_sql(size: int) -> tuple[str, tuple]:
-    """The ids of up to ``size`` due tokens in the claim's order, locked (SKIP LOCKED): due_mail()'s SQL,
-    compiled once (its times are the database's, read when it runs)."""
+def claim_statement(size: int) -> tuple[str, tuple]:
+    """The claim (its lease and claim id as its first two parameters) and the parameters of its due-mail
+    part: due_mail()'s SQL, compiled once (its times are the database's, read when it runs)."""
     due = due_mail().select_for_update(skip_locked=True, of=("self",)).order_by("expires_at", "id").values("id")
     with transaction.atomic():  # Django writes FOR UPDATE only inside one; compiling sends nothing
-        return due[:size].query.sql_with_params()
+        due_sql, due_params = due[:size].query.sql_with_params()
+    # ARRAY(): the ids as one value, each token then found by its key (joined to them instead, the planner
+    # may read the whole table to find the batch).
+    return (
+        "WITH claimed AS ("
+        "  UPDATE tokens SET mail_lease_until = now() + %s, mail_claim = %s"
+        f"  WHERE id = ANY(ARRAY({due_sql})) RETURNING *"
+        ") SELECT * FROM claimed ORDER BY expires_at, id",
+        due_params,
+    )
 
 
 def renew_lease(claim: Claim, tokens: list[Token]) -> set[int]:
