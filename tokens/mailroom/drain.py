@@ -81,6 +81,8 @@ def drain(*, batch_size: int | None = None, on_batch=lambda result: None) -> Dra
 def _claim(result: DrainResult, batch_size: int) -> tuple[Claim, list[Token]]:
     """Claim a batch; with the run's first batch, insert its row in the same transaction, so that no
     token is ever held by a run without a row (a run killed right after its claim is still seen)."""
+    if result.job_id is not None:  # later batches: the claim alone, no transaction round trips
+        return claim_batch(batch_size)
     with transaction.atomic():
         claim, batch = claim_batch(batch_size)
         job = Job.objects.create(job_type=JobType.MAILROOM) if batch and result.job_id is None else None

@@ -5,13 +5,14 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
-from django.template.loader import render_to_string
-from django.urls import reverse
+from django.template.backends.django import Template
+from django.template.loader import get_template
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from accounts.erasure import erasure_due
 from platform_events.quantities import quantity
-from tokens.links import LANDING_PAGES, landing_path
+from tokens.links import LANDING_PAGES, secret_to_text
 from tokens.models import Token, TokenAction
 from tokens.pages import brand
 
@@ -29,55 +30,98 @@ ASK_AGAIN_PAGES = {
 }
 
 
+# Most pages an e-mail links to are tokens/urls.py's, which the site serves at its root (a test checks that
+# both give the same paths): reversed against it alone, a mail run imports the rest of the site's pages
+# (about 40% of drain_mailroom's start-up) only for an e-mail linking to one of them.
+TOKEN_URLS = "tokens.urls"
+
+
+def page_path(name: str, *args: str) -> str:
+    """reverse(name, args=args), from tokens/urls.py when it has the page."""
+    try:
+        return reverse(name, args=args, urlconf=TOKEN_URLS)
+    except NoReverseMatch:
+        return reverse(name, args=args)
+
+
 def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlternatives:
     """The e-mail, rendered as it is sent (``now``, by default the moment of the call): it states the
     validity left then, not the configured lifetime (mailed 9 minutes late, it says about 6 minutes,
     not 15)."""
-    now = now or timezone.now()
-    account = token.account
-    context = {
-        **brand(absolute=True),
-        "login": account.login,
-        "deprovisioned_at": account.deprovisioned_at,  # for a restore e-mail
-        "erased_on": erasure_due(account),
-        "erasure_delay": quantity(settings.ERASURE_DELAY_DAYS, "day"),  # for a deletion e-mail
-        # The person closed the account with a deletion link, rather than someone signing up again with its
-        # address: a deletion token consumed since the deprovisioning began (its consumption is what
-        # deprovisioned it; a deprovisioning after an earlier one's would be later than it).
-        "closed_by_request": token.action == TokenAction.RESTORE
-        and account.deprovisioned_at is not None
-        and Token.objects.filter(
-            account=account, action=TokenAction.DELETION, consumed_at__gte=account.deprovisioned_at
-        ).exists(),
-        # A notice has no page to land on: its secret opens nothing.
-        "link": f"{settings.PUBLIC_BASE_URL}{landing_path(token)}" if token.action in LANDING_PAGES else None,
-        "code": token.code,
-        "expires_at": token.expires_at,
-        "issued_at": token.created_at,  # for a password notice: when the password changed
-        "valid_for": validity_left(token.expires_at - now),
-        "ask_again_link": f"{settings.PUBLIC_BASE_URL}{reverse(ASK_AGAIN_PAGES[token.action])}"
-        if token.action in ASK_AGAIN_PAGES
-        else None,
-        # For an address change: the address the token is for (the new one, or the old one for an undo)
-        # and the account's address when the e-mail is sent.
-        "address": token.email,
-        "account_address": account.email,
-    }
-    name = f"emails/{token.action}"
-    subject = " ".join(render_to_string(f"{name}.subject.txt", context).split())
-    message = EmailMultiAlternatives(
-        subject=subject,
-        body=render_to_string(f"{name}.txt", context),
-        # An address change's e-mail goes to the address it is for; every other one to the account's.
-        to=[token.email or account.email],
-        headers={
-            # The same Message-ID on a re-sent copy lets mail servers and clients fold duplicates.
-            "Message-ID": f"<token-{token.pk}@{urlsplit(settings.PUBLIC_BASE_URL).hostname}>",
-            "X-Lifecycle-Token": str(token.pk),
-        },
-    )
-    message.attach_alternative(render_to_string(f"{name}.html", context), "text/html")
-    return message
+    return MailRenderer().render(token, now=now)
+
+
+class MailRenderer:
+    """Renders the e-mails of one batch: what every e-mail of an action shares (the brand, the pages'
+    links, the compiled templates) is looked up once, not for each e-mail."""
+
+    def __init__(self):
+        self._shared: dict | None = None
+        self._host: str | None = None
+        self._actions: dict[str, tuple[str | None, Template, Template, Template]] = {}
+
+    def _action(self, action: str) -> tuple[str | None, Template, Template, Template]:
+        if action not in self._actions:
+            name = f"emails/{action}"
+            ask_again = (
+                f"{settings.PUBLIC_BASE_URL}{page_path(ASK_AGAIN_PAGES[action])}" if action in ASK_AGAIN_PAGES else None
+            )
+            self._actions[action] = (
+                ask_again,
+                *(get_template(f"{name}{suffix}") for suffix in (".subject.txt", ".txt", ".html")),
+            )
+        return self._actions[action]
+
+    def render(self, token: Token, *, now: datetime | None = None) -> EmailMultiAlternatives:
+        now = now or timezone.now()
+        account = token.account
+        if self._shared is None:  # with the first e-mail: what fails here fails that e-mail, as any other
+            self._shared = {
+                **brand(absolute=True),
+                "erasure_delay": quantity(settings.ERASURE_DELAY_DAYS, "day"),  # for a deletion e-mail
+            }
+            self._host = urlsplit(settings.PUBLIC_BASE_URL).hostname
+        ask_again_link, subject_template, text_template, html_template = self._action(token.action)
+        context = {
+            **self._shared,
+            "login": account.login,
+            "deprovisioned_at": account.deprovisioned_at,  # for a restore e-mail
+            "erased_on": erasure_due(account),
+            # The person closed the account with a deletion link, rather than someone signing up again with
+            # its address: a deletion token consumed since the deprovisioning began (its consumption is what
+            # deprovisioned it; a deprovisioning after an earlier one's would be later than it).
+            "closed_by_request": token.action == TokenAction.RESTORE
+            and account.deprovisioned_at is not None
+            and Token.objects.filter(
+                account=account, action=TokenAction.DELETION, consumed_at__gte=account.deprovisioned_at
+            ).exists(),
+            # A notice has no page to land on: its secret opens nothing.
+            "link": f"{settings.PUBLIC_BASE_URL}{page_path(LANDING_PAGES[token.action], secret_to_text(token.secret))}"
+            if token.action in LANDING_PAGES
+            else None,
+            "code": token.code,
+            "expires_at": token.expires_at,
+            "issued_at": token.created_at,  # for a password notice: when the password changed
+            "valid_for": validity_left(token.expires_at - now),
+            "ask_again_link": ask_again_link,
+            # For an address change: the address the token is for (the new one, or the old one for an undo)
+            # and the account's address when the e-mail is sent.
+            "address": token.email,
+            "account_address": account.email,
+        }
+        message = EmailMultiAlternatives(
+            subject=" ".join(subject_template.render(context).split()),
+            body=text_template.render(context),
+            # An address change's e-mail goes to the address it is for; every other one to the account's.
+            to=[token.email or account.email],
+            headers={
+                # The same Message-ID on a re-sent copy lets mail servers and clients fold duplicates.
+                "Message-ID": f"<token-{token.pk}@{self._host}>",
+                "X-Lifecycle-Token": str(token.pk),
+            },
+        )
+        message.attach_alternative(html_template.render(context), "text/html")
+        return message
 
 
 def validity_left(left: timedelta) -> str:

@@ -11,7 +11,7 @@ from django.core.mail import get_connection
 from django.utils import timezone
 
 from tokens.mailroom.claim import Claim, SentMarks, mark_expired, mark_failed, renew_lease
-from tokens.mailroom.render import render_mail
+from tokens.mailroom.render import MailRenderer
 from tokens.mailroom.wire import wire_for
 from tokens.models import MailState, Token
 
@@ -35,6 +35,7 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
             _failed(token, marks=marks, reason=result.error, permanent=False, result=result)
         return
     wire = wire_for(backend)
+    renderer = MailRenderer()
     held = {token.pk for token in batch}
     # The token whose message the server has whole but has not answered yet (tokens/mailroom/wire.py).
     in_flight: Token | None = None
@@ -57,7 +58,7 @@ def send_batch(batch: list[Token], *, claim: Claim, result: DrainResult) -> None
                 else:
                     result.lost_claims += 1
                 continue
-            message = _attempt(token, _build, wire, token, now, marks=marks, result=result)
+            message = _attempt(token, _build, wire, renderer, token, now, marks=marks, result=result)
             if message is _FAILED:
                 continue
             # Built while the server took the previous message: its answer now, then this message.
@@ -116,8 +117,8 @@ def _start(wire, message: Any, marks: SentMarks) -> None:
     wire.start(message, before_body=marks.collect)
 
 
-def _build(wire, token: Token, now: datetime) -> Any:
-    return wire.prepare(render_mail(token, now=now))
+def _build(wire, renderer: MailRenderer, token: Token, now: datetime) -> Any:
+    return wire.prepare(renderer.render(token, now=now))
 
 
 def _answered(token: Token, wire, *, marks: SentMarks, result: DrainResult) -> None:

@@ -1,14 +1,16 @@
 """Claims: a run skips what another run is claiming, marks only what it still holds, renews its lease."""
 
+import json
 import threading
-from datetime import UTC, datetime
+import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import DatabaseError, connection, transaction
 
 from lifecycle.demo.factories import AccountFactory
-from tests.support import connect
-from tokens.mailroom.claim import SentMarks, claim_batch, mark_failed, renew_lease
+from tests.support import analyze, connect
+from tokens.mailroom.claim import SentMarks, claim_batch, claim_statement, mark_failed, renew_lease
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_mail
@@ -126,3 +128,37 @@ def test_renewing_keeps_the_tokens_this_run_holds_and_drops_those_taken_over():
     assert renew_lease(first, batch) == {kept.pk}
     assert first.running_out() is False
     assert claim_batch(10)[1] == []  # the renewed lease holds again
+
+
+def test_a_claim_leases_its_batch_and_reads_it_with_its_accounts_in_two_statements(django_assert_num_queries):
+    """Locked, leased and read back in one statement, the accounts in a second, whatever the batch's size."""
+    assert claim_batch(10)[1] == []  # nothing due: the one statement
+    accounts = AccountFactory.create_batch(3)
+    with django_assert_num_queries(2):
+        claim, batch = claim_batch(10)
+        logins = [token.account.login for token in batch]
+    assert sorted(logins) == sorted(account.login for account in accounts)
+    assert set(Token.objects.values_list("mail_claim", flat=True)) == {claim.id}
+    assert all(token.mail_claim == claim.id and token.mail_lease_until is not None for token in batch)
+
+
+def test_a_claim_reads_its_batch_in_order_from_the_index_and_finds_each_token_by_its_key(psql):
+    """Tokens made in one transaction share their expiry; the claim still reads only its own batch, in its
+    order, from tokens_due_mail_idx (expires_at, id), where an index on the expiry alone had it read and
+    sort every token of that expiry for each batch; and it updates the batch found by key, where a join
+    to the batch had the planner read the whole table."""
+    psql.execute(
+        "INSERT INTO accounts (email, login) SELECT 'user' || g || '@example.com', 'user' || g"
+        " FROM generate_series(1, 2000) g"
+    )
+    analyze("accounts")
+    analyze("tokens")
+    statement, due_params = claim_statement(100)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", [timedelta(minutes=5), uuid.uuid4(), *due_params])
+        plan = json.dumps(cursor.fetchone()[0])
+        transaction.set_rollback(True)
+    assert '"Index Name": "tokens_due_mail_idx"' in plan
+    assert '"Node Type": "Incremental Sort"' not in plan
+    assert plan.count('"Node Type": "Sort"') == 1  # the batch's 100 rows, read back in order
+    assert '"Node Type": "Seq Scan"' not in plan

@@ -1,5 +1,7 @@
 """A drain run against a real SMTP server on loopback: what is mailed, once, what never is, failures."""
 
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -12,7 +14,7 @@ from accounts.services import account_suspend
 from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
 from tests.smtp import free_port
-from tests.support import connect_as_owner, expire, wait_for
+from tests.support import ROOT, connect_as_owner, environment, expire, mailroom_env, wait_for
 from tokens.mailroom.claim import claim_batch
 from tokens.mailroom.drain import DrainResult, drain
 from tokens.mailroom.send import send_batch
@@ -310,3 +312,26 @@ class TestDrainCommand:
         bigint)."""
         with pytest.raises(CommandError, match="--batch-size must be between 1 and 10000"):
             call_command("drain_mailroom", "--batch-size", size)
+
+    @pytest.mark.django_db(transaction=True)
+    def test_mails_as_cron_runs_it_without_importing_the_sites_other_pages(self, smtp_server):
+        """Started every minute, the command skips the system checks and reverses the e-mails' pages from
+        tokens/urls.py (tokens/mailroom/render.py, TOKEN_URLS): the site's URLconf, which imports every
+        other page, is never loaded (half of its start-up)."""
+        AccountFactory()
+        as_manage_py_runs_it = (
+            "import sys; from django.core.management import execute_from_command_line;"
+            " execute_from_command_line(['manage.py', 'drain_mailroom']);"
+            " print('site URLconf loaded:', 'lifecycle.urls' in sys.modules)"
+        )
+        run = subprocess.run(
+            [sys.executable, "-c", as_manage_py_runs_it],
+            cwd=ROOT,
+            env=environment(DJANGO_SETTINGS_MODULE="lifecycle.settings", **mailroom_env(smtp_server)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert "sent 1," in run.stdout, run.stdout + run.stderr
+        assert len(smtp_server.messages) == 1
+        assert "site URLconf loaded: False" in run.stdout

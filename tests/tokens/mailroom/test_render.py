@@ -5,13 +5,14 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
-from tokens.links import secret_to_text
+from tokens.links import LANDING_PAGES, secret_to_text
 from tokens.mailroom.drain import drain
-from tokens.mailroom.render import validity_left
+from tokens.mailroom.render import ASK_AGAIN_PAGES, MailRenderer, page_path, render_mail, validity_left
 from tokens.models import Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_mail
@@ -148,3 +149,31 @@ def test_every_e_mail_carries_the_organisations_brand(smtp_server, settings):
     token_request_mail(identifier="jane", action=TokenAction.ACTIVATION, actor=None)
     drain()
     assert 'src="https://cdn.example.org/logo.png"' in smtp_server.messages[-1].get_body(("html",)).get_content()
+
+
+def test_one_batchs_renderer_writes_each_e_mail_as_it_is_written_alone():
+    """What a batch's e-mails share is looked up once (tokens/mailroom/render.py, MailRenderer); what is
+    each one's own still is."""
+    jane, john = AccountFactory(login="jane"), AccountFactory(login="john", active=True)
+    token_request_mail(identifier=john.email, action=TokenAction.PASSWORD_RECOVERY, actor=None)
+    tokens = [live_token(account=jane), live_token(account=john, action=TokenAction.PASSWORD_RECOVERY)]
+    now = timezone.now()
+    renderer = MailRenderer()
+    for token in [*tokens, *reversed(tokens)]:
+        batch, alone = renderer.render(token, now=now), render_mail(token, now=now)
+        assert (batch.subject, batch.body, batch.alternatives, batch.to, batch.extra_headers) == (
+            alone.subject,
+            alone.body,
+            alone.alternatives,
+            alone.to,
+            alone.extra_headers,
+        )
+    assert renderer.render(tokens[0], now=now).body != renderer.render(tokens[1], now=now).body
+
+
+@pytest.mark.parametrize("action", list(TokenAction))
+def test_the_e_mails_pages_are_reversed_as_the_site_serves_them(action):
+    """The mailroom reverses tokens/urls.py alone when it has the page (page_path): the site's own paths."""
+    for name, args in [(LANDING_PAGES.get(action), ["x" * 43]), (ASK_AGAIN_PAGES.get(action), [])]:
+        if name is not None:
+            assert page_path(name, *args) == reverse(name, args=args)
