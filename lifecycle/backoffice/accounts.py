@@ -28,7 +28,7 @@ from accounts.selectors import (
 )
 from accounts.services import account_deprovision, account_reprovision, account_suspend, account_unsuspend
 from platform_events.admin_kit.actions import RowAction
-from platform_events.admin_kit.display import Tone, badge, when
+from platform_events.admin_kit.display import Tone, badge, time_column, when
 from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
 from platform_events.audit.row_actions import AuditedRowActions
 from platform_events.db.tiered_pages import TieredPaginator
@@ -175,7 +175,7 @@ ACCOUNT_FACTS = ["status_badge", "suspension", "deprovisioning", "erasure", "pas
 @admin.register(Account)
 class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     # Five columns fit 1366 px beside the filters; each status's own time is on the account page.
-    list_display = ["login", "email", "status_badge", "status_since", "created_at"]
+    list_display = ["login", "email", "status_badge", "status_since", time_column("created_at")]
     # Dates by range (from, to) besides the presets; the never-set ones are "No date".
     list_filter = [
         "status",
