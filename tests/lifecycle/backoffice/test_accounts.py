@@ -422,6 +422,16 @@ class TestAccountPage:
         ]
         assert {e.action for e in trail} >= {"account.created", "account.activated", "token.issued"}
 
+    def test_the_latest_audit_rows_link_to_their_detail_pages_with_their_time(self, support):
+        """The audit table's key leads with the time: a link with it reads one partition's key."""
+        account = AccountFactory(active=True)
+        response = support.get(change_page(account))
+        (latest, *_) = response.context["recent_trail"]
+        change = reverse("admin:platform_events_auditevent_change", args=[latest.pk])
+        link = re.search(rf'href="({change}\?at=[^"]+)"', response.content.decode()).group(1)
+        detail = support.get(html.unescape(link))
+        assert detail.status_code == 200 and detail.context["original"].occurred_at == latest.occurred_at
+
     def test_history_is_the_accounts_audit_trail(self, support):
         account = AccountFactory(active=True)
         response = support.get(reverse("admin:accounts_account_history", args=[account.pk]))
