@@ -4,8 +4,9 @@
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from lifecycle.demo.factories import AccountFactory
@@ -66,6 +67,20 @@ class TestMailQueue:
         assert mail_count(MailState.DEAD, up_to=100) == 3
         assert mail_count(MailState.DEAD, up_to=2) == 2
         assert mail_count(MailState.RETRYING, up_to=100) == 1
+
+    @pytest.mark.parametrize(
+        ("state", "index"), [(MailState.RETRYING, "retrying_mail_idx"), (MailState.DEAD, "dead_mail_idx")]
+    )
+    def test_retrying_and_dead_mail_are_counted_from_their_own_index(self, sql, state, index):
+        """Not through the due-mail index, past every queued token (tokens/sql/0028_retrying_mail.sql);
+        plan read with seq scans off, as on a large table."""
+        in_mail_state(state)
+        sql("SET LOCAL enable_seqscan = off")
+        with CaptureQueriesContext(connection) as queries:
+            assert mail_count(state, up_to=100) == 1
+        (query,) = [q["sql"] for q in queries.captured_queries]
+        plan = "\n".join(row for (row,) in sql(f"EXPLAIN {query}"))
+        assert index in plan, plan
 
 
 class TestMailRuns:

@@ -1,0 +1,1 @@
+DROP INDEX tokens_retrying_mail_idx;
