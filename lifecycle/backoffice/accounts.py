@@ -29,7 +29,7 @@ from accounts.selectors import (
 from accounts.services import account_deprovision, account_reprovision, account_suspend, account_unsuspend
 from platform_events.admin_kit.actions import RowAction
 from platform_events.admin_kit.display import Tone, badge, time_column, when
-from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
+from platform_events.admin_kit.read_only import QuickRowLinks, ReadOnlyModelAdmin
 from platform_events.audit.row_actions import AuditedRowActions
 from platform_events.db.tiered_pages import TieredPaginator
 from platform_events.refusals import Refused
@@ -168,6 +168,12 @@ def erasure_question(account) -> str:
     )
 
 
+class AccountChangeList(QuickRowLinks):
+    def get_queryset(self, request, exclude_parameters=None):
+        # The list shows nothing of the password and SCIM rows the account page joins (get_queryset).
+        return super().get_queryset(request, exclude_parameters).select_related(None)
+
+
 # What the account's page says beside its columns, each from a method of AccountAdmin.
 ACCOUNT_FACTS = ["status_badge", "suspension", "deprovisioning", "erasure", "password_state", "identity_provider"]
 
@@ -216,6 +222,9 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("password", "scim_user__client")
+
+    def get_changelist(self, request, **kwargs):
+        return AccountChangeList
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """The account page: its actions as buttons (AuditedRowActions), links to its trail and events,

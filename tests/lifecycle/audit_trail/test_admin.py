@@ -289,7 +289,7 @@ class TestTheList:
             assert support.get(reverse("admin:platform_events_auditevent_change", args=[event.pk])).status_code == 200
         (query, *_) = [q["sql"] for q in queries.captured_queries if 'FROM "audit_events"' in q["sql"]]
         plan = "\n".join(row for (row,) in sql(f"EXPLAIN {query}"))
-        assert "id_idx" in plan and "pkey" not in plan, plan
+        assert "_id_idx" in plan and not re.search(r"audit_events\w*_pkey", plan), plan
 
     @pytest.mark.parametrize("at", ["yesterday", "2026-13-45T00:00:00+00:00", "2026-01-01T00:00:00"])
     def test_a_detail_link_with_a_bad_time_still_opens_the_row(self, support, jane, at):

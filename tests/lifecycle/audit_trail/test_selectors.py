@@ -1,6 +1,8 @@
 """Reads of the audit trail (lifecycle/audit_trail/selectors.py): the latest staff actions, as the
 dashboard lists them."""
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -72,4 +74,4 @@ def test_the_latest_staff_actions_are_read_from_their_own_index(admin_user, sql)
     assert event.reason == "chargeback"
     (query,) = [q["sql"] for q in queries.captured_queries if "audit_events" in q["sql"]]
     plan = "\n".join(row for (row,) in sql(f"EXPLAIN {query}"))
-    assert "occurred_at_idx" in plan and "pkey" not in plan, plan
+    assert "occurred_at_idx" in plan and not re.search(r"audit_events\w*_pkey", plan), plan

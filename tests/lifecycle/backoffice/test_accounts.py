@@ -7,6 +7,8 @@ import re
 
 import pytest
 from django.contrib import admin
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -202,6 +204,17 @@ class TestRoles:
 
 def listed(response) -> list[str]:
     return [account.login for account in response.context["cl"].result_list]
+
+
+class TestTheList:
+    def test_reads_no_password_or_identity_provider_rows(self, support):
+        """The account page joins them for its password and SCIM lines; the list shows neither, and
+        loads no password hash."""
+        AccountFactory.create_batch(2, active=True)
+        with CaptureQueriesContext(connection) as queries:
+            assert support.get(CHANGELIST, {"q": "user"}).status_code == 200
+        read = " ".join(q["sql"] for q in queries.captured_queries if 'FROM "accounts"' in q["sql"])
+        assert "account_passwords" not in read and "scim_users" not in read and "api_clients" not in read
 
 
 class TestSearch:
