@@ -226,19 +226,18 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     def get_changelist(self, request, **kwargs):
         return AccountChangeList
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         """The account page: its actions as buttons (AuditedRowActions), links to its trail and events,
-        and its latest audit rows."""
-        account = self.get_object(request, object_id)
-        if account is None:  # Django's own page says it does not exist
-            return super().change_view(request, object_id, form_url, extra_context)
-        context = {
-            "trail_url": self._trail_url(request, account),
-            "events_url": self._events_url(request, account),
-        }
-        if context["trail_url"]:
-            context["recent_trail"] = account_trail_latest(account.pk, RECENT_TRAIL_ROWS)
-        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
+        and its latest audit rows; the account as the page read it, not read again."""
+        if obj is not None:
+            context = {
+                "trail_url": self._trail_url(request, obj),
+                "events_url": self._events_url(request, obj),
+                **context,
+            }
+            if context["trail_url"]:
+                context["recent_trail"] = account_trail_latest(obj.pk, RECENT_TRAIL_ROWS)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def history_view(self, request, object_id, extra_context=None):
         """The audit trail of the account and its tokens, in place of Django's LogEntry history (which

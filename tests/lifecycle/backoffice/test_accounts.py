@@ -435,6 +435,14 @@ class TestAccountPage:
         ]
         assert {e.action for e in trail} >= {"account.created", "account.activated", "token.issued"}
 
+    def test_the_account_is_read_once(self, support):
+        """Its trail, links and buttons come from the account the page read."""
+        account = AccountFactory(active=True)
+        with CaptureQueriesContext(connection) as queries:
+            assert support.get(change_page(account)).status_code == 200
+        reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "accounts"."id"')]
+        assert len(reads) == 1, reads
+
     def test_the_latest_audit_rows_link_to_their_detail_pages_with_their_time(self, support):
         """The audit table's key leads with the time: a link with it reads one partition's key."""
         account = AccountFactory(active=True)
