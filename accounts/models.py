@@ -115,6 +115,25 @@ class ScimUser(models.Model):
         return f"User {self.user_name} of client {self.client_id}"
 
 
+class AccountDailyCount(models.Model):
+    """Sign-ups and activations of one day that is over, in one time zone, as the dashboard's chart
+    shows them (accounts/daily_counts.py)."""
+
+    id = models.BigAutoField(primary_key=True)
+    zone = models.TextField()
+    day = models.DateField()
+    signups = models.IntegerField()
+    activations = models.IntegerField()
+    counted_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        managed = False
+        db_table = "account_daily_counts"
+
+    def __str__(self):
+        return f"{self.day} ({self.zone}): {self.signups} sign-ups, {self.activations} activations"
+
+
 from accounts.nodes.models import Node, NodeAssignment, Service  # noqa: E402, F401
 
 

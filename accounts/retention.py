@@ -1,6 +1,6 @@
 """The accounts' retention rules: deprovisioned accounts, erased once the erasure delay has passed;
-sign-ups never activated, deleted with their tokens; end users' sign-ins; and replaced node assignments, purged as
-purge_old_records does (accounts/nodes/purge.py)."""
+sign-ups never activated, deleted with their tokens; end users' sign-ins; the dashboard's daily counts;
+and replaced node assignments, purged as purge_old_records does (accounts/nodes/purge.py)."""
 
 import logging
 from collections.abc import Iterator
@@ -9,8 +9,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.daily_counts import DAYS_SHOWN
 from accounts.erasure import accounts_erase_due
-from accounts.models import Account, AccountSession, AccountStatus
+from accounts.models import Account, AccountDailyCount, AccountSession, AccountStatus
 from accounts.nodes.models import Service
 from accounts.nodes.purge import PurgeCounts, PurgeRunning, grace_text, purge_batches
 from accounts.nodes.selectors import old_assignments_count
@@ -54,6 +55,16 @@ def old_sign_ins() -> RetentionRule:
         "sign-ins",
         f"end users' sign-ins to the account pages: {quantity(days, 'day')}",
         AccountSession.objects.filter(signed_in_at__lt=timezone.now() - timedelta(days=days)),
+    )
+
+
+def old_daily_counts() -> RetentionRule:
+    """The dashboard's counts of days that are over (accounts/daily_counts.py): as long as its chart
+    shows a day."""
+    return queryset_rule(
+        "daily-counts",
+        f"the dashboard's sign-ups and activations per day: {quantity(DAYS_SHOWN, 'day')}",
+        AccountDailyCount.objects.filter(day__lt=timezone.localdate() - timedelta(days=DAYS_SHOWN)),
     )
 
 

@@ -1,10 +1,10 @@
 import re
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection
 from django.db.models import Case, CharField, Count, DateTimeField, ExpressionWrapper, F, Func, Q, QuerySet, Value, When
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Coalesce, Lower, TruncDate
+from django.db.models.functions import Coalesce, Lower
 from django.db.models.lookups import Contains, EndsWith, Exact, StartsWith
 
 from accounts.models import Account, AccountStatus
@@ -265,18 +265,3 @@ def account_counts_by_status(*, exact_below: int = EXACT_COUNT_LIMIT) -> tuple[d
     return {
         status: estimated.get(status, round(left / len(rare)) if rare else 0) for status in AccountStatus.values
     }, True
-
-
-def sign_ups_per_day(*, since: datetime) -> dict[date, int]:
-    """Accounts created since ``since``, per day of the current time zone (days without one left out)."""
-    return _per_day(Account.objects.filter(created_at__gte=since), "created_at")
-
-
-def activations_per_day(*, since: datetime) -> dict[date, int]:
-    """Accounts activated since ``since``, per day of the current time zone (days without one left out)."""
-    return _per_day(Account.objects.filter(activated_at__gte=since), "activated_at")
-
-
-def _per_day(queryset: QuerySet[Account], field: str) -> dict[date, int]:
-    rows = queryset.annotate(day=TruncDate(field)).order_by().values("day").annotate(n=Count("id"))
-    return {row["day"]: row["n"] for row in rows}

@@ -19,6 +19,7 @@ COMPATIBLE = {
     "SmallIntegerField": {"smallint"},
     "CharField": {"text", "character varying", "USER-DEFINED"},
     "TextField": {"text"},
+    "DateField": {"date"},
     "DateTimeField": {"timestamp with time zone"},
     "BinaryField": {"bytea"},
     "ForeignKey": {"bigint", "integer", "uuid"},
@@ -61,6 +62,7 @@ def test_every_column_has_a_model_field(model):
 def test_every_table_of_ours_is_checked():
     assert {model._meta.db_table for model in UNMANAGED_MODELS} == {
         "accounts",
+        "account_daily_counts",
         "account_passwords",
         "account_sessions",
         "scim_users",

@@ -7,7 +7,7 @@ from django.utils.text import Truncator
 from django.utils.translation import ngettext
 from rangefilter.filters import DateRangeQuickSelectListFilterBuilder
 
-from platform_events.admin_kit.display import when
+from platform_events.admin_kit.display import time_column, when
 from platform_events.admin_kit.read_only import ReadOnly, ReadOnlyModelAdmin
 from platform_events.audit.context import audit_context
 from tokens.mailroom.retry import retry_now
@@ -65,7 +65,15 @@ class TokenStateFilter(admin.SimpleListFilter):
 class TokenAdmin(ReadOnlyModelAdmin):
     # Seven columns fit 1366 px beside the filters; the rest (consumed, the mail error) is on the
     # token's page, and the error on hover over its mail state.
-    list_display = ["id", "account_login", "action", "state", "mail", "created_at", "expires_at"]
+    list_display = [
+        "id",
+        "account_login",
+        "action",
+        "state",
+        "mail",
+        time_column("created_at"),
+        time_column("expires_at"),
+    ]
     list_filter = [
         TokenStateFilter,
         "mail_state",

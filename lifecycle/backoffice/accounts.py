@@ -28,8 +28,8 @@ from accounts.selectors import (
 )
 from accounts.services import account_deprovision, account_reprovision, account_suspend, account_unsuspend
 from platform_events.admin_kit.actions import RowAction
-from platform_events.admin_kit.display import Tone, badge, when
-from platform_events.admin_kit.read_only import ReadOnlyModelAdmin
+from platform_events.admin_kit.display import Tone, badge, time_column, when
+from platform_events.admin_kit.read_only import QuickRowLinks, ReadOnlyModelAdmin
 from platform_events.audit.row_actions import AuditedRowActions
 from platform_events.db.tiered_pages import TieredPaginator
 from platform_events.refusals import Refused
@@ -168,6 +168,12 @@ def erasure_question(account) -> str:
     )
 
 
+class AccountChangeList(QuickRowLinks):
+    def get_queryset(self, request, exclude_parameters=None):
+        # The list shows nothing of the password and SCIM rows the account page joins (get_queryset).
+        return super().get_queryset(request, exclude_parameters).select_related(None)
+
+
 # What the account's page says beside its columns, each from a method of AccountAdmin.
 ACCOUNT_FACTS = ["status_badge", "suspension", "deprovisioning", "erasure", "password_state", "identity_provider"]
 
@@ -175,7 +181,7 @@ ACCOUNT_FACTS = ["status_badge", "suspension", "deprovisioning", "erasure", "pas
 @admin.register(Account)
 class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     # Five columns fit 1366 px beside the filters; each status's own time is on the account page.
-    list_display = ["login", "email", "status_badge", "status_since", "created_at"]
+    list_display = ["login", "email", "status_badge", "status_since", time_column("created_at")]
     # Dates by range (from, to) besides the presets; the never-set ones are "No date".
     list_filter = [
         "status",
@@ -217,19 +223,21 @@ class AccountAdmin(AuditedRowActions, ReadOnlyModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("password", "scim_user__client")
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
+    def get_changelist(self, request, **kwargs):
+        return AccountChangeList
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         """The account page: its actions as buttons (AuditedRowActions), links to its trail and events,
-        and its latest audit rows."""
-        account = self.get_object(request, object_id)
-        if account is None:  # Django's own page says it does not exist
-            return super().change_view(request, object_id, form_url, extra_context)
-        context = {
-            "trail_url": self._trail_url(request, account),
-            "events_url": self._events_url(request, account),
-        }
-        if context["trail_url"]:
-            context["recent_trail"] = account_trail_latest(account.pk, RECENT_TRAIL_ROWS)
-        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **context})
+        and its latest audit rows; the account as the page read it, not read again."""
+        if obj is not None:
+            context = {
+                "trail_url": self._trail_url(request, obj),
+                "events_url": self._events_url(request, obj),
+                **context,
+            }
+            if context["trail_url"]:
+                context["recent_trail"] = account_trail_latest(obj.pk, RECENT_TRAIL_ROWS)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def history_view(self, request, object_id, extra_context=None):
         """The audit trail of the account and its tokens, in place of Django's LogEntry history (which

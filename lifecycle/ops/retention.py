@@ -10,7 +10,13 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 from django_q.models import Task
 
-from accounts.retention import abandoned_sign_ups, deprovisioned_accounts, old_sign_ins, replaced_node_assignments
+from accounts.retention import (
+    abandoned_sign_ups,
+    deprovisioned_accounts,
+    old_daily_counts,
+    old_sign_ins,
+    replaced_node_assignments,
+)
 from platform_events.quantities import quantity
 from platform_events.retention import (
     RetentionRule,
@@ -30,6 +36,7 @@ def retention_rules() -> list[RetentionRule]:
         deprovisioned_accounts(),
         abandoned_sign_ups(),
         old_sign_ins(),
+        old_daily_counts(),
         old_tokens(),
         old_mail_runs(),
         old_rate_limits(),

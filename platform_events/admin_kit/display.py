@@ -4,6 +4,7 @@ import enum
 import json
 from datetime import datetime
 
+from django.contrib import admin
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 
@@ -33,6 +34,18 @@ def when(moment: datetime | None, *, exact: bool = False) -> str:
     if moment is None:
         return "—"
     return localtime(moment).strftime("%Y-%m-%d %H:%M:%S.%f %Z" if exact else "%Y-%m-%d %H:%M:%S %Z")
+
+
+def time_column(field: str, description: str | None = None):
+    """A list column showing the time in ``field`` through when(), sortable by it. Django's own column
+    for a DateTimeField formats through date_format: some 100 rows of one take ~0.1 ms each more."""
+
+    @admin.display(description=description or field.replace("_", " "), ordering=field)
+    def column(obj):
+        return when(getattr(obj, field))
+
+    column.__name__ = field  # the column's CSS class, field-<name>, as for the field itself
+    return column
 
 
 def preformatted(text: str) -> str:

@@ -2,12 +2,9 @@
 then any part, each tier from an index), an account's audit trail, and the figures the dashboard and
 /metrics show (accounts by status, sign-ups and activations per day)."""
 
-from datetime import timedelta
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
 from accounts.models import Account
 from accounts.selectors import (
@@ -21,8 +18,6 @@ from accounts.selectors import (
     accounts_search,
     accounts_search_order,
     accounts_search_tiers,
-    activations_per_day,
-    sign_ups_per_day,
 )
 from accounts.services import account_deprovision, account_reprovision
 from lifecycle.demo.factories import AccountFactory
@@ -277,14 +272,6 @@ class TestFigures:
         estimated = {"provisioned": 4, "active": 2, "suspended": 0, "deprovisioned": 0, "erased": 0}
         assert account_counts_by_status(exact_below=6) == (estimated, True)
         assert account_counts_by_status(exact_below=7)[1] is False
-
-    def test_sign_ups_and_activations_are_counted_per_day_since_a_time(self):
-        AccountFactory.create_batch(3)
-        AccountFactory(active=True)
-        today = timezone.localdate()
-        assert sign_ups_per_day(since=timezone.now() - timedelta(days=1)) == {today: 4}
-        assert activations_per_day(since=timezone.now() - timedelta(days=1)) == {today: 1}
-        assert sign_ups_per_day(since=timezone.now() + timedelta(seconds=1)) == {}
 
 
 def test_account_deprovisioning_is_the_latest_deprovisioning_row_or_none():

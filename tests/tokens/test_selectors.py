@@ -4,13 +4,15 @@
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
-from tokens.models import Job, JobType, MailState, Token
+from tests.support import analyze, expire
+from tokens.models import Job, JobType, MailState, Token, TokenState
 from tokens.selectors import (
     MailRunCounts,
     due_mail_count,
@@ -19,6 +21,7 @@ from tokens.selectors import (
     mail_count,
     mail_run_counts,
     oldest_due_mail_issued_at,
+    tokens_in_state,
     unfinished_mail_runs_count,
 )
 
@@ -66,6 +69,38 @@ class TestMailQueue:
         assert mail_count(MailState.DEAD, up_to=100) == 3
         assert mail_count(MailState.DEAD, up_to=2) == 2
         assert mail_count(MailState.RETRYING, up_to=100) == 1
+
+    @pytest.mark.parametrize(
+        ("state", "index"), [(MailState.RETRYING, "retrying_mail_idx"), (MailState.DEAD, "dead_mail_idx")]
+    )
+    def test_retrying_and_dead_mail_are_counted_from_their_own_index(self, sql, state, index):
+        """Not through the due-mail index, past every queued token (tokens/sql/0028_admin_reads.sql);
+        plan read with seq scans off, as on a large table."""
+        in_mail_state(state)
+        sql("SET LOCAL enable_seqscan = off")
+        with CaptureQueriesContext(connection) as queries:
+            assert mail_count(state, up_to=100) == 1
+        (query,) = [q["sql"] for q in queries.captured_queries]
+        plan = "\n".join(row for (row,) in sql(f"EXPLAIN {query}"))
+        assert index in plan, plan
+
+
+class TestTokenStates:
+    @pytest.mark.django_db(transaction=True)
+    def test_valid_tokens_are_read_from_the_index_of_open_tokens_by_expiry(self, sql):
+        """Not by reading every token, most of them expired long ago, for the few valid ones: the
+        index on the expiry of tokens neither used nor replaced (tokens/sql/0028_admin_reads.sql)."""
+        for account in AccountFactory.create_batch(40):
+            if account.pk % 10:
+                expire(live_token(account=account))
+        analyze("tokens")
+        query, params = tokens_in_state(Token.objects.order_by(), TokenState.VALID).query.sql_with_params()
+        sql("SET enable_seqscan = off")
+        try:
+            plan = "\n".join(row for (row,) in sql(f"EXPLAIN {query}", params))
+        finally:
+            sql("RESET enable_seqscan")
+        assert "tokens_open_expires_idx" in plan, plan
 
 
 class TestMailRuns:

@@ -280,6 +280,17 @@ class TestTheList:
         response = support.get(reverse("admin:platform_events_auditevent_change", args=[event.pk]))
         assert response.status_code == 200 and "chargeback" in text(response)
 
+    def test_without_the_time_the_row_is_read_by_its_id_index(self, support, jane, sql):
+        """Not every partition's key read whole (the key leads with the time): the hash index on id
+        (platform_events/sql/0030_admin_reads.sql), plan read with seq scans off as on a large table."""
+        event = AuditEvent.objects.get(action="account.suspended")
+        sql("SET LOCAL enable_seqscan = off")
+        with CaptureQueriesContext(connection) as queries:
+            assert support.get(reverse("admin:platform_events_auditevent_change", args=[event.pk])).status_code == 200
+        (query, *_) = [q["sql"] for q in queries.captured_queries if 'FROM "audit_events"' in q["sql"]]
+        plan = "\n".join(row for (row,) in sql(f"EXPLAIN {query}"))
+        assert "_id_idx" in plan and not re.search(r"audit_events\w*_pkey", plan), plan
+
     @pytest.mark.parametrize("at", ["yesterday", "2026-13-45T00:00:00+00:00", "2026-01-01T00:00:00"])
     def test_a_detail_link_with_a_bad_time_still_opens_the_row(self, support, jane, at):
         event = AuditEvent.objects.get(action="account.suspended")

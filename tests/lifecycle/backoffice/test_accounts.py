@@ -7,6 +7,8 @@ import re
 
 import pytest
 from django.contrib import admin
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -202,6 +204,17 @@ class TestRoles:
 
 def listed(response) -> list[str]:
     return [account.login for account in response.context["cl"].result_list]
+
+
+class TestTheList:
+    def test_reads_no_password_or_identity_provider_rows(self, support):
+        """The account page joins them for its password and SCIM lines; the list shows neither, and
+        loads no password hash."""
+        AccountFactory.create_batch(2, active=True)
+        with CaptureQueriesContext(connection) as queries:
+            assert support.get(CHANGELIST, {"q": "user"}).status_code == 200
+        read = " ".join(q["sql"] for q in queries.captured_queries if 'FROM "accounts"' in q["sql"])
+        assert "account_passwords" not in read and "scim_users" not in read and "api_clients" not in read
 
 
 class TestSearch:
@@ -421,6 +434,24 @@ class TestAccountPage:
             ("token.issued", "token", "asked by phone")
         ]
         assert {e.action for e in trail} >= {"account.created", "account.activated", "token.issued"}
+
+    def test_the_account_is_read_once(self, support):
+        """Its trail, links and buttons come from the account the page read."""
+        account = AccountFactory(active=True)
+        with CaptureQueriesContext(connection) as queries:
+            assert support.get(change_page(account)).status_code == 200
+        reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "accounts"."id"')]
+        assert len(reads) == 1, reads
+
+    def test_the_latest_audit_rows_link_to_their_detail_pages_with_their_time(self, support):
+        """The audit table's key leads with the time: a link with it reads one partition's key."""
+        account = AccountFactory(active=True)
+        response = support.get(change_page(account))
+        (latest, *_) = response.context["recent_trail"]
+        change = reverse("admin:platform_events_auditevent_change", args=[latest.pk])
+        link = re.search(rf'href="({change}\?at=[^"]+)"', response.content.decode()).group(1)
+        detail = support.get(html.unescape(link))
+        assert detail.status_code == 200 and detail.context["original"].occurred_at == latest.occurred_at
 
     def test_history_is_the_accounts_audit_trail(self, support):
         account = AccountFactory(active=True)

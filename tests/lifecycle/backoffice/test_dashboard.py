@@ -273,3 +273,8 @@ def test_a_staff_action_on_a_login_names_it_and_says_what_changed(admin_client, 
         get_user_model().objects.filter(pk=sam.pk).update(is_superuser=True)
     page = admin_client.get(INDEX).content.decode()
     assert "staff_user.changed staff user sam: made superuser</a>" in page
+
+
+def test_the_chart_says_how_its_days_are_counted(admin_client):
+    """Days that are over are kept counts (accounts/daily_counts.py): the page says so."""
+    assert "each day before as it was counted once it was over" in admin_client.get(INDEX).content.decode()

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from django_q.models import Schedule, Task
 
-from accounts.models import Account, AccountPassword, AccountSession, AccountStatus
+from accounts.models import Account, AccountDailyCount, AccountPassword, AccountSession, AccountStatus
 from accounts.nodes import services as nodes
 from accounts.nodes.selectors import assignment_records
 from accounts.services import account_password_hash, account_set_password, account_suspend, account_unsuspend
@@ -34,6 +34,7 @@ RULES = [
     "erasures",
     "sign-ups",
     "sign-ins",
+    "daily-counts",
     "tokens",
     "mail-runs",
     "limits",
@@ -254,6 +255,15 @@ def test_sign_ins_older_than_the_retention_are_deleted_and_newer_ones_kept(sql, 
     assert list(AccountSession.objects.values_list("pk", flat=True)) == [recent.pk]
 
 
+def test_the_daily_counts_rule_deletes_days_the_dashboard_no_longer_shows():
+    """The chart shows 30 days: a kept day older than that goes, the 30th day back stays."""
+    today = timezone.localdate()
+    for days_ago in (31, 30):
+        AccountDailyCount.objects.create(zone="UTC", day=today - timedelta(days=days_ago), signups=1, activations=0)
+    assert "daily-counts 1." in cleanup("--only", "daily-counts")
+    assert list(AccountDailyCount.objects.values_list("day", flat=True)) == [today - timedelta(days=30)]
+
+
 # The command
 
 
@@ -298,7 +308,7 @@ def test_the_help_names_every_rule_with_what_it_keeps():
     [
         (["--batch-size", "0"], "between 1 and 100000"),
         (["--batch-size", "99999999999999999999"], "between 1 and 100000"),
-        (["--only", "audit"], "no rule named audit; the rules are erasures, sign-ups, sign-ins, tokens, mail-runs"),
+        (["--only", "audit"], "no rule named audit; the rules are erasures, sign-ups, sign-ins, daily-counts, tokens"),
     ],
 )
 def test_bad_arguments_are_refused(args, message):
@@ -324,7 +334,7 @@ def test_the_worker_runs_it_daily(sql):
     assert (schedule.func, schedule.schedule_type, schedule.repeats) == ("lifecycle.tasks.cleanup", "D", -1)
     account = AccountFactory()
     age(account, 8, sql)
-    assert tasks.cleanup().startswith("Deleted: erasures 0, sign-ups 1, sign-ins 0, tokens 0,")
+    assert tasks.cleanup().startswith("Deleted: erasures 0, sign-ups 1, sign-ins 0, daily-counts 0, tokens 0,")
 
 
 # Outbox events, their deliveries, and the consumers' records (RETENTION_EVENT_DAYS: 30 days)

@@ -1,12 +1,13 @@
 """The back-office's one badge and one time format."""
 
 import datetime
+import types
 
 import pytest
 from django.utils import timezone
 from django.utils.formats import date_format
 
-from platform_events.admin_kit.display import Tone, badge, when
+from platform_events.admin_kit.display import Tone, badge, time_column, when
 
 MOMENT = datetime.datetime(2026, 11, 23, 10, 15, 3, 123456, tzinfo=datetime.UTC)
 
@@ -32,3 +33,16 @@ def test_a_badge_escapes_its_label_and_keeps_to_one_line():
     html = badge("<b>paused</b>", Tone.CAUTION)
     assert "&lt;b&gt;paused&lt;/b&gt;" in html and "<b>" not in html
     assert f"background: {Tone.CAUTION}" in html and "white-space: nowrap" in html
+
+
+def test_a_time_column_shows_its_field_through_when_and_sorts_by_it(settings):
+    settings.TIME_ZONE = "Asia/Kolkata"
+    column = time_column("created_at")
+    row = types.SimpleNamespace(created_at=MOMENT)
+    assert column(row) == "2026-11-23 15:45:03 IST"
+    assert (column.short_description, column.admin_order_field, column.__name__) == (
+        "created at",
+        "created_at",
+        "created_at",
+    )
+    assert time_column("expires_at", "expires")(types.SimpleNamespace(expires_at=None)) == "—"

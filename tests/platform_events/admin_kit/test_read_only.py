@@ -1,0 +1,80 @@
+"""The read-only list's pieces (platform_events/admin_kit/read_only.py)."""
+
+import html
+import types
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib import admin
+
+from accounts.models import Account
+from platform_events.admin_kit.read_only import QuickCheckboxes
+
+
+@pytest.mark.parametrize("login", ["jane", 'x<y>&"z'])
+def test_a_rows_checkbox_is_djangos_own_markup(login):
+    """The same input Django's widget renders (name, value, class, its label escaped once), written out."""
+    account = Account(pk=7, login=login, email="jane@example.com")
+    ours = QuickCheckboxes().action_checkbox(account)
+    assert ours == admin.ModelAdmin.action_checkbox(admin.site.get_model_admin(Account), account)
+    assert 'value="7"' in ours and "<y>" not in ours
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", ["", "?q=jane", "?status__exact=active&q=jane%20"])
+def test_a_rows_link_carries_the_lists_filters_as_djangos_own_does(admin_client, query):
+    """The row's page leads back to the same list: its link is what Django's add_preserved_filters
+    makes of the row's URL, without resolving it."""
+    from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+    from django.urls import reverse
+
+    from lifecycle.demo.factories import AccountFactory
+
+    account = AccountFactory(active=True, login="jane")
+    response = admin_client.get(reverse("admin:accounts_account_changelist") + query)
+    changelist = response.context["cl"]
+    expected = add_preserved_filters(
+        {"preserved_filters": response.context["preserved_filters"], "opts": changelist.opts},
+        reverse("admin:accounts_account_change", args=[account.pk]),
+    )
+    assert f'href="{html.escape(expected)}"' in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_audit_rows_link_carries_its_time_and_the_lists_filters(admin_client):
+    """A list that adds to the row's link (the audit trail's ?at=) keeps the filters beside it."""
+    from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+    from django.urls import reverse
+
+    from lifecycle.demo.factories import AccountFactory
+
+    AccountFactory()
+    response = admin_client.get(
+        reverse("admin:platform_events_auditevent_changelist"), {"action__exact": "account.created"}
+    )
+    assert response.status_code == 200, response
+    (event, *_) = response.context["cl"].result_list
+    changelist = response.context["cl"]
+    at = urlencode({"at": event.occurred_at.isoformat()})
+    own = f"{reverse('admin:platform_events_auditevent_change', args=[event.pk])}?{at}"
+    expected = add_preserved_filters(
+        {"preserved_filters": response.context["preserved_filters"], "opts": changelist.opts}, own
+    )
+    assert "_changelist_filters" in expected and "at=" in expected
+    assert f'href="{html.escape(expected)}"' in response.content.decode()
+
+
+def test_a_rows_key_is_written_as_reverse_writes_it():
+    """Keys that need the admin's quoting and the URL's: the same link as Django's own ChangeList."""
+    from django.contrib.admin.views.main import ChangeList
+    from django.urls import reverse
+
+    from platform_events.admin_kit.read_only import QuickRowLinks
+
+    links = QuickRowLinks.__new__(QuickRowLinks)
+    links.opts, links.pk_attname, links.row_filters = Account._meta, "id", {}
+    links.model_admin = admin.site.get_model_admin(Account)
+    for key in (7, "a b/c_d?é", "x%2Fy", "it's(1)!*~"):
+        row = types.SimpleNamespace(id=key)
+        assert links.url_for_result(row) == ChangeList.url_for_result(links, row)
+    assert links.change_url == reverse("admin:accounts_account_change", args=["0pk0"])
