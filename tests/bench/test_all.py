@@ -62,7 +62,7 @@ def test_a_section_the_document_lacks_is_said():
 def test_every_bench_has_its_file_and_its_section_in_the_real_document():
     document = benches.DOC.read_text()
     for each in benches.BENCHES:
-        assert (benches.ROOT / "bench" / f"{each.name}.py").is_file(), each.name
+        assert (benches.ROOT / "bench" / each.file).is_file(), each.name
         benches.place(document, each, "figures")  # raises for a missing section
 
 
@@ -85,6 +85,23 @@ def test_a_run_writes_the_figures_from_stdout_with_the_command_commit_cores_and_
     assert "Hand-written history of erasure." in written
     shown = capsys.readouterr()
     assert "figure 42" in shown.out and "progress" in shown.err
+
+
+def test_a_bench_run_twice_passes_its_own_arguments_in_both_runs(tmp_path):
+    script(tmp_path, "mailroom", "import sys\nprint('arguments', sys.argv[1:])\n")
+    doc = tmp_path / "measurements.md"
+    doc.write_text(DOCUMENT)
+    postfix = benches.Bench(
+        "mailroom-postfix", "Erasure", ("--quick",), script="mailroom", arguments=("--mta", "postfix")
+    )
+
+    benches.run(postfix, quick=True, doc=doc, folder=tmp_path)
+    assert "arguments ['--mta', 'postfix', '--quick']" in doc.read_text()
+    benches.run(postfix, quick=False, doc=doc, folder=tmp_path)
+    assert (
+        "arguments ['--mta', 'postfix']" in doc.read_text()
+        and "<!-- make bench: mailroom-postfix -->" in doc.read_text()
+    )
 
 
 def test_a_full_run_passes_no_arguments_and_says_full_size(tmp_path):
@@ -120,6 +137,6 @@ def test_an_unknown_bench_name_is_refused_with_the_names_there_are(capsys):
 def test_every_quick_option_is_one_its_bench_declares():
     # `make bench QUICK=1` passes these; a bench's option renamed would fail its run an hour in.
     for each in benches.BENCHES:
-        source = (benches.ROOT / "bench" / f"{each.name}.py").read_text()
-        for option in (argument for argument in each.quick if argument.startswith("--")):
+        source = (benches.ROOT / "bench" / each.file).read_text()
+        for option in (argument for argument in (*each.arguments, *each.quick) if argument.startswith("--")):
             assert f'add_argument("{option}"' in source or f'"{option}",' in source, (each.name, option)

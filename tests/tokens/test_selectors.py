@@ -74,7 +74,7 @@ class TestMailQueue:
         ("state", "index"), [(MailState.RETRYING, "retrying_mail_idx"), (MailState.DEAD, "dead_mail_idx")]
     )
     def test_retrying_and_dead_mail_are_counted_from_their_own_index(self, sql, state, index):
-        """Not through the due-mail index, past every queued token (tokens/sql/0028_admin_reads.sql);
+        """Not through the due-mail index, past every queued token (tokens/sql/0029_admin_reads.sql);
         plan read with seq scans off, as on a large table."""
         in_mail_state(state)
         sql("SET LOCAL enable_seqscan = off")
@@ -89,7 +89,7 @@ class TestTokenStates:
     @pytest.mark.django_db(transaction=True)
     def test_valid_tokens_are_read_from_the_index_of_open_tokens_by_expiry(self, sql):
         """Not by reading every token, most of them expired long ago, for the few valid ones: the
-        index on the expiry of tokens neither used nor replaced (tokens/sql/0028_admin_reads.sql)."""
+        index on the expiry of tokens neither used nor replaced (tokens/sql/0029_admin_reads.sql)."""
         for account in AccountFactory.create_batch(40):
             if account.pk % 10:
                 expire(live_token(account=account))
