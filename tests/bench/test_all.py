@@ -25,6 +25,14 @@ def bench(name: str, quick: tuple[str, ...] = ("--small",)) -> benches.Bench:
     return benches.Bench(name, "Erasure", quick)
 
 
+@pytest.fixture
+def doc(tmp_path):
+    """A measurements document of two sections, in the test's own folder."""
+    written = tmp_path / "measurements.md"
+    written.write_text(DOCUMENT)
+    return written
+
+
 def script(folder, name: str, body: str) -> None:
     (folder / f"{name}.py").write_text(body)
 
@@ -66,10 +74,8 @@ def test_every_bench_has_its_file_and_its_section_in_the_real_document():
         benches.place(document, each, "figures")  # raises for a missing section
 
 
-def test_a_run_writes_the_figures_from_stdout_with_the_command_commit_cores_and_load(tmp_path, capsys):
+def test_a_run_writes_the_figures_from_stdout_with_the_command_commit_cores_and_load(tmp_path, doc, capsys):
     script(tmp_path, "erasure", "import sys\nprint('figure 42', sys.argv[1:])\nprint('progress', file=sys.stderr)\n")
-    doc = tmp_path / "measurements.md"
-    doc.write_text(DOCUMENT)
 
     status = benches.run(bench("erasure"), quick=True, doc=doc, folder=tmp_path)
 
@@ -87,10 +93,8 @@ def test_a_run_writes_the_figures_from_stdout_with_the_command_commit_cores_and_
     assert "figure 42" in shown.out and "progress" in shown.err
 
 
-def test_a_bench_run_twice_passes_its_own_arguments_in_both_runs(tmp_path):
+def test_a_bench_run_twice_passes_its_own_arguments_in_both_runs(tmp_path, doc):
     script(tmp_path, "mailroom", "import sys\nprint('arguments', sys.argv[1:])\n")
-    doc = tmp_path / "measurements.md"
-    doc.write_text(DOCUMENT)
     postfix = benches.Bench(
         "mailroom-postfix", "Erasure", ("--quick",), script="mailroom", arguments=("--mta", "postfix")
     )
@@ -104,20 +108,16 @@ def test_a_bench_run_twice_passes_its_own_arguments_in_both_runs(tmp_path):
     )
 
 
-def test_a_full_run_passes_no_arguments_and_says_full_size(tmp_path):
+def test_a_full_run_passes_no_arguments_and_says_full_size(tmp_path, doc):
     script(tmp_path, "erasure", "import sys\nprint('arguments', sys.argv[1:])\n")
-    doc = tmp_path / "measurements.md"
-    doc.write_text(DOCUMENT)
 
     benches.run(bench("erasure"), quick=False, doc=doc, folder=tmp_path)
 
     assert "arguments []" in doc.read_text() and "(full size)" in doc.read_text()
 
 
-def test_a_failing_bench_is_recorded_with_its_status_and_the_end_of_its_stderr(tmp_path):
+def test_a_failing_bench_is_recorded_with_its_status_and_the_end_of_its_stderr(tmp_path, doc):
     script(tmp_path, "erasure", "import sys\nprint('half the figures')\nsys.exit('the broker did not start')\n")
-    doc = tmp_path / "measurements.md"
-    doc.write_text(DOCUMENT)
 
     status = benches.run(bench("erasure"), quick=False, doc=doc, folder=tmp_path)
 
