@@ -81,6 +81,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles, whose runserver its own replaces (the earlier app's command wins).
+    "lifecycle.apps.LifecycleConfig",  # the composition: commands (seed_demo, ensure_roles, runserver), staff roles
     "django.contrib.staticfiles",
     "django_q",  # the worker's queue and schedules, in this PostgreSQL
     "axes",  # staff sign-in lock-outs
@@ -90,7 +92,6 @@ INSTALLED_APPS = [
     "platform_events",
     "accounts",
     "tokens",
-    "lifecycle.apps.LifecycleConfig",  # the composition: commands (seed_demo, ensure_roles), staff roles
 ]
 
 MIDDLEWARE = [
