@@ -198,6 +198,9 @@ class Gunicorn:
         self.log = log
         command = [sys.executable, "-m", "gunicorn", "bench.bare_site:application"]
         self.config = ROOT / "lifecycle" / "ops" / "gunicorn_conf.py"
+        # As the config chooses its worker class (WEB_THREADS, 8 by default; 1 for sync workers).
+        threads = int({**os.environ, **env}.get("WEB_THREADS", "8"))
+        self.kind = f"gthread workers, {threads} threads each" if threads > 1 else "sync workers"
         if self.config.exists():
             command += ["--config", "python:lifecycle.ops.gunicorn_conf"]
         command += ["--workers", str(workers), "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"]
@@ -693,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         say()
         say(
             f"{version}; gunicorn {' '.join(server.command[3:])}"
-            f" ({'config ' + str(server.config.relative_to(ROOT)) + ', ' if server.config.exists() else ''}sync workers);"
+            f" ({'config ' + str(server.config.relative_to(ROOT)) + ', ' if server.config.exists() else ''}{server.kind});"
             f" DEBUG off, CONN_MAX_AGE {settings.DATABASES['default']['CONN_MAX_AGE']}"
         )
         say(
