@@ -1,7 +1,6 @@
 """Claims: a run skips what another run is claiming, marks only what it still holds, renews its lease."""
 
 import json
-import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -9,7 +8,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from lifecycle.demo.factories import AccountFactory
-from tests.support import analyze, connect
+from tests.support import analyze, connect, in_threads
 from tokens.mailroom.claim import SentMarks, claim_batch, claim_statement, mark_failed, renew_lease
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
@@ -32,8 +31,7 @@ def test_a_claim_skips_rows_another_run_is_claiming_instead_of_waiting_for_them(
     claimed = []
     with psql.transaction():
         psql.execute("SELECT 1 FROM tokens WHERE id = %s FOR UPDATE", [held.pk])
-        runner = threading.Thread(target=lambda: claimed.extend(claim_batch(10)[1]))
-        runner.start()
+        (runner,), _ = in_threads(lambda: claimed.extend(claim_batch(10)[1]))
         # Holding the lock until the claim returns: a claim that waited for it would never return.
         with connect() as watcher:
             while runner.is_alive():
