@@ -32,12 +32,30 @@ sys.exit(pytest.main(["-p", "no:cacheprovider", "--collect-only", "-q"], plugins
 
 
 @pytest.fixture(scope="module")
-def collected() -> dict[str, bool]:
-    """Every test id of the suite, and whether it is marked attack."""
+def collected(request) -> dict[str, bool]:
+    """Every test id of the suite, and whether it is marked attack: from this run's own collection when it
+    holds the whole suite (make test's; each xdist worker collects every test), otherwise from a
+    collection of its own."""
+    if holds_the_whole_suite(request.config):
+        return {item.nodeid: item.get_closest_marker("attack") is not None for item in request.session.items}
     result = subprocess.run([sys.executable, "-c", LISTING], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = [line.split(" ", 1) for line in result.stdout.splitlines() if line.startswith(("attack ", "plain "))]
     return {test_id: kind == "attack" for kind, test_id in lines}
+
+
+def holds_the_whole_suite(config: pytest.Config) -> bool:
+    """Whether this run collected every test: started on the test paths (or none, which means them), and
+    nothing deselected by -k, -m, --deselect or --last-failed."""
+    paths = {(ROOT / path.split("::")[0]).resolve() for path in config.args}
+    return (
+        paths <= {ROOT.resolve(), (ROOT / "tests").resolve()}
+        and not any("::" in path for path in config.args)
+        and not config.option.keyword
+        and not config.option.markexpr
+        and not config.option.deselect
+        and not config.getoption("lf", False)
+    )
 
 
 def test_pytest_m_attack_selects_at_least_as_many_attack_tests_as_there_were(collected):
