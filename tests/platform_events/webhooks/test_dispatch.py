@@ -10,7 +10,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 from django.db.models.functions import Now
 from standardwebhooks.webhooks import Webhook
 
@@ -448,6 +448,27 @@ def test_a_run_that_stops_after_max_batches_leaves_no_delivery_claimed(receiver)
     assert (result.claimed, result.delivered) == (2, 2)
     assert not WebhookDelivery.objects.filter(claim__isnull=False).exists()
     assert statuses()["PENDING"] == 1
+
+
+def test_a_claim_is_a_hot_update_that_adds_no_index_entry(receiver):
+    """Pages of webhook_deliveries keep room for a claimed version of each row
+    (platform_events/sql/0032_deliveries_fillfactor.sql): every row a claim leases is updated in place
+    on its page (HOT), no index entry added."""
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 300)
+    counts = (
+        "SELECT pg_stat_get_xact_tuples_hot_updated('webhook_deliveries'::regclass),"
+        " pg_stat_get_xact_tuples_updated('webhook_deliveries'::regclass)"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(counts)
+        hot_before, updated_before = cursor.fetchone()
+        _, deliveries = dispatch.claim_batch(200)
+        cursor.execute(counts)
+        hot, updated = cursor.fetchone()
+    assert len(deliveries) == 200
+    assert (hot - hot_before, updated - updated_before) == (200, 200)
 
 
 def test_a_claim_skips_deliveries_another_session_holds_instead_of_waiting(receiver):
