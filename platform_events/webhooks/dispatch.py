@@ -123,7 +123,7 @@ class NextClaim:
     (platform_events/db/unawaited.py): PostgreSQL claims while the receivers answer, instead of between
     batches. It takes nothing this batch holds (leased), nor an account's later event while this batch
     sends its earlier one: that one is PENDING or FAILED until its attempt is recorded, so the later one
-    is not due. Its lease starts when it is sent; the batch that sends it renews it as its own."""
+    is not due. Its lease starts when it is sent; the batch that takes it up renews it as its own."""
 
     def __init__(self, size: int):
         self.size = size
