@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from django.db import connection
 from psycopg import errors, pq
+from psycopg.adapt import Transformer
 
 
 class UnawaitedStatement:
@@ -38,6 +39,20 @@ class UnawaitedStatement:
     def collect(self) -> int | None:
         """Read the answer to the statement sent last: the rows it changed (or returned, for a SELECT), or
         None when no answer was due. Raises what the statement raised."""
+        answer = self._answer()
+        return None if answer is None else answer.command_tuples
+
+    def collect_rows(self) -> list[tuple] | None:
+        """``collect()`` for a statement that returns rows (a SELECT, a RETURNING): the rows, typed as a
+        cursor's are; None when no answer was due."""
+        answer = self._answer()
+        if answer is None:
+            return None
+        loader = Transformer(connection.connection)
+        loader.set_pgresult(answer)
+        return loader.load_rows(0, answer.ntuples, tuple)
+
+    def _answer(self) -> pq.abc.PGresult | None:
         if not self._answer_due:
             return None
         with connection.wrap_database_errors:
@@ -54,7 +69,7 @@ class UnawaitedStatement:
             for answer in answers:
                 if answer.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
                     raise errors.error_from_result(answer, encoding=connection.connection.info.encoding)
-        return answers[0].command_tuples
+        return answers[0]
 
     def settle(self) -> None:
         """Cancel the statement whose answer is due, if any, and read what is left of it: for a caller

@@ -36,16 +36,37 @@ def bounded(timeout: float | None, timeout_error: type[Exception]) -> float | No
     return remaining if timeout is None else min(timeout, remaining)
 
 
+# A write up to this size waits for the next one (httpcore writes a request's head, then its body).
+HELD_AT_MOST = 16 * 1024
+
+
 class DeadlineStream(httpcore.NetworkStream):
-    """A network stream whose reads and writes end by the attempt's deadline."""
+    """A network stream whose reads and writes end by the attempt's deadline.
+
+    A request's head leaves with its body in one send(), not in two: one segment, so the receiver
+    wakes and reads once (a webhook's head and body are a few hundred bytes each)."""
 
     def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
+        self._held = b""  # a small write waiting for the next one, or for a read
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._held:
+            self._send(b"", timeout)
         return self._stream.read(max_bytes, bounded(timeout, httpcore.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not self._held and 0 < len(buffer) <= HELD_AT_MOST:
+            self._held = bytes(buffer)
+            return
+        self._send(buffer, timeout)
+
+    def _send(self, buffer: bytes, timeout: float | None) -> None:
+        held, self._held = self._held, b""
+        if held and len(buffer) <= HELD_AT_MOST:
+            buffer = held + buffer
+        elif held:
+            self._send(held, timeout)
         # Not the stream's own write: httpcore's loops send() under one socket timeout, and a receiver
         # reading a little within each would keep a large body's write going past the deadline.
         sock = self._stream.get_extra_info("socket")

@@ -11,6 +11,8 @@ Any number of dispatchers may run at once (the cron command, the django-q2 sched
 * Only the run holding a delivery's claim may record its attempt; a run renews its lease while it
   still has deliveries to send, so a slow endpoint never lets two runs hold one delivery. A run killed
   mid-way leaves its claims to lapse: those deliveries are sent again (at least once, never lost).
+* While a batch's last POSTs go out, the run claims its next batch (NextClaim), so that PostgreSQL
+  claims while the receivers answer rather than between batches.
 """
 
 import json
@@ -43,18 +45,21 @@ logger = logging.getLogger(__name__)
 # again.
 RECORD_EVERY = 50
 
-CLAIM = f"""
+_CLAIM = """
 WITH due AS (
-    SELECT d.id {DUE}
+    SELECT d.id {due}
     ORDER BY d.next_retry_at, d.event_seq
-    LIMIT %(size)s
+    LIMIT {size}
     FOR UPDATE OF d SKIP LOCKED
 )
-UPDATE webhook_deliveries d SET claim = %(claim)s, lease_until = now() + %(lease)s
+UPDATE webhook_deliveries d SET claim = {claim}, lease_until = now() + {lease}
 FROM due, outbox_events e
 WHERE d.id = due.id AND e.id = d.event_id
 RETURNING d.id, d.subscription_id, d.event_id, d.attempts, e.payload::text
 """
+CLAIM = _CLAIM.format(due=DUE, size="%(size)s", claim="%(claim)s", lease="%(lease)s")
+# The same claim sent without waiting for its answer (NextClaim): numbered parameters, sent as text.
+CLAIM_UNAWAITED = _CLAIM.format(due=DUE, size="$1::int", claim="$2::uuid", lease="$3::interval")
 
 
 @dataclass
@@ -113,6 +118,33 @@ def claim_batch(size: int, *, sorting_off: bool = False) -> tuple[Claim, list[De
     return claim, [Delivery(*row) for row in rows]
 
 
+class NextClaim:
+    """The next batch's claim, sent without waiting for its answer while this batch's last POSTs go out
+    (platform_events/db/unawaited.py): PostgreSQL claims while the receivers answer, instead of between
+    batches. It takes nothing this batch holds (leased), nor an account's later event while this batch
+    sends its earlier one: that one is PENDING or FAILED until its attempt is recorded, so the later one
+    is not due. Its lease starts when it is sent; the batch that takes it up renews it as its own."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.claim: Claim | None = None  # once sent
+        self.deliveries: list[Delivery] = []
+        self._statement = UnawaitedStatement()
+
+    def send(self) -> None:
+        self.claim = Claim(lease_ends=time.monotonic() + settings.WEBHOOKS_LEASE_SECONDS)
+        lease = f"{settings.WEBHOOKS_LEASE_SECONDS} seconds"
+        self._statement.send(CLAIM_UNAWAITED, [str(self.size), str(self.claim.id), lease])
+
+    def collect(self) -> None:
+        rows = self._statement.collect_rows()
+        if rows is not None:
+            self.deliveries = [Delivery(*row) for row in rows]
+
+    def settle(self) -> None:
+        self._statement.settle()
+
+
 def renew_lease(claim: Claim, deliveries: list[Delivery]) -> set[uuid.UUID]:
     """Lease ``deliveries`` for another WEBHOOKS_LEASE_SECONDS, those this run still holds; returns their ids."""
     lease_ends = time.monotonic() + settings.WEBHOOKS_LEASE_SECONDS
@@ -166,8 +198,9 @@ def record_attempt(
 class DeliveredRecords:
     """Successful attempts, kept until RECORD_EVERY are in, then recorded by one statement sent without
     waiting for its answer (platform_events/db/unawaited.py): the next POSTs go out while PostgreSQL
-    records them. ``collect()`` reads the answer into the run's counts; anything else using the
-    connection calls it first. A record on its way is applied even if the run is killed next."""
+    records them. ``collect()`` reads the answer into the run's counts, and the answer to the next
+    batch's claim if that is the statement on its way; anything else using the connection calls it
+    first. A record on its way is applied even if the run is killed next."""
 
     STATEMENT = (
         "UPDATE webhook_deliveries d SET status = 'DELIVERED', attempts = d.attempts + 1,"
@@ -178,17 +211,24 @@ class DeliveredRecords:
         " WHERE d.id = a.id AND d.claim = $2::uuid"
     )
 
-    def __init__(self, claim: Claim, result: "RunResult"):
+    def __init__(self, claim: Claim, result: "RunResult", next_claim: NextClaim | None = None):
         self.claim = claim
         self.result = result
+        self.next_claim = next_claim  # sent on the same connection, between two records
         self._statement = UnawaitedStatement()
         self._pending: list[tuple[Delivery, http.Attempt]] = []  # not sent yet
         self._sent = 0  # deliveries in the statement whose answer is due
         self._posts_since = 0  # POSTs that went out since that statement
 
+    @property
+    def answer_due(self) -> bool:
+        return self._sent > 0
+
     def settle(self) -> None:
         self._statement.settle()
         self._sent = 0
+        if self.next_claim is not None:
+            self.next_claim.settle()
 
     def before_post(self) -> None:
         """Let one POST go out while PostgreSQL records, then read the answer: a record refused (a lock
@@ -217,6 +257,8 @@ class DeliveredRecords:
         self._posts_since = 0
 
     def collect(self) -> None:
+        if self.next_claim is not None:
+            self.next_claim.collect()
         recorded = self._statement.collect()
         if recorded is None:
             return
@@ -257,20 +299,28 @@ def _endpoint_failed(endpoint_id: uuid.UUID, *, gone: bool) -> str | None:
     return row[1] if row and row[0] == EndpointStatus.DISABLED_DEAD else None
 
 
-def deliver_batch(transport, size: int, *, sorting_off: bool = False) -> RunResult:
-    """Claim one batch and attempt each delivery once; what fails is scheduled again or given up."""
-    result = RunResult()
-    claim, deliveries = claim_batch(size, sorting_off=sorting_off)
-    result.claimed = len(deliveries)
+def deliver_batch(
+    transport, claim: Claim, deliveries: list[Delivery], *, next_claim: NextClaim | None = None
+) -> RunResult:
+    """Attempt each claimed delivery once; what fails is scheduled again or given up. ``next_claim``
+    is sent while the batch's last RECORD_EVERY POSTs go out."""
+    result = RunResult(claimed=len(deliveries))
     if not deliveries:
         return result
-    endpoints = {e.id: e for e in WebhookSubscription.objects.filter(id__in={d.subscription_id for d in deliveries})}
+    endpoints = {
+        e.id: e
+        for e in WebhookSubscription.objects.filter(
+            id__in={d.subscription_id for d in deliveries}, status=EndpointStatus.ACTIVE
+        )
+    }
     signers = {endpoint_id: _signer_or_none(endpoint) for endpoint_id, endpoint in endpoints.items()}
-    disabled: set[uuid.UUID] = set()
+    # An endpoint disabled since the claim (by the batch before, which claimed this one before its 410
+    # came, or by staff) gets nothing more: its deliveries are given back unattempted.
+    disabled = {d.subscription_id for d in deliveries} - endpoints.keys()
     succeeded: set[uuid.UUID] = set()
     failures: dict[uuid.UUID, list[http.Attempt]] = {}  # said on the console once per endpoint, with why
     held = {d.id for d in deliveries}
-    records = DeliveredRecords(claim, result)
+    records = DeliveredRecords(claim, result, next_claim)
     try:
         for index, delivery in enumerate(deliveries):
             if delivery.subscription_id in disabled:
@@ -285,6 +335,15 @@ def deliver_batch(transport, size: int, *, sorting_off: bool = False) -> RunResu
             if delivery.id not in held:  # another run took it over after this run's lease ran out
                 result.lost_claims += 1
                 continue
+            # Late in the batch, and not earlier: a claim made long before its batch starts would hold
+            # deliveries idle that another run could be sending.
+            if (
+                next_claim
+                and not next_claim.claim
+                and not records.answer_due
+                and len(deliveries) - index <= RECORD_EVERY
+            ):
+                next_claim.send()
             endpoint = endpoints[delivery.subscription_id]
             signer = signers[endpoint.id]
             if signer is None:  # nothing to sign with: a failed attempt, of this endpoint's only
@@ -412,9 +471,16 @@ def deliver(
     total = RunResult()
     with http.new_transport() as transport, _run_settings() as sorting_off:
         batches = 0
+        next_claim = None
         while max_batches is None or batches < max_batches:
-            result = deliver_batch(transport, size, sorting_off=sorting_off)
+            if next_claim and next_claim.deliveries:
+                claim, deliveries = next_claim.claim, next_claim.deliveries
+            else:  # none sent, or it found nothing due then: what the last batch delivered may have made some due
+                claim, deliveries = claim_batch(size, sorting_off=sorting_off)
             batches += 1
+            # Only with the run's own session settings (a claim needs sorting off), and not past the last batch.
+            next_claim = NextClaim(size) if sorting_off and batches != max_batches else None
+            result = deliver_batch(transport, claim, deliveries, next_claim=next_claim)
             if on_batch and result.claimed:
                 on_batch(result)
             for name in ("claimed", "delivered", "retrying", "failed", "lost_claims"):

@@ -309,3 +309,46 @@ def test_a_failure_recorded_for_a_delivery_sent_while_its_account_was_erased_is_
     )
     assert recorded[deliveries[account_id]] == ("CANCELLED", None)
     assert recorded[deliveries[other_id]] == ("FAILED", f"no room for {ADDRESS}")
+
+
+def test_an_empty_answer_recorded_for_an_erased_accounts_delivery_is_kept_and_an_empty_failure_still_cancelled(sql):
+    """The erased-account check runs only when a record holds something to drop or cancel
+    (accounts/sql/0029_delivery_record_erased_when.sql): a delivery answered with nothing keeps its empty
+    excerpt as recorded, where the check would have made it NULL; a failure with nothing in its answer
+    is still cancelled, never retried."""
+    for url in ("https://hooks.example.com/a", "https://hooks.example.com/b"):
+        sql(
+            "INSERT INTO webhook_subscriptions (owner_id, url, events, secret_encrypted, secret_key_id)"
+            " VALUES ('t', %s, ARRAY['account.deprovisioned'], '\\x00', 'k')",
+            [url],
+        )
+    account_id = erasable(sql)
+    delivered, failed = (
+        row[0]
+        for row in sql(
+            "SELECT d.id FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id"
+            " ORDER BY s.url"
+        )
+    )
+    claim = sql("SELECT gen_random_uuid()")[0][0]
+    sql(
+        "UPDATE webhook_deliveries SET claim = %s, lease_until = now() + interval '2 minutes' WHERE id IN (%s, %s)",
+        [claim, delivered, failed],
+    )
+
+    erase(sql, account_id)
+    record = (
+        "UPDATE webhook_deliveries SET status = %s, attempts = attempts + 1, next_retry_at = {}, http_status = %s,"
+        " http_response_body_excerpt = '', latency_ms = 3, first_attempt_at = now(), last_attempt_at = now(),"
+        " claim = NULL, lease_until = NULL WHERE id = %s"
+    )
+    sql(record.format("next_retry_at"), ["DELIVERED", 204, delivered])
+    sql(record.format("now() + interval '5 seconds'"), ["FAILED", 503, failed])
+
+    recorded = dict(
+        sql(
+            "SELECT id, (status, http_response_body_excerpt) FROM webhook_deliveries WHERE id IN (%s, %s)",
+            [delivered, failed],
+        )
+    )
+    assert recorded == {delivered: ("DELIVERED", ""), failed: ("CANCELLED", None)}

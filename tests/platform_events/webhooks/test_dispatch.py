@@ -10,7 +10,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 from django.db.models.functions import Now
 from standardwebhooks.webhooks import Webhook
 
@@ -400,6 +400,75 @@ def test_the_claim_and_the_longest_wait_walk_the_due_index_instead_of_sorting_th
         plan = json.dumps(cursor.fetchone()[0])
     assert "Sort" not in plan  # neither a sort nor an incremental one: the index holds the whole order
     assert '"Index Name": "webhook_deliveries_due"' in plan
+
+
+def test_the_next_batch_is_claimed_while_the_last_posts_of_a_batch_go_out(receiver):
+    """The next batch's claim is sent before the batch's last POST, not after it: while the receiver
+    answers that POST, the database already holds two claims of this run."""
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 4)
+    claims_seen = []
+
+    def count_claims(number):
+        if number == 2:  # the first batch's last POST
+            with connect(autocommit=True) as conn:
+                (claims,) = conn.execute(
+                    "SELECT count(DISTINCT claim) FROM webhook_deliveries WHERE claim IS NOT NULL"
+                ).fetchone()
+            claims_seen.append(claims)
+
+    receiver.on_request = count_claims
+    result = deliver(batch_size=2)
+    receiver.on_request = None
+    assert claims_seen == [2]
+    assert (result.claimed, result.delivered) == (4, 4)
+    assert statuses()["DELIVERED"] == 4
+
+
+def test_a_batch_claimed_before_its_endpoint_answered_410_sends_it_nothing(receiver):
+    """Batches of one: the second is claimed while the first POST is out. That POST's 410 disables the
+    endpoint; the second batch's delivery is given back unattempted, not posted to the gone endpoint."""
+    make_endpoint(receiver.url)
+    receiver.status = 410
+    with connect(autocommit=True) as conn:
+        provision(conn, 3)
+    result = deliver(batch_size=1)
+    assert len(receiver.received) == 1
+    assert (result.failed, result.disabled) == (1, [receiver.url])
+    assert WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, claim__isnull=True).count() == 2
+
+
+def test_a_run_that_stops_after_max_batches_leaves_no_delivery_claimed(receiver):
+    """The last batch a run may take claims no next one: nothing is left leased for a batch that never comes."""
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 3)
+    result = deliver(batch_size=1, max_batches=2)
+    assert (result.claimed, result.delivered) == (2, 2)
+    assert not WebhookDelivery.objects.filter(claim__isnull=False).exists()
+    assert statuses()["PENDING"] == 1
+
+
+def test_a_claim_is_a_hot_update_that_adds_no_index_entry(receiver):
+    """Pages of webhook_deliveries keep room for a claimed version of each row
+    (platform_events/sql/0032_deliveries_fillfactor.sql): every row a claim leases is updated in place
+    on its page (HOT), no index entry added."""
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 300)
+    counts = (
+        "SELECT pg_stat_get_xact_tuples_hot_updated('webhook_deliveries'::regclass),"
+        " pg_stat_get_xact_tuples_updated('webhook_deliveries'::regclass)"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(counts)
+        hot_before, updated_before = cursor.fetchone()
+        _, deliveries = dispatch.claim_batch(200)
+        cursor.execute(counts)
+        hot, updated = cursor.fetchone()
+    assert len(deliveries) == 200
+    assert (hot - hot_before, updated - updated_before) == (200, 200)
 
 
 def test_a_claim_skips_deliveries_another_session_holds_instead_of_waiting(receiver):

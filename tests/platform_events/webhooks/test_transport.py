@@ -10,6 +10,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 
+import httpcore
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from standardwebhooks.webhooks import Webhook
@@ -17,6 +18,7 @@ from standardwebhooks.webhooks import Webhook
 from lifecycle.configuration import read_key_ring, read_seconds_list
 from platform_events.webhooks import http
 from platform_events.webhooks.addresses import AddressPolicy, address_problem, check_url, forbidden_address
+from platform_events.webhooks.deadline import HELD_AT_MOST, DeadlineStream
 from platform_events.webhooks.secrets import SecretKeyError, decrypt_secret, encrypt_secret, new_signing_secret
 from platform_events.webhooks.signing import signature_headers
 from tests.webhook_receiver import WebhookReceiver
@@ -249,3 +251,39 @@ def test_a_receivers_cookie_is_not_sent_back_and_no_compressed_answer_is_asked_f
     assert [r.headers.get("accept-encoding") for r in receiver.received] == [None, None]
     assert receiver.received[1].headers["user-agent"] == http.USER_AGENT
     assert second.excerpt == '{"ok": true}'
+
+
+class SocketStream(httpcore.NetworkStream):
+    """httpcore's network stream over a plain socket (a socketpair's end)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self.sock.settimeout(timeout)
+        return self.sock.recv(max_bytes)
+
+    def get_extra_info(self, info: str):
+        return self.sock if info == "socket" else None
+
+
+def test_a_requests_head_leaves_with_its_body_in_one_send():
+    """httpcore writes a request's head, then its body, then nothing (the end of a sized body): the head
+    waits for the body, so one send() carries both and the receiver wakes once. A socket that keeps
+    each send() a message of its own (SOCK_SEQPACKET) shows the sends; a body past HELD_AT_MOST goes
+    in sends of its own after the head, and a read sends what is held first."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with ours, theirs:
+        stream = DeadlineStream(SocketStream(ours))
+        head, body = b"POST /hook HTTP/1.1\r\nhost: x\r\ncontent-length: 9\r\n\r\n", b'{"id": 1}'
+        for data in (head, body, b""):
+            stream.write(data, timeout=1)
+        assert theirs.recv(65536) == head + body
+        stream.write(head, timeout=1)
+        stream.write(b"x" * (HELD_AT_MOST + 1), timeout=1)
+        assert theirs.recv(65536) == head
+        assert theirs.recv(65536) == b"x" * (HELD_AT_MOST + 1)
+        stream.write(head, timeout=1)
+        theirs.send(b"HTTP/1.1 204 No Content\r\n\r\n")
+        assert stream.read(65536, timeout=1) == b"HTTP/1.1 204 No Content\r\n\r\n"
+        assert theirs.recv(65536) == head
