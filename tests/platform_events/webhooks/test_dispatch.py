@@ -452,7 +452,7 @@ def test_a_run_that_stops_after_max_batches_leaves_no_delivery_claimed(receiver)
 
 def test_a_claim_is_a_hot_update_that_adds_no_index_entry(receiver):
     """Pages of webhook_deliveries keep room for a claimed version of each row
-    (platform_events/sql/0032_deliveries_fillfactor.sql): every row a claim leases is updated in place
+    (platform_events/sql/0031_deliveries_fillfactor.sql): every row a claim leases is updated in place
     on its page (HOT), no index entry added."""
     make_endpoint(receiver.url)
     with connect(autocommit=True) as conn:

@@ -6,4 +6,4 @@ from platform_events.db.sql_files import run_sql_file
 class Migration(migrations.Migration):
     dependencies = [("platform_events", "0030_admin_reads")]
 
-    operations = [run_sql_file(__file__, "0032_deliveries_fillfactor")]
+    operations = [run_sql_file(__file__, "0031_deliveries_fillfactor")]
