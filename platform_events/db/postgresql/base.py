@@ -18,14 +18,17 @@ from django.db.backends.postgresql import base
 class DatabaseWrapper(base.DatabaseWrapper):
     def close_if_health_check_failed(self):
         due = self.connection is not None and self.health_check_enabled and not self.health_check_done
-        if due and _nothing_to_read(self.connection.fileno()):
+        if due and _nothing_to_read(self.connection):
             self.health_check_done = True
             return
         super().close_if_health_check_failed()
 
 
-def _nothing_to_read(fd: int) -> bool:
-    """Whether the socket has no data, end of stream or error waiting (poll: no FD_SETSIZE limit)."""
+def _nothing_to_read(connection) -> bool:
+    """Whether the psycopg connection's socket has no data, end of stream or error waiting (poll: no
+    FD_SETSIZE limit). A connection psycopg holds closed has no socket: Django's check closes it."""
+    if connection.closed:
+        return False
     poller = select.poll()
-    poller.register(fd, select.POLLIN)
+    poller.register(connection.fileno(), select.POLLIN)
     return not poller.poll(0)

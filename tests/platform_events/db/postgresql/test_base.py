@@ -52,3 +52,12 @@ def test_a_kept_connection_the_server_ended_is_replaced_before_the_request_uses_
     request_started.send(sender=None)
     assert _backend_pid() != pid
     assert tries == [None]
+
+
+def test_a_kept_connection_closed_on_the_client_side_is_replaced(monkeypatch):
+    """A session whose socket is gone from under Django (closed by psycopg, say) has nothing to poll:
+    Django's own check decides, and the request gets a new session."""
+    pid = _backend_pid()
+    connection.connection.close()
+    request_started.send(sender=None)
+    assert _backend_pid() != pid
