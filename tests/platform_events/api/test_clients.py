@@ -228,7 +228,12 @@ class TestCalled:
         called = api_client_called(key, limit=LIMIT)
 
         assert (called.name, called.scopes, called.key_prefix) == ("billing", ["accounts:read", "sessions"], key[:11])
-        assert ApiClient.objects.get().last_used_at is not None
+        stored = ApiClient.objects.get()
+        assert stored.last_used_at is not None
+        # Every other field as the ORM reads it, and a row the ORM would update rather than insert.
+        fields = [field.attname for field in ApiClient._meta.concrete_fields if field.attname != "last_used_at"]
+        assert [getattr(called, name) for name in fields] == [getattr(stored, name) for name in fields]
+        assert (called._state.adding, called._state.db) == (False, "default")
 
     def test_inside_a_transaction_the_hit_commits_as_the_callers_transaction_does(self):
         _, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
