@@ -1,14 +1,16 @@
 """Putting messages on the wire: the bytes written are the bytes Django's message writes."""
 
+import re
 import secrets
 from email.policy import compat32
+from unittest import mock
 
 import pytest
-from django.core.mail import EmailMultiAlternatives
+from django.core.mail import BadHeaderError, EmailMultiAlternatives
 
 from lifecycle.demo.factories import AccountFactory
 from tokens.mailroom.render import render_mail
-from tokens.mailroom.wire import _POLICY, as_bytes
+from tokens.mailroom.wire import _POLICY, as_bytes, message_bytes
 from tokens.models import TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_mail
@@ -49,3 +51,92 @@ def test_one_header_is_folded_as_compat32_folds_it(value):
     """69 characters after "Subject: " end at the 78th column: the longest header written as it is."""
     policy = compat32.clone(linesep="\r\n")
     assert _POLICY.fold_binary("Subject", value) == policy.fold_binary("Subject", value)
+
+
+def written_both_ways(message: EmailMultiAlternatives) -> tuple[bytes, bytes]:
+    """message_bytes() and Django's own writing of the same message, with the same boundary."""
+    with mock.patch("tokens.mailroom.wire.secrets.token_hex", return_value="0123456789abcdef" * 2):
+        ours = message_bytes(message)
+    mime = message.message()
+    if mime.is_multipart():
+        mime.set_boundary("=_" + "0123456789abcdef" * 2)
+    return ours, mime.as_bytes(linesep="\r\n")
+
+
+def alternatives(
+    subject="Activate your account jane", body="Hello jane,\n\n-- \nLifecycle\n", html="<p>Hello</p>\n", **kwargs
+):
+    headers = kwargs.pop("headers", {"Message-ID": "<token-1@example.com>", "X-Lifecycle-Token": "1"})
+    message = EmailMultiAlternatives(subject=subject, body=body, to=["jane@example.com"], headers=headers, **kwargs)
+    message.attach_alternative(html, "text/html")
+    return message
+
+
+DATED = {"Date": "Fri, 27 Nov 2026 10:55:31 -0000", "Message-ID": "<token-1@example.com>"}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        alternatives(headers=DATED),
+        alternatives(body="Bonjour Zoë,\r\nune ligne\rune autre\n\n", html="<p>Zoë</p>", headers=DATED),
+        alternatives(body="no line break at the end", html="", headers=DATED),
+        alternatives(body=".a dot\nFrom here\n", headers=DATED),
+        alternatives(body="x" * 998 + "\n", html="é" * 499 + "\n", headers=DATED),
+        alternatives(body="x" * 999 + "\n", headers=DATED),  # quoted-printable
+        alternatives(html="é" * 500, headers=DATED),  # quoted-printable
+        alternatives(subject="s" * 69, headers=DATED),
+        alternatives(subject="s" * 70, headers=DATED),
+        alternatives(subject="word " * 13 + "last", headers=DATED),
+        alternatives(subject="word " * 13 + "last1", headers=DATED),  # folded
+        alternatives(subject="a; b, c =?utf-8?q?x?= " + "w " * 20 + "end", headers=DATED),
+        alternatives(subject="two  spaces", headers=DATED),
+        alternatives(subject="Réinitialisez", headers=DATED),
+        alternatives(subject="", headers=DATED),
+        alternatives(headers={**DATED, "X-Long": "y" * 200}),
+        alternatives(headers={**DATED, "X-Split": "a, b; c " * 20}),
+        alternatives(headers={**DATED, "X-Lifecycle-Token": 7}),
+        alternatives(headers={**DATED, "To": "other@example.com"}),
+        alternatives(headers={**DATED, "Content-Transfer-Encoding": "7bit"}),
+        alternatives(from_email="Équipe <noreply@example.com>", headers=DATED),
+        alternatives(from_email="Lifecycle <noreply@example.com>", cc=["c@example.com"], headers=DATED),
+        alternatives(headers={"Date": DATED["Date"]}),  # Django makes a Message-ID
+    ],
+)
+def test_a_message_is_written_as_django_writes_it(message):
+    """The e-mails' own writer (an ASCII one-line header, a text and an HTML part), or Django's for
+    anything else: the same bytes either way."""
+    ours, djangos = written_both_ways(message)
+    if "Message-ID" not in message.extra_headers:
+        ours, djangos = (re.sub(rb"Message-ID: [^\r]*", b"", written) for written in (ours, djangos))
+    assert ours == djangos
+
+
+def test_a_token_e_mail_is_written_by_its_own_writer_with_the_time_django_would_give_it(settings):
+    """The Date header, unset, is the moment of writing as Django states it (in local time if so set)."""
+    settings.EMAIL_USE_LOCALTIME = True
+    message = alternatives()
+    with mock.patch("tokens.mailroom.wire.formatdate", return_value="Fri, 27 Nov 2026 11:55:31 +0100") as formatdate:
+        ours, _ = written_both_ways(message)
+    formatdate.assert_called_once_with(localtime=True)
+    message.extra_headers = {"Date": "Fri, 27 Nov 2026 11:55:31 +0100", **message.extra_headers}
+    assert ours == written_both_ways(message)[1]
+
+
+@pytest.mark.django_db
+def test_a_token_e_mail_is_written_by_its_own_writer():
+    """A token's e-mail (its subject short enough for one line) does not fall back to Django's slower
+    writing."""
+    account = AccountFactory(login="jane", active=True)
+    token_request_mail(identifier=account.email, action=TokenAction.PASSWORD_RECOVERY, actor=None)
+    message = render_mail(live_token(account=account, action=TokenAction.PASSWORD_RECOVERY))
+    with mock.patch("tokens.mailroom.wire.as_bytes", side_effect=AssertionError("written by Django's generator")):
+        ours = message_bytes(message)
+    assert ours.startswith(b"Content-Type: multipart/alternative;")
+
+
+@pytest.mark.parametrize("value", ["a\rb", "a\nb", "a\r\nBcc: x@example.com"])
+def test_a_header_holding_a_line_break_is_refused_as_django_refuses_it(value):
+    for message in (alternatives(subject=value), alternatives(headers={**DATED, "X-Lifecycle-Token": value})):
+        with pytest.raises(BadHeaderError):
+            message_bytes(message)
