@@ -14,9 +14,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import DateTimeField, ExpressionWrapper, Value, prefetch_related_objects
+from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
 
+from accounts.models import Account
 from platform_events.db.unawaited import UnawaitedStatement
 from platform_events.quantities import quantity
 from tokens.digests import code_digest, current_key_id
@@ -46,7 +47,11 @@ def claim_batch(size: int) -> tuple[Claim, list[Token]]:
     batch = list(
         Token.objects.raw(statement, [timedelta(seconds=settings.MAILROOM_LEASE_SECONDS), claim.id, *due_params])
     )
-    prefetch_related_objects(batch, "account")
+    # in_bulk, not prefetch_related_objects(): the prefetch compiles its IN list value by value as a
+    # tuple lookup, under cProfile close to half the time of a claim of 100 tokens.
+    accounts = Account.objects.in_bulk({token.account_id for token in batch})
+    for token in batch:
+        token.account = accounts[token.account_id]
     return claim, batch
 
 
