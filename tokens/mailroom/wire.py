@@ -94,6 +94,22 @@ class Overlapped:
         smtp = self.smtp
         smtp.ehlo_or_helo_if_needed()
         options = [f"size={len(body)}"] if smtp.does_esmtp and smtp.has_extn("size") else []
+        if smtp.does_esmtp and smtp.has_extn("pipelining"):
+            self._pipelined_envelope(sender, options, recipients)
+        else:
+            self._envelope(sender, options, recipients)
+        try:
+            before_body()
+        except BaseException:
+            # The server is reading a body: hanging up is the one way to stop the message (RFC 5321 3.8).
+            smtp.close()
+            raise
+        body = _LEADING_DOT.sub(b"..", body)
+        smtp.send(body + (b"" if body.endswith(b"\r\n") else b"\r\n") + b".\r\n")
+
+    def _envelope(self, sender: str, options: list[str], recipients: list[str]) -> None:
+        """MAIL, RCPT and DATA one after the other, each answer read before the next command."""
+        smtp = self.smtp
         code, answer = smtp.mail(sender, options)
         if code != 250:
             self._give_up(code)
@@ -114,14 +130,52 @@ class Overlapped:
         if code != 354:
             self._give_up(code)
             raise smtplib.SMTPDataError(code, answer)
-        try:
-            before_body()
-        except BaseException:
-            # The server is reading a body: hanging up is the one way to stop the message (RFC 5321 3.8).
-            smtp.close()
-            raise
-        body = _LEADING_DOT.sub(b"..", body)
-        smtp.send(body + (b"" if body.endswith(b"\r\n") else b"\r\n") + b".\r\n")
+
+    def _pipelined_envelope(self, sender: str, options: list[str], recipients: list[str]) -> None:
+        """MAIL, RCPT and DATA written at once to a server that offers PIPELINING (RFC 2920), then their
+        answers read in turn and judged as _envelope() judges them: one round trip instead of three."""
+        smtp = self.smtp
+        commands = [
+            f"mail FROM:{smtplib.quoteaddr(sender)}{''.join(f' {option}' for option in options)}",
+            *(f"rcpt TO:{smtplib.quoteaddr(recipient)}" for recipient in recipients),
+            "data",
+        ]
+        # quoteaddr() writes an address holding a line break as its parsed address, or <>, as for mail() and
+        # rcpt(); the lines are encoded whole before any is written.
+        smtp.send("".join(f"{command}\r\n" for command in commands))
+        answers = []
+        for _ in commands:
+            answers.append(smtp.getreply())
+            if answers[-1][0] == 421:  # the server is closing the connection: no further answers come
+                smtp.close()
+                break
+        code, answer = answers[0]
+        if code != 250:
+            self._give_up_pipelined(code, answers, len(commands))
+            raise smtplib.SMTPSenderRefused(code, answer, sender)
+        refused = {}
+        for recipient, (code, answer) in zip(recipients, answers[1:], strict=False):  # then DATA's answer
+            if code not in (250, 251):
+                refused[recipient] = (code, answer)
+            if code == 421:
+                raise smtplib.SMTPRecipientsRefused(refused)
+        if len(refused) == len(recipients):
+            self._give_up_pipelined(code, answers, len(commands))
+            raise smtplib.SMTPRecipientsRefused(refused)
+        code, answer = answers[-1]
+        if code != 354:
+            self._give_up(code)
+            raise smtplib.SMTPDataError(code, answer)
+
+    def _give_up_pipelined(self, code: int, answers: list[tuple[int, bytes]], commands: int) -> None:
+        if self.smtp.sock is None:  # closed on a 421
+            return
+        if len(answers) == commands and answers[-1][0] == 354:
+            # DATA was taken though the envelope was not: the server waits for a body, and hanging up
+            # is the one way to stop it (RFC 5321 3.8).
+            self.smtp.close()
+            return
+        self._give_up(code)
 
     def finish(self) -> None:
         """Read the answer to the body start() wrote: the server accepted the message, or this raises."""

@@ -2,16 +2,20 @@
 
 import re
 import secrets
+import socket
+import threading
 from email.policy import compat32
 from unittest import mock
 
 import pytest
 from django.core.mail import BadHeaderError, EmailMultiAlternatives
+from django.core.mail.backends.smtp import EmailBackend as SMTPBackend
 
 from lifecycle.demo.factories import AccountFactory
+from tokens.mailroom.drain import drain
 from tokens.mailroom.render import render_mail
-from tokens.mailroom.wire import _POLICY, as_bytes, message_bytes
-from tokens.models import TokenAction
+from tokens.mailroom.wire import _POLICY, as_bytes, message_bytes, wire_for
+from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_mail
 
@@ -140,3 +144,69 @@ def test_a_header_holding_a_line_break_is_refused_as_django_refuses_it(value):
     for message in (alternatives(subject=value), alternatives(headers={**DATED, "X-Lifecycle-Token": value})):
         with pytest.raises(BadHeaderError):
             message_bytes(message)
+
+
+class EnvelopeAtOnce:
+    """An SMTP server offering PIPELINING that answers the envelope only once it has MAIL, RCPT and DATA
+    together: a client waiting for each answer before its next command gets nothing, and times out."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.bodies: list[bytes] = []
+        self.envelopes: list[list[bytes]] = []
+        threading.Thread(target=self._session, daemon=True).start()
+
+    def _session(self):
+        client, _ = self.sock.accept()
+        with client, client.makefile("rb") as reader:
+            client.sendall(b"220 at once ESMTP\r\n")
+            reader.readline()  # EHLO
+            client.sendall(b"250-at once\r\n250-PIPELINING\r\n250 8BITMIME\r\n")
+            while command := reader.readline():
+                if command.upper().startswith(b"QUIT"):
+                    client.sendall(b"221 bye\r\n")
+                    return
+                envelope = [command]
+                while not envelope[-1].upper().startswith(b"DATA"):
+                    envelope.append(reader.readline())
+                self.envelopes.append(envelope)
+                client.sendall(b"250 ok\r\n" * (len(envelope) - 1) + b"354 go ahead\r\n")
+                body = b""
+                while (line := reader.readline()) not in (b".\r\n", b""):
+                    body += line
+                self.bodies.append(body)
+                client.sendall(b"250 queued\r\n")
+
+
+@pytest.mark.django_db
+def test_to_a_server_offering_pipelining_the_envelope_goes_out_at_once(settings):
+    """MAIL, RCPT and DATA in one write (RFC 2920): one round trip for the envelope instead of three."""
+    server = EnvelopeAtOnce()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_TIMEOUT = 2
+    accounts = AccountFactory.create_batch(2)
+    result = drain()
+    assert (result.sent, result.error) == (2, None)
+    assert sorted(re.search(rb"To: (\S+)", body).group(1).decode() for body in server.bodies) == sorted(
+        account.email for account in accounts
+    )
+    assert set(Token.objects.values_list("mail_state", flat=True)) == {MailState.SENT}
+
+
+@pytest.mark.django_db
+def test_a_recipient_holding_a_line_break_smuggles_no_command_into_a_pipelined_envelope():
+    server = EnvelopeAtOnce()
+    backend = SMTPBackend(host="127.0.0.1", port=server.port, timeout=2, fail_silently=False)
+    backend.open()
+    wire = wire_for(backend)
+    smuggling = "to@example.com>\r\nRCPT TO:<other@example.com"
+    wire.start(("from@example.com", [smuggling], b"Subject: x\r\n\r\nbody\r\n"), before_body=lambda: None)
+    wire.finish()
+    backend.close()
+    assert [line for line in server.envelopes[0] if line.upper().startswith(b"RCPT")] == [
+        b"rcpt TO:<to@example.com>\r\n"
+    ]
