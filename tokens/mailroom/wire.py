@@ -84,7 +84,7 @@ class Overlapped:
         if (message.from_email, encoding) not in self._senders:  # every message of a batch has the same
             self._senders[message.from_email, encoding] = sanitize_address(message.from_email, encoding)
         sender = self._senders[message.from_email, encoding]
-        recipients = [sanitize_address(address, encoding) for address in message.recipients()]
+        recipients = [envelope_address(address, encoding) for address in message.recipients()]
         return sender, recipients, message_bytes(message)
 
     def start(self, prepared: tuple[str, list[str], bytes], *, before_body: Callable[[], None]) -> None:
@@ -273,6 +273,19 @@ def _alternatives_as_bytes(message: EmailMessage, boundary: str) -> bytes | None
         ]
     written += [b"\r\n--", boundary.encode(), b"--\r\n"]
     return b"".join(written)
+
+
+# An address sanitize_address() gives back as it is: a dot-atom of letters, digits and ._%+- at a domain
+# of letters, digits and hyphens in labels of 1 to 63 characters (the idna codec's limit).
+_PLAIN_ADDRESS = re.compile(r"[A-Za-z0-9_%+-]+(?:\.[A-Za-z0-9_%+-]+)*@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\Z")
+
+
+def envelope_address(address: str, encoding: str) -> str:
+    """sanitize_address(address, encoding), without parsing an address it would give back unchanged
+    (parsing is about a third of the cost of preparing a message)."""
+    if isinstance(address, str) and _PLAIN_ADDRESS.match(address):
+        return address
+    return sanitize_address(address, encoding)
 
 
 def as_bytes(mime) -> bytes:

@@ -10,11 +10,12 @@ from unittest import mock
 import pytest
 from django.core.mail import BadHeaderError, EmailMultiAlternatives
 from django.core.mail.backends.smtp import EmailBackend as SMTPBackend
+from django.core.mail.message import sanitize_address
 
 from lifecycle.demo.factories import AccountFactory
 from tokens.mailroom.drain import drain
 from tokens.mailroom.render import render_mail
-from tokens.mailroom.wire import _POLICY, as_bytes, message_bytes, wire_for
+from tokens.mailroom.wire import _POLICY, as_bytes, envelope_address, message_bytes, wire_for
 from tokens.models import MailState, Token, TokenAction
 from tokens.selectors import live_token
 from tokens.services import token_request_mail
@@ -210,3 +211,41 @@ def test_a_recipient_holding_a_line_break_smuggles_no_command_into_a_pipelined_e
     assert [line for line in server.envelopes[0] if line.upper().startswith(b"RCPT")] == [
         b"rcpt TO:<to@example.com>\r\n"
     ]
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "jane@example.com",
+        "Jane.Doe+tag_1%x-y@Sub-1.EXAMPLE.org",
+        "a@b",
+        "x@" + "d" * 63 + ".com",
+        "x@" + "d" * 64 + ".com",  # a label over 63: the idna codec refuses it
+        "x@" + ".".join(["d" * 60] * 5),  # a domain over 253
+        "x@a..b",
+        "x@.a",
+        ".x@a.b",
+        "x.@a.b",
+        "x..y@a.b",
+        "Jane <jane@example.com>",
+        '"quoted local"@example.com',
+        "zoë@example.com",
+        "jane@exämple.com",
+        "jane@example.com\r\nBcc: x@example.com",
+        "jane@example.com\n",
+        "a!b@example.com",
+        "-@-.-",
+        "%+_@1.2.3.4",
+        "",
+        "no-at-sign",
+    ],
+)
+def test_an_envelope_address_is_sanitised_as_django_sanitises_it(address):
+    """The same address, or the same refusal, as Django's sanitize_address()."""
+    try:
+        djangos = sanitize_address(address, "utf-8")
+    except ValueError as error:
+        with pytest.raises(type(error)):
+            envelope_address(address, "utf-8")
+    else:
+        assert envelope_address(address, "utf-8") == djangos
