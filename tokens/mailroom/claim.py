@@ -92,7 +92,8 @@ class SentMarks:
     PostgreSQL applies the mark (platform_events/db/unawaited.py). The mark is on its way before
     ``mark()`` returns, so a run killed later still marks its token, and a killed run re-sends at most
     the one message in flight. ``collect()`` reads the answer; anything else using the
-    connection calls it first."""
+    connection calls it first. The statement is prepared once per connection, not parsed and planned
+    for each e-mail."""
 
     # mail_attempts counts failures only: a token sent again on request keeps its whole retry budget.
     # The same statement empties the token's secret and code and keeps the code's digest
@@ -104,7 +105,7 @@ class SentMarks:
         self.matched = 0
         # Marks that matched nothing: the run's lease ran out and another run took the token over.
         self.unmatched = 0
-        self._statement = UnawaitedStatement()
+        self._statement = UnawaitedStatement(prepared=True)
 
     def mark(self, token: Token) -> None:
         self.collect()
