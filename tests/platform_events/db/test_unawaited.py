@@ -59,3 +59,28 @@ def test_an_unprepared_statement_is_sent_whole():
     statement.send(text, ["1", "1"])
     assert statement.collect() == 1
     assert prepared(text) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "change",
+    ["ALTER TABLE unawaited_rows ADD COLUMN b int", "DEALLOCATE ALL"],
+    ids=["its result type changed", "deallocated"],
+)
+def test_a_prepared_statement_gone_stale_fails_once_and_is_prepared_again(change):
+    """A migration may replace what the statement reads (PostgreSQL then refuses the prepared plan: its
+    result type changed), or a session reset deallocate it: that one statement fails, as any refused
+    one, and the next is prepared again."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE unawaited_rows (a int)")
+        cursor.execute("INSERT INTO unawaited_rows VALUES (1)")
+    statement, text = UnawaitedStatement(prepared=True), "SELECT * FROM unawaited_rows WHERE a = $1::int"
+    statement.send(text, ["1"])
+    assert statement.collect() == 1
+    with connection.cursor() as cursor:
+        cursor.execute(change)
+    statement.send(text, ["1"])
+    with pytest.raises(DatabaseError):
+        statement.collect()
+    statement.send(text, ["1"])
+    assert statement.collect() == 1
