@@ -2,7 +2,7 @@
 or with ``--mta postfix`` a private Postfix instance.
 
     .venv/bin/python bench/mailroom.py [--mta aiosmtpd|postfix] [--tokens 2000] [--repeat 5] [--commands 3]
-        [--latency-samples 50] [--schedule-samples 3] [--quick]
+        [--drains 4] [--latency-samples 50] [--schedule-samples 3] [--quick]
 
 Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in one run:
 - drain throughput (e-mails/s) against plain smtplib sending the same number of pre-rendered
@@ -16,7 +16,9 @@ Runs on a scratch database (``<name>_bench``, created and dropped). Prints, in o
   command's modules compiled once before (as a deployment has them);
 - the command's start-up alone: ``drain_mailroom`` over an empty queue;
 - claim-and-mark throughput (tokens/s) with sending stubbed out (Django's dummy backend), with and
-  without rendering the e-mails;
+  without rendering the e-mails, and without rendering for ``--drains`` drains at once, each a process
+  of its own started together once all are connected (the deployed shape: two listeners, cron, the
+  worker), timed from the first one's start to the last one's end;
 - what digesting the credentials costs a mail run: the same run (claim, render, mark, no sending)
   with the sent-mark that empties the secret and the code and keeps their digests, and with a plain
   mark that keeps them (the ratio; the median of ``--repeat`` pairs);
@@ -64,7 +66,7 @@ from accounts.services import account_provision
 from bench.figures import percentiles
 from bench.scratch import scratch_database
 from tests.smtp import SMTPServerProcess, free_port
-from tests.support import database_url_for_tests, manage, start_manage, wait_for
+from tests.support import ROOT, database_url_for_tests, environment, manage, start_manage, wait_for
 from tokens.mailroom.claim import SentMarks
 from tokens.mailroom.drain import drain
 from tokens.mailroom.render import MailRenderer, render_mail
@@ -157,6 +159,51 @@ def command_rate(server, count: int) -> float:
     elapsed = time.perf_counter() - started
     assert run.returncode == 0 and f"sent {count}," in run.stdout, run.stdout + run.stderr
     return count / elapsed
+
+
+# One of several drains at once: claims and marks, sending and rendering stubbed out as for "claim + mark
+# only"; connected before it says it is ready, it starts when told and prints what it sent, from when to when.
+CONCURRENT_DRAIN = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import bench.django_setup
+from django.db import connection
+from django.test.utils import override_settings
+from tokens.mailroom.drain import drain
+from tokens.mailroom.render import MailRenderer
+MailRenderer.render = lambda self, token, now=None: None
+connection.ensure_connection()
+print("ready", flush=True)
+sys.stdin.readline()
+with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
+    started = time.time()
+    sent = drain().sent
+    print(sent, started, time.time(), flush=True)
+"""
+
+
+def concurrent_rate(count: int, drains: int) -> float:
+    """Tokens claimed and marked a second by ``drains`` drains at once, together."""
+    sign_up(count)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT_DRAIN, str(ROOT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=environment(DATABASE_URL=database_url_for_tests()),
+        )
+        for _ in range(drains)
+    ]
+    for process in processes:
+        assert process.stdout.readline().strip() == "ready"
+    for process in processes:
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    runs = [[float(figure) for figure in process.communicate(timeout=600)[0].split()] for process in processes]
+    assert all(process.returncode == 0 for process in processes)
+    assert sum(sent for sent, _, _ in runs) == count, runs
+    return count / (max(ended for _, _, ended in runs) - min(started for _, started, _ in runs))
 
 
 def paired(rounds: int, ours, baseline, *, label: str, unit: str) -> tuple[float, float, float]:
@@ -319,6 +366,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5, help="drain/smtplib pairs; the median is reported")
     parser.add_argument("--commands", type=int, default=3, help="drain_mailroom/smtplib process pairs")
+    parser.add_argument("--drains", type=int, default=4, help="drains at once for the concurrent claim + mark")
     parser.add_argument("--latency-samples", type=int, default=50)
     parser.add_argument("--schedule-samples", type=int, default=3, help="each waits up to a minute; 0 to skip")
     parser.add_argument("--quick", action="store_true", help="small sizes, well under a minute")
@@ -394,6 +442,8 @@ def main() -> None:
                     MailRenderer.render = render
             print(f"claim + render + mark, no sending  {rendered:9,.0f} tokens/s")
             print(f"claim + mark only                  {bare:9,.0f} tokens/s")
+            together = concurrent_rate(args.tokens, args.drains)
+            print(f"{f'claim + mark, {args.drains} drains at once':35}{together:9,.0f} tokens/s together")
 
             with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
                 pairs = []

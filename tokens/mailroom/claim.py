@@ -14,9 +14,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import DateTimeField, ExpressionWrapper, Value, prefetch_related_objects
+from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
 
+from accounts.models import Account
 from platform_events.db.unawaited import UnawaitedStatement
 from platform_events.quantities import quantity
 from tokens.digests import code_digest, current_key_id
@@ -46,7 +47,11 @@ def claim_batch(size: int) -> tuple[Claim, list[Token]]:
     batch = list(
         Token.objects.raw(statement, [timedelta(seconds=settings.MAILROOM_LEASE_SECONDS), claim.id, *due_params])
     )
-    prefetch_related_objects(batch, "account")
+    # in_bulk, not prefetch_related_objects(): the prefetch compiles its IN list value by value as a
+    # tuple lookup, under cProfile close to half the time of a claim of 100 tokens.
+    accounts = Account.objects.in_bulk({token.account_id for token in batch})
+    for token in batch:
+        token.account = accounts[token.account_id]
     return claim, batch
 
 
@@ -87,7 +92,8 @@ class SentMarks:
     PostgreSQL applies the mark (platform_events/db/unawaited.py). The mark is on its way before
     ``mark()`` returns, so a run killed later still marks its token, and a killed run re-sends at most
     the one message in flight. ``collect()`` reads the answer; anything else using the
-    connection calls it first."""
+    connection calls it first. The statement is prepared once per connection, not parsed and planned
+    for each e-mail."""
 
     # mail_attempts counts failures only: a token sent again on request keeps its whole retry budget.
     # The same statement empties the token's secret and code and keeps the code's digest
@@ -99,7 +105,7 @@ class SentMarks:
         self.matched = 0
         # Marks that matched nothing: the run's lease ran out and another run took the token over.
         self.unmatched = 0
-        self._statement = UnawaitedStatement()
+        self._statement = UnawaitedStatement(prepared=True)
 
     def mark(self, token: Token) -> None:
         self.collect()

@@ -1,15 +1,92 @@
-"""A statement sent on Django's connection without waiting for its answer (platform_events/db/unawaited.py)."""
+"""A statement sent without waiting for its answer (platform_events/db/unawaited.py)."""
 
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from platform_events.db.unawaited import UnawaitedStatement
 
-pytestmark = pytest.mark.django_db
+
+def a_statement() -> str:
+    """A statement no earlier test prepared on this session."""
+    return f'SELECT $1::int + $2::int AS "{uuid.uuid4()}"'
 
 
+def prepared(statement: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement = %s", [statement])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_prepared_statement_is_prepared_once_per_connection_and_runs_by_name():
+    statement, text = UnawaitedStatement(prepared=True), a_statement()
+    for n in range(3):
+        statement.send(text, [str(n), "1"])
+        assert statement.collect() == 1
+    assert prepared(text) == 1
+    connection.close()  # a new connection has none: the statement is prepared there again
+    statement.send(text, ["2", "2"])
+    assert statement.collect() == 1
+    assert prepared(text) == 1
+
+
+@pytest.mark.django_db
+def test_a_statement_refused_at_its_preparing_raises_as_any_query():
+    statement = UnawaitedStatement(prepared=True)
+    with pytest.raises(DatabaseError, match="no_such_table"):
+        statement.send("SELECT * FROM no_such_table WHERE x = $1", ["1"])
+
+
+@pytest.mark.django_db
+def test_behind_a_transaction_pooler_nothing_is_prepared():
+    """DISABLE_SERVER_SIDE_CURSORS says the connection goes through PgBouncer in transaction mode, where
+    the next statement may reach a server connection that never saw the prepare."""
+    statement, text = UnawaitedStatement(prepared=True), a_statement()
+    connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = True
+    try:
+        statement.send(text, ["1", "1"])
+        assert statement.collect() == 1
+    finally:
+        connection.settings_dict["DISABLE_SERVER_SIDE_CURSORS"] = False
+    assert prepared(text) == 0
+
+
+@pytest.mark.django_db
+def test_an_unprepared_statement_is_sent_whole():
+    statement, text = UnawaitedStatement(), a_statement()
+    statement.send(text, ["1", "1"])
+    assert statement.collect() == 1
+    assert prepared(text) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "change",
+    ["ALTER TABLE unawaited_rows ADD COLUMN b int", "DEALLOCATE ALL"],
+    ids=["its result type changed", "deallocated"],
+)
+def test_a_prepared_statement_gone_stale_fails_once_and_is_prepared_again(change):
+    """A migration may replace what the statement reads (PostgreSQL then refuses the prepared plan: its
+    result type changed), or a session reset deallocate it: that one statement fails, as any refused
+    one, and the next is prepared again."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE unawaited_rows (a int)")
+        cursor.execute("INSERT INTO unawaited_rows VALUES (1)")
+    statement, text = UnawaitedStatement(prepared=True), "SELECT * FROM unawaited_rows WHERE a = $1::int"
+    statement.send(text, ["1"])
+    assert statement.collect() == 1
+    with connection.cursor() as cursor:
+        cursor.execute(change)
+    statement.send(text, ["1"])
+    with pytest.raises(DatabaseError):
+        statement.collect()
+    statement.send(text, ["1"])
+    assert statement.collect() == 1
+
+
+@pytest.mark.django_db
 def test_collect_rows_gives_the_rows_typed_as_a_cursors_are():
     """The answer to a statement that returns rows is read as the rows a cursor would give: a uuid as a
     UUID, an int as an int, text as str; None when no answer is due."""

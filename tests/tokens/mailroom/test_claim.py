@@ -99,6 +99,21 @@ def test_a_sent_mark_is_applied_without_waiting_and_its_answer_read_before_the_c
     assert Token.objects.count() == 2  # the connection is in step again: Django's next query works
 
 
+def test_the_sent_mark_is_prepared_once_for_the_run_and_sent_by_name():
+    """Parsed and planned once per connection, not for each e-mail."""
+    for _ in range(3):
+        live_token(account=AccountFactory())
+    claim, batch = claim_batch(10)
+    marks = SentMarks(claim)
+    for token in batch:
+        marks.mark(token)
+    marks.collect()
+    assert marks.matched == 3
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement = %s", [SentMarks.STATEMENT])
+        assert cursor.fetchone()[0] == 1
+
+
 def test_a_refused_sent_mark_raises_when_its_answer_is_read():
     token = live_token(account=AccountFactory())
     claim, _ = claim_batch(10)

@@ -173,14 +173,18 @@ def test_a_drain_whose_database_session_is_terminated_leaves_one_delivered_email
 class ScriptedSMTP:
     """A raw SMTP server on loopback whose answers a test scripts: ``misbehave(step, number)`` returns
     what to do at ``step`` ("ehlo", "mail", "rcpt", "data", "body") of message ``number`` (from 1):
-    None for the usual answer, "close" to hang up without one, or the raw bytes to answer."""
+    None for the usual answer, "close" to hang up without one, the raw bytes to answer, or (bytes,
+    "close") to answer and hang up. With
+    ``pipelining`` it offers PIPELINING (RFC 2920), and the drain writes MAIL, RCPT and DATA at once."""
 
-    def __init__(self, misbehave):
+    def __init__(self, misbehave, *, pipelining: bool = False):
         import socket
         import threading
 
         self.misbehave = misbehave
+        self.pipelining = pipelining
         self.accepted: list[int] = []  # X-Lifecycle-Token of each message answered 250
+        self.bodies: list[bytes] = []  # what came after each 354, up to the dot or a hang-up
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -210,6 +214,10 @@ class ScriptedSMTP:
             if what == "close":
                 client.close()
                 return False
+            if isinstance(what, tuple):  # an answer, then a hang-up
+                client.sendall(what[0])
+                client.close()
+                return False
             client.sendall(usual if what is None else what)
             return True
 
@@ -220,7 +228,8 @@ class ScriptedSMTP:
                     return
                 verb = line[:4].upper()
                 if verb == b"EHLO":
-                    if not answer("ehlo", b"250-scripted\r\n250-SIZE 1000000\r\n250 8BITMIME\r\n"):
+                    offers = b"250-PIPELINING\r\n" if self.pipelining else b""
+                    if not answer("ehlo", b"250-scripted\r\n" + offers + b"250-SIZE 1000000\r\n250 8BITMIME\r\n"):
                         return
                 elif verb == b"HELO":
                     client.sendall(b"250 scripted\r\n")
@@ -237,6 +246,7 @@ class ScriptedSMTP:
                     body = b""
                     while (chunk := reader.readline()) not in (b".\r\n", b""):
                         body += chunk
+                    self.bodies.append(body)
                     token = re.search(rb"X-Lifecycle-Token: (\d+)", body)
                     what = self.misbehave("body", self.number)
                     if what == "close":
@@ -268,6 +278,7 @@ MISBEHAVIOURS = {
     "354 then close": ("data", b"354 go ahead\r\n"),  # followed by a hang-up once the body is in
     "close after the body": ("body", "close"),
     "421 to MAIL": ("mail", b"421 4.3.2 going down\r\n"),
+    "421 to MAIL, then hang up": ("mail", (b"421 4.3.2 going down\r\n", "close")),
     "421 to RCPT": ("rcpt", b"421 4.3.2 going down\r\n"),
     "421 to DATA": ("data", b"421 4.3.2 going down\r\n"),
     "421 to the body": ("body", b"421 4.3.2 going down\r\n"),
@@ -283,8 +294,9 @@ MISBEHAVIOURS = {
 }
 
 
+@pytest.mark.parametrize("pipelining", [False, True], ids=["one command at a time", "pipelined"])
 @pytest.mark.parametrize("name", list(MISBEHAVIOURS))
-def test_a_misbehaving_server_fails_only_what_it_must_and_leaves_nothing_claimed(settings, name):
+def test_a_misbehaving_server_fails_only_what_it_must_and_leaves_nothing_claimed(settings, name, pipelining):
 
     step, what = MISBEHAVIOURS[name]
     tokens = [live_token(account=AccountFactory()) for _ in range(4)]
@@ -298,7 +310,7 @@ def test_a_misbehaving_server_fails_only_what_it_must_and_leaves_nothing_claimed
             return "close"
         return None
 
-    server = ScriptedSMTP(misbehave)
+    server = ScriptedSMTP(misbehave, pipelining=pipelining)
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
     settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
@@ -319,6 +331,33 @@ def test_a_misbehaving_server_fails_only_what_it_must_and_leaves_nothing_claimed
     failed = sum(1 for state, _ in rows.values() if state in (MailState.RETRYING, MailState.DEAD))
     assert (job.sent, job.failed) == (len(sent), failed)
     assert Token.objects.count() == 4  # the connection is usable
+    if name.startswith("421 to MAIL"):  # the server's answer is the token's error, not the hang-up after it
+        assert Token.objects.get(pk=tokens[1].pk).mail_error.startswith("421 4.3.2"), rows
+
+
+def test_a_server_taking_data_after_refusing_every_recipient_gets_no_body(settings):
+    """Pipelined, DATA is written before RCPT's answer is read: a server that refuses the one recipient
+    and still answers 354 waits for a body. The drain hangs up (RFC 5321 3.8), so nothing is delivered
+    for the refused message and its 550 makes it dead; the rest of the batch waits for the next run."""
+    tokens = [live_token(account=AccountFactory()) for _ in range(3)]
+    server = ScriptedSMTP(
+        lambda at, number: b"550 5.1.1 no such user\r\n" if (at, number) == ("rcpt", 2) else None, pipelining=True
+    )
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_TIMEOUT = 2
+    try:
+        result = drain()
+    finally:
+        server.stop()
+    states = dict(Token.objects.values_list("pk", "mail_state"))
+    assert server.accepted == [tokens[0].pk]
+    # No command sent into a body (smtplib writes them in lower case).
+    assert not any(line.upper() == b"RSET" for body in server.bodies for line in body.split(b"\r\n"))
+    assert [states[token.pk] for token in tokens] == [MailState.SENT, MailState.DEAD, MailState.RETRYING]
+    assert result.error.startswith("SMTP connection lost")
 
 
 def test_a_slow_server_never_lets_a_lease_run_out_under_a_message_in_flight(settings):
