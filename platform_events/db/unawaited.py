@@ -18,7 +18,8 @@ planning it each time (a mail run's sent-marks, about 1.3x as many a second). No
 Django is told goes through a transaction pooler (``DISABLE_SERVER_SIDE_CURSORS``): PgBouncer in
 transaction mode may run the next statement on a server connection that never saw the prepare. A
 prepared statement the server refuses as stale (a migration changed its result type, or a reset
-deallocated it) fails that once, as any refused statement, and is prepared again with the next send.
+deallocated it) never ran: outside a transaction it is sent again at once, whole, and prepared
+afresh with the next send; inside one (which the refusal spoiled) it fails as any refused statement.
 """
 
 import secrets
@@ -41,8 +42,9 @@ class UnawaitedStatement:
     def __init__(self, *, prepared: bool = False):
         self._answer_due = False
         self._prepared = prepared
-        # The statement sent last, when it went as a prepared one.
+        # The statement sent last, when it went as a prepared one, and its parameters as sent.
         self._sent_prepared: str | None = None
+        self._sent_values: list[bytes | None] = []
 
     def send(self, statement: str, params: Sequence[str | None]) -> None:
         """Send ``statement`` ($1, $2... for ``params``) after reading the answer to the last one."""
@@ -56,6 +58,7 @@ class UnawaitedStatement:
             else:
                 pgconn.send_query_params(statement.encode(), values)
             self._sent_prepared = statement if name else None
+            self._sent_values = values
             self._answer_due = True
             while pgconn.flush():  # the socket took part of it: wait until it takes the rest
                 _wait(pgconn.socket, select.POLLOUT)
@@ -108,10 +111,22 @@ class UnawaitedStatement:
             for answer in answers:
                 if answer.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
                     error = errors.error_from_result(answer, encoding=connection.connection.info.encoding)
-                    if self._sent_prepared and error.sqlstate in _STALE:  # prepared again with the next send
+                    if self._sent_prepared and error.sqlstate in _STALE:
                         _PREPARED.get(connection.connection, {}).pop(self._sent_prepared, None)
+                        if not connection.in_atomic_block:
+                            return self._again_unprepared(pgconn)
                     raise error
         return answers[0]
+
+    def _again_unprepared(self, pgconn: pq.abc.PGconn) -> pq.abc.PGresult:
+        """Send the statement refused as stale again, whole, and read its answer. The refusal came before
+        it ran, and outside a transaction nothing else went with it: sent again, it runs once."""
+        statement, self._sent_prepared = self._sent_prepared, None
+        pgconn.send_query_params(statement.encode(), self._sent_values)
+        self._answer_due = True
+        while pgconn.flush():
+            _wait(pgconn.socket, select.POLLOUT)
+        return self._answer()
 
     def settle(self) -> None:
         """Cancel the statement whose answer is due, if any, and read what is left of it: for a caller

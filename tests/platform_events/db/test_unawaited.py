@@ -3,7 +3,7 @@
 import uuid
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 
 from platform_events.db.unawaited import UnawaitedStatement
 
@@ -61,29 +61,63 @@ def test_an_unprepared_statement_is_sent_whole():
     assert prepared(text) == 0
 
 
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize(
+STALE = pytest.mark.parametrize(
     "change",
     ["ALTER TABLE unawaited_rows ADD COLUMN b int", "DEALLOCATE ALL"],
     ids=["its result type changed", "deallocated"],
 )
-def test_a_prepared_statement_gone_stale_fails_once_and_is_prepared_again(change):
-    """A migration may replace what the statement reads (PostgreSQL then refuses the prepared plan: its
-    result type changed), or a session reset deallocate it: that one statement fails, as any refused
-    one, and the next is prepared again."""
+# Counts its own runs, and returns the row (so a column added changes its result type).
+BUMP = "UPDATE unawaited_rows SET runs = runs + 1 WHERE a = $1::int RETURNING *"
+
+
+def runs() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("CREATE TEMP TABLE unawaited_rows (a int)")
-        cursor.execute("INSERT INTO unawaited_rows VALUES (1)")
-    statement, text = UnawaitedStatement(prepared=True), "SELECT * FROM unawaited_rows WHERE a = $1::int"
-    statement.send(text, ["1"])
+        cursor.execute("SELECT runs FROM unawaited_rows")
+        return cursor.fetchone()[0]
+
+
+def stale_after(change: str) -> UnawaitedStatement:
+    """A statement prepared and run once on a temporary table, then made stale by ``change`` (a migration
+    replacing what it reads, or a session reset)."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE unawaited_rows (a int, runs int)")
+        cursor.execute("INSERT INTO unawaited_rows VALUES (1, 0)")
+    statement = UnawaitedStatement(prepared=True)
+    statement.send(BUMP, ["1"])
     assert statement.collect() == 1
     with connection.cursor() as cursor:
         cursor.execute(change)
-    statement.send(text, ["1"])
-    with pytest.raises(DatabaseError):
-        statement.collect()
-    statement.send(text, ["1"])
+    return statement
+
+
+@pytest.mark.django_db(transaction=True)
+@STALE
+def test_a_prepared_statement_gone_stale_is_sent_again_whole_and_runs_once(change):
+    """PostgreSQL refuses a stale prepared statement before running it; outside a transaction it is sent
+    again at once, whole, so the caller sees it succeed (a sent-mark after a deploy's migration, not a
+    failed run and an e-mail sent twice), and the next send prepares it afresh."""
+    statement = stale_after(change)
+    statement.send(BUMP, ["1"])
     assert statement.collect() == 1
+    assert runs() == 2
+    statement.send(BUMP, ["1"])
+    assert statement.collect() == 1
+    assert runs() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+@STALE
+def test_inside_a_transaction_a_stale_prepared_statement_fails_as_any_refused_one(change):
+    """There the refusal spoils the transaction, so nothing can be sent again: it raises, and the next
+    statement (after the transaction) is prepared again."""
+    statement = stale_after(change)
+    with pytest.raises(DatabaseError), transaction.atomic():
+        statement.send(BUMP, ["1"])
+        statement.collect()
+    assert runs() == 1
+    statement.send(BUMP, ["1"])
+    assert statement.collect() == 1
+    assert runs() == 2
 
 
 @pytest.mark.django_db
