@@ -212,6 +212,9 @@ def message_bytes(message: EmailMessage) -> bytes:
 # Headers whose value Django's message() makes or changes itself: given as extra headers, Django writes
 # them its own way, and _alternatives_as_bytes() leaves such a message to it.
 _HEADERS_DJANGO_WRITES = {"from", "to", "cc", "reply-to", "subject", "content-type", "mime-version"}
+# A control character other than a tab: CR and LF (refused), and any other, left to Django's writer
+# whatever it makes of it (a token's headers never hold one).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # A line break as the generator finds one (email.generator.NLCRE); each is written as CRLF.
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
@@ -227,6 +230,7 @@ def _alternatives_as_bytes(message: EmailMessage, boundary: str) -> bytes | None
         or message.cc
         or message.reply_to
         or not message.body
+        or not message.to  # Django then writes no To header at all
         or message.content_subtype != "plain"
         or message.alternative_subtype != "alternative"
         or len(message.alternatives) != 1
@@ -250,13 +254,8 @@ def _alternatives_as_bytes(message: EmailMessage, boundary: str) -> bytes | None
     written = [b'Content-Type: multipart/alternative;\r\n boundary="', boundary.encode(), b'"\r\nMIME-Version: 1.0\r\n']
     for name, value in headers:
         value = str(value)
-        if (
-            not value.isascii()
-            or "\r" in value
-            or "\n" in value
-            or len(name) + 2 + len(value) > _POLICY.max_line_length
-        ):
-            return None  # encoded, refused or folded: Django's way
+        if not value.isascii() or _CONTROL.search(value) or len(name) + 2 + len(value) > _POLICY.max_line_length:
+            return None  # encoded, refused, split or folded: Django's way
         written.append(f"{name}: {value}\r\n".encode())
     for subtype, text in (("plain", message.body), ("html", message.alternatives[0].content)):
         text = str(text)

@@ -72,7 +72,8 @@ def alternatives(
     subject="Activate your account jane", body="Hello jane,\n\n-- \nLifecycle\n", html="<p>Hello</p>\n", **kwargs
 ):
     headers = kwargs.pop("headers", {"Message-ID": "<token-1@example.com>", "X-Lifecycle-Token": "1"})
-    message = EmailMultiAlternatives(subject=subject, body=body, to=["jane@example.com"], headers=headers, **kwargs)
+    kwargs.setdefault("to", ["jane@example.com"])
+    message = EmailMultiAlternatives(subject=subject, body=body, headers=headers, **kwargs)
     message.attach_alternative(html, "text/html")
     return message
 
@@ -106,6 +107,9 @@ DATED = {"Date": "Fri, 27 Nov 2026 10:55:31 -0000", "Message-ID": "<token-1@exam
         alternatives(from_email="Équipe <noreply@example.com>", headers=DATED),
         alternatives(from_email="Lifecycle <noreply@example.com>", cc=["c@example.com"], headers=DATED),
         alternatives(headers={"Date": DATED["Date"]}),  # Django makes a Message-ID
+        alternatives(subject="a\vb\fc\x1cd\x1de\x1ef", headers=DATED),  # control characters: Django's way
+        alternatives(subject="a\x00b\x7fc", headers=DATED),
+        alternatives(to=[], bcc=["hidden@example.com"], headers=DATED),  # no To header at all
     ],
 )
 def test_a_message_is_written_as_django_writes_it(message):
