@@ -249,6 +249,17 @@ def start_manage(*args, stdout=subprocess.PIPE, **env) -> subprocess.Popen:
     )
 
 
+def run_bench(script: str, *args: str, env: dict | None = None, timeout: float = 600) -> tuple[str, str]:
+    """``bench/<script>`` with ``args`` in a process of its own, which must exit 0: its standard output,
+    and all it printed (for the assertions' messages)."""
+    done = subprocess.run(
+        [sys.executable, f"bench/{script}", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    return done.stdout, report
+
+
 def mailroom_env(smtp, **extra) -> dict:
     """The environment of a manage.py process that drains the test database into ``smtp``."""
     return {"DATABASE_URL": database_url_for_tests(), "EMAIL_URL": smtp.url, **extra}

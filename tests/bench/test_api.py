@@ -2,12 +2,9 @@
 step measured and every answer checked by the bench itself. Its figures are measured, never asserted:
 this checks that every step ran and the aims were printed."""
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.support import ROOT
+from tests.support import run_bench
 
 # It starts a server and makes a scratch database: one worker runs the benches one after the other.
 pytestmark = pytest.mark.xdist_group("bench")
@@ -29,16 +26,8 @@ STEPS = [
 
 
 def test_quick_run_measures_every_step_at_one_thread_and_prints_the_aims():
-    done = subprocess.run(
-        [sys.executable, "bench/api.py", "--quick", "--rounds", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    report = done.stdout + done.stderr
-    assert done.returncode == 0, report
-    lines = done.stdout.splitlines()
+    stdout, report = run_bench("api.py", "--quick", "--rounds", "2")
+    lines = stdout.splitlines()
 
     assert lines[0].startswith("--quick: ") and "CONN_MAX_AGE 60" in lines[0], report
     measured = [line[:52].rstrip() for line in lines[2:-1]]

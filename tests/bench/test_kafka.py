@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.support import ROOT, database_url_for_tests, environment
+from tests.support import ROOT, database_url_for_tests, environment, run_bench
 
 TINY = ["--events", "300", "--repeat", "1", "--latency-samples", "3", "--kept", "3000", "--due", "300"]
 TINY += ["--claims", "5", "--hot", "30", "--others", "100"]
@@ -31,14 +31,10 @@ LINES = (
 @pytest.mark.django_db
 def test_a_tiny_run_prints_every_figure():
     env = environment(DATABASE_URL=database_url_for_tests(), DATABASE_OWNER_URL=database_url_for_tests("owner"))
-    done = subprocess.run(
-        [sys.executable, "bench/kafka.py", *TINY], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
-    report = done.stdout + done.stderr
-    assert done.returncode == 0, report
+    stdout, report = run_bench("kafka.py", *TINY, env=env, timeout=300)
     for line in LINES:
-        assert line in done.stdout, (line, report)
-    assert "relay / bare = " in done.stdout and "(median of 1 rounds)" in done.stdout, report
+        assert line in stdout, (line, report)
+    assert "relay / bare = " in stdout and "(median of 1 rounds)" in stdout, report
 
 
 def test_a_part_it_does_not_know_is_refused_in_one_sentence():

@@ -3,12 +3,10 @@ endpoint driven at two concurrencies, the mail drain and the webhook dispatch wi
 Its figures are measured, never asserted: this checks that every part ran and answered as expected."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import run_bench
 
 # The soak and the load run each start a server, an embedded PostgreSQL and workers of their own: one
 # worker runs them one after the other, never both at once on two cores.
@@ -30,16 +28,8 @@ SMALLER = ["--seconds", "1", "--accounts", "500", "--messages", "60"]
 
 
 def test_quick_run_answers_every_endpoint_without_an_error_and_drains_with_each_worker_count():
-    done = subprocess.run(
-        [sys.executable, "bench/load.py", "--quick", "--json", *SMALLER],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    report = done.stdout + done.stderr
-    assert done.returncode == 0, report
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    stdout, report = run_bench("load.py", "--quick", "--json", *SMALLER)
+    figures = json.loads(stdout.strip().splitlines()[-1])
 
     assert ENDPOINTS <= set(figures["endpoints"]), report
     for label, steps in figures["endpoints"].items():

@@ -1,12 +1,9 @@
 """bench/mailroom.py's quick mode into aiosmtpd: every figure measured (the bench checks each run sent
 every e-mail itself). Its figures are measured, never asserted: this checks that every step ran."""
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.support import ROOT
+from tests.support import run_bench
 
 # It starts servers and makes a scratch database: one worker runs the benches one after the other.
 pytestmark = pytest.mark.xdist_group("bench")
@@ -27,16 +24,8 @@ LINES = [
 
 
 def test_quick_run_measures_every_step_with_drains_at_once():
-    done = subprocess.run(
-        [sys.executable, "bench/mailroom.py", "--quick", "--drains", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    report = done.stdout + done.stderr
-    assert done.returncode == 0, report
-    lines = done.stdout.splitlines()
+    stdout, report = run_bench("mailroom.py", "--quick", "--drains", "2")
+    lines = stdout.splitlines()
     assert lines[0].startswith("PostgreSQL ") and "into aiosmtpd (--quick: small sizes)" in lines[0], report
     assert [line[: len(label)] for line, label in zip(lines[1:], LINES, strict=True)] == LINES, report
     assert lines[8].endswith("tokens/s together"), report

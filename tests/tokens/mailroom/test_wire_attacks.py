@@ -271,6 +271,19 @@ class ScriptedSMTP:
         self.sock.close()
 
 
+def drain_into(server: ScriptedSMTP, settings) -> DrainResult:
+    """One drain into ``server`` over plain SMTP, with a 2 s timeout; the server stopped afterwards."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_TIMEOUT = 2
+    try:
+        return drain()
+    finally:
+        server.stop()
+
+
 MISBEHAVIOURS = {
     "close after MAIL": ("mail", "close"),
     "close after RCPT": ("rcpt", "close"),
@@ -311,15 +324,7 @@ def test_a_misbehaving_server_fails_only_what_it_must_and_leaves_nothing_claimed
         return None
 
     server = ScriptedSMTP(misbehave, pipelining=pipelining)
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
-    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    settings.EMAIL_TIMEOUT = 2
-    try:
-        result = drain()
-    finally:
-        server.stop()
+    result = drain_into(server, settings)
     rows = {pk: (state, claim) for pk, state, claim in Token.objects.values_list("pk", "mail_state", "mail_claim")}
     assert all(claim is None for _, claim in rows.values()), rows  # nothing stays claimed
     sent = {pk for pk, (state, _) in rows.items() if state == MailState.SENT}
@@ -343,15 +348,7 @@ def test_a_server_taking_data_after_refusing_every_recipient_gets_no_body(settin
     server = ScriptedSMTP(
         lambda at, number: b"550 5.1.1 no such user\r\n" if (at, number) == ("rcpt", 2) else None, pipelining=True
     )
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
-    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    settings.EMAIL_TIMEOUT = 2
-    try:
-        result = drain()
-    finally:
-        server.stop()
+    result = drain_into(server, settings)
     states = dict(Token.objects.values_list("pk", "mail_state"))
     assert server.accepted == [tokens[0].pk]
     # No command sent into a body (smtplib writes them in lower case).
