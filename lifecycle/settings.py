@@ -190,7 +190,8 @@ for database in DATABASES.values():
     database["CONN_MAX_AGE"] = read_int("CONN_MAX_AGE", default=60)
     # A kept connection is tried before a request reuses it: one broken by a database restart is
     # replaced at once, not answered with one 503 per worker. The backend is Django's, whose try costs
-    # a round trip only when the server has sent something since (platform_events/db/postgresql/).
+    # a round trip only when the server has sent something since, or the connection sat unchecked for
+    # more than a few seconds (platform_events/db/postgresql/).
     database["ENGINE"] = "platform_events.db.postgresql"
     database["CONN_HEALTH_CHECKS"] = True
     database.setdefault("OPTIONS", {}).setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT)

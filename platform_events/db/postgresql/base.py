@@ -1,6 +1,6 @@
 """Django's PostgreSQL backend (ENGINE ``platform_events.db.postgresql``), with one change: the health
 check of a kept connection (CONN_HEALTH_CHECKS) asks the server only when something has arrived on
-the connection's socket since its last statement.
+the connection's socket, or when the connection was last checked more than QUIET_SECONDS ago.
 
 Django's own check sends ``SELECT 1`` before the first statement of every request: a round trip per
 request, as much as an API read's own statement. A server that ends a session while it sits idle (a
