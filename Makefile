@@ -40,9 +40,13 @@ install: $(VENV)/.installed ## make .venv and install the project in it
 run: install .env ## set up, load the demo data, serve the admin on 127.0.0.1:PORT (8000) with the worker and the mail and webhook listeners
 	@$(BIN)/python -m lifecycle.ops.local_run --port $(PORT)
 
+# PYTHONDONTWRITEBYTECODE is emptied for the run: where the environment sets it, each of the suite's
+# processes (the xdist workers, every manage.py a test starts) compiled the project and rewrote the
+# tests' asserts again, about 8 s of CPU per worker before its first test. The bytecode goes to
+# __pycache__ directories, which git ignores.
 test: install ## run the whole suite on a throwaway embedded PostgreSQL (PYTEST_ARGS=...)
 	@status=0; \
-	LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(TEST_PARALLEL) --durations=15 $(PYTEST_ARGS) || status=$$?; \
+	PYTHONDONTWRITEBYTECODE= LIFECYCLE_PGDATA=$(TEST_PGDATA) DEBUG=true $(BIN)/python -m pytest $(TEST_PARALLEL) --durations=15 $(PYTEST_ARGS) || status=$$?; \
 	LIFECYCLE_PGDATA=$(TEST_PGDATA) $(BIN)/python -m lifecycle.ops.embedded_db stop --delete >/dev/null; \
 	exit $$status
 
