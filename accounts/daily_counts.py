@@ -14,6 +14,10 @@ from django.utils import timezone
 from accounts.models import AccountDailyCount
 
 DAYS_SHOWN = 30  # the chart's days, today included; the cleanup keeps no older day
+# A day is kept only once it has been over this long. An account's times are its transaction's start
+# (now() in the triggers), so a transaction begun before midnight and committed after it still adds to
+# the day that is over; until then that day is counted live with today.
+KEEP_AFTER = timedelta(hours=1)
 
 COUNT_DAYS = """
     SELECT day, sum(signups)::integer, sum(activations)::integer
@@ -28,10 +32,12 @@ COUNT_DAYS = """
 """
 
 
-def sign_ups_and_activations(*, today: date | None = None) -> dict[date, tuple[int, int]]:
+def sign_ups_and_activations(*, today: date | None = None, now: datetime | None = None) -> dict[date, tuple[int, int]]:
     """(sign-ups, activations) of each of the DAYS_SHOWN days ending ``today`` (the current time zone's
-    today by default), every day named. Days that are over and not kept yet are counted and kept."""
-    today = today or timezone.localdate()
+    today by default), every day named. Days that are over and not kept yet are counted, and kept once
+    they have been over for KEEP_AFTER at ``now`` (the current time by default)."""
+    now = now or timezone.now()
+    today = today or timezone.localdate(now)
     zone = timezone.get_current_timezone_name()
     days = [today - timedelta(days=n) for n in range(DAYS_SHOWN - 1, -1, -1)]
     kept = {
@@ -40,7 +46,8 @@ def sign_ups_and_activations(*, today: date | None = None) -> dict[date, tuple[i
     }
     uncounted = [day for day in days if day not in kept]  # today at least
     counted = _count(zone, uncounted[0], today)
-    over = [AccountDailyCount(zone=zone, day=day, **_named(counted.get(day))) for day in uncounted if day < today]
+    settled = [day for day in uncounted if _start_of(day + timedelta(days=1)) + KEEP_AFTER <= now]
+    over = [AccountDailyCount(zone=zone, day=day, **_named(counted.get(day))) for day in settled if day < today]
     AccountDailyCount.objects.bulk_create(over, ignore_conflicts=True)  # a page beside this one kept them first
     return {day: kept.get(day) or counted.get(day, (0, 0)) for day in days}
 

@@ -1,12 +1,12 @@
 """Sign-ups and activations per day (accounts/daily_counts.py): days that are over counted once and
 kept, today counted live."""
 
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 
 import pytest
 from django.utils import timezone
 
-from accounts.daily_counts import DAYS_SHOWN, sign_ups_and_activations
+from accounts.daily_counts import DAYS_SHOWN, KEEP_AFTER, sign_ups_and_activations
 from accounts.models import AccountDailyCount
 from lifecycle.demo.factories import AccountFactory
 from platform_events.db.history import history_rewrite
@@ -64,3 +64,22 @@ def test_days_are_the_sites_time_zones_and_each_zone_is_kept_apart(settings, sql
     per_day = sign_ups_and_activations(today=two_days_ago + timedelta(days=2))
     assert (per_day[two_days_ago], per_day[two_days_ago + timedelta(days=1)]) == ((0, 0), (1, 0))
     assert set(AccountDailyCount.objects.values_list("zone", flat=True)) == {"UTC", "Asia/Kolkata"}
+
+
+def test_a_day_just_over_is_counted_live_until_a_transaction_begun_before_midnight_can_no_longer_add_to_it(sql):
+    """An account's times are its transaction's start: one begun at 23:59 and committed after midnight
+    still belongs to the day that is over. That day is kept only once it has been over for KEEP_AFTER."""
+    yesterday = timezone.localdate() - timedelta(days=1)
+    midnight = timezone.make_aware(datetime.combine(yesterday + timedelta(days=1), time.min))
+
+    def made_at(moment):
+        account = AccountFactory()
+        with history_rewrite():
+            sql("UPDATE accounts SET created_at = %s WHERE id = %s", [moment, account.pk])
+
+    made_at(midnight - timedelta(minutes=30))
+    assert sign_ups_and_activations(now=midnight + timedelta(minutes=1))[yesterday] == (1, 0)
+    assert not AccountDailyCount.objects.filter(day=yesterday).exists()
+    made_at(midnight - timedelta(seconds=1))  # its transaction committed after the page above
+    assert sign_ups_and_activations(now=midnight + KEEP_AFTER)[yesterday] == (2, 0)
+    assert AccountDailyCount.objects.get(day=yesterday).signups == 2
