@@ -200,7 +200,12 @@ class DeliveredRecords:
     waiting for its answer (platform_events/db/unawaited.py): the next POSTs go out while PostgreSQL
     records them. ``collect()`` reads the answer into the run's counts, and the answer to the next
     batch's claim if that is the statement on its way; anything else using the connection calls it
-    first. A record on its way is applied even if the run is killed next."""
+    first. A record on its way is applied even if the run is killed next.
+
+    The ids go twice, in the rows and as an array: from the array the planner sees RECORD_EVERY keys and
+    reads them through the primary key; from the rows alone it guesses the claim matches one delivery
+    and reads the whole table for it (2.0 → 0.9 ms a record of fifty, EXPLAIN ANALYZE on the bench's
+    queue of 2,000)."""
 
     STATEMENT = (
         "UPDATE webhook_deliveries d SET status = 'DELIVERED', attempts = d.attempts + 1,"
@@ -208,7 +213,7 @@ class DeliveredRecords:
         " first_attempt_at = coalesce(d.first_attempt_at, now()), last_attempt_at = now(),"
         " lease_until = NULL, claim = NULL"
         " FROM jsonb_to_recordset($1::jsonb) AS a(id uuid, http_status int, excerpt text, latency int)"
-        " WHERE d.id = a.id AND d.claim = $2::uuid"
+        " WHERE d.id = a.id AND d.claim = $2::uuid AND d.id = ANY($3::uuid[])"
     )
 
     def __init__(self, claim: Claim, result: "RunResult", next_claim: NextClaim | None = None):
@@ -251,7 +256,8 @@ class DeliveredRecords:
             {"id": str(d.id), "http_status": a.status, "excerpt": a.excerpt[:2048], "latency": a.latency_ms}
             for d, a in self._pending
         ]
-        self._statement.send(self.STATEMENT, [json.dumps(rows), str(self.claim.id)])
+        ids = "{" + ",".join(row["id"] for row in rows) + "}"
+        self._statement.send(self.STATEMENT, [json.dumps(rows), str(self.claim.id), ids])
         self._sent = len(self._pending)
         self._pending.clear()
         self._posts_since = 0

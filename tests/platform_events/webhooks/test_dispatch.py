@@ -404,6 +404,25 @@ def test_the_claim_and_the_longest_wait_walk_the_due_index_instead_of_sorting_th
     assert '"Index Name": "webhook_deliveries_due"' in plan
 
 
+def test_a_record_of_successes_reads_its_deliveries_through_the_primary_key(receiver):
+    """The record of RECORD_EVERY successes finds its rows by their ids in the primary key, not by a
+    read of the whole table filtered on the claim (the planner guesses a claim matches one row, and the
+    rows of jsonb_to_recordset are opaque to it). A plan, not a time."""
+    make_endpoint(receiver.url)
+    with connect(autocommit=True) as conn:
+        provision(conn, 5000)
+        conn.execute("ANALYZE webhook_deliveries")
+    claim, deliveries = dispatch.claim_batch(RECORD_EVERY)
+    rows = [{"id": str(d.id), "http_status": 204, "excerpt": "", "latency": 1} for d in deliveries]
+    params = [json.dumps(rows), str(claim.id), "{" + ",".join(row["id"] for row in rows) + "}"]
+    statement = dispatch.DeliveredRecords.STATEMENT.replace("$1", "%s").replace("$2", "%s").replace("$3", "%s")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + statement, params)
+        plan = json.dumps(cursor.fetchone()[0])
+    assert '"Index Name": "webhook_deliveries_pkey"' in plan
+    assert "Seq Scan" not in plan
+
+
 def test_the_next_batch_is_claimed_while_the_last_posts_of_a_batch_go_out(receiver):
     """The next batch's claim is sent before the batch's last POST, not after it: while the receiver
     answers that POST, the database already holds two claims of this run."""
