@@ -191,6 +191,22 @@ def test_410_gone_disables_the_endpoint_at_once_and_is_audited(receiver):
         assert cursor.fetchone() == (1,)
 
 
+def test_successes_recorded_after_a_410_in_their_batch_leave_the_disabled_endpoints_failure(receiver):
+    """Two deliveries answered 204, then a 410: the successes are recorded after the 410 disabled the
+    endpoint (they wait for RECORD_EVERY or the batch's end), and the endpoint keeps its failure and
+    its reason instead of looking healthy."""
+    endpoint, _ = make_endpoint(receiver.url)
+    receiver.statuses = [204, 204, 410]
+    with connect(autocommit=True) as conn:
+        provision(conn, 3)
+    result = deliver()
+    assert (result.delivered, result.failed) == (2, 1)
+    endpoint.refresh_from_db()
+    assert endpoint.status == EndpointStatus.DISABLED_DEAD
+    assert endpoint.failure_count == 1
+    assert endpoint.failing_since is not None
+
+
 def test_an_endpoint_failing_for_days_is_disabled(receiver, webhook_settings):
     endpoint, _ = make_endpoint(receiver.url)
     WebhookSubscription.objects.filter(pk=endpoint.pk).update(failing_since=endpoint.created_at - timedelta(days=6))
@@ -418,9 +434,16 @@ def test_a_record_of_successes_reads_its_deliveries_through_the_primary_key(rece
     statement = dispatch.DeliveredRecords.STATEMENT.replace("$1", "%s").replace("$2", "%s").replace("$3", "%s")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("EXPLAIN (FORMAT JSON) " + statement, params)
-        plan = json.dumps(cursor.fetchone()[0])
-    assert '"Index Name": "webhook_deliveries_pkey"' in plan
-    assert "Seq Scan" not in plan
+        nodes = list(plan_nodes(cursor.fetchone()[0][0]["Plan"]))
+    reads = {node["Node Type"] for node in nodes if node.get("Relation Name") == "webhook_deliveries"}
+    assert "Seq Scan" not in reads
+    assert any(node.get("Index Name") == "webhook_deliveries_pkey" for node in nodes)
+
+
+def plan_nodes(node):
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
 
 
 def test_the_next_batch_is_claimed_while_the_last_posts_of_a_batch_go_out(receiver):
