@@ -155,6 +155,19 @@ def test_a_claim_leases_its_batch_and_reads_it_with_its_accounts_in_two_statemen
     assert all(token.mail_claim == claim.id and token.mail_lease_until is not None for token in batch)
 
 
+def test_a_claim_reads_its_accounts_by_one_array_of_ids_whatever_the_batchs_size(django_assert_num_queries):
+    """An IN list of a parameter each would be parsed afresh by psycopg for each claim (it keeps its parsing
+    of statements of up to 50 parameters only); one array keeps the statement the same for any batch."""
+    accounts = AccountFactory.create_batch(60)
+    claim_statement(100)  # compiled once, in a transaction of its own
+    with django_assert_num_queries(2) as queries:
+        _, batch = claim_batch(100)
+        emails = {token.account_id: token.account.email for token in batch}
+    assert emails == {account.pk: account.email for account in accounts}
+    read = queries.captured_queries[1]["sql"]
+    assert "= ANY(" in read and " IN (" not in read, read
+
+
 def test_a_claim_reads_its_batch_in_order_from_the_index_and_finds_each_token_by_its_key(psql):
     """Tokens made in one transaction share their expiry; the claim still reads only its own batch, in its
     order, from tokens_due_mail_idx (expires_at, id), where an index on the expiry alone had it read and
