@@ -20,9 +20,11 @@ SELECT
     least(
         (SELECT e.created_at FROM event_publications p JOIN outbox_events e ON e.id = p.event_id
          WHERE p.status = 'PENDING' AND NOT p.parked ORDER BY p.event_seq LIMIT 1),
-        -- Of the parked, only an account's first can be older than every unparked one.
+        -- Of the parked, only an account's first can be older than every unparked one. Looked up with the
+        -- parked index's conditions, which that first meets, or no index serves the look-up.
         (SELECT e.created_at FROM event_publications p JOIN outbox_events e ON e.id = p.event_id
-         WHERE (p.ordering_key, p.event_seq) = ({PARKED_FIRSTS} SELECT ordering_key, event_seq FROM firsts
+         WHERE p.status = 'PENDING' AND p.parked
+           AND (p.ordering_key, p.event_seq) = ({PARKED_FIRSTS} SELECT ordering_key, event_seq FROM firsts
                                                 ORDER BY event_seq LIMIT 1))),
     (SELECT count(*) FROM (SELECT FROM event_publications
                            WHERE status = 'PUBLISHED' AND published_at >= now() - %(window)s
