@@ -13,7 +13,12 @@ from platform_events.db.estimates import EXACT_COUNT_LIMIT, estimated_rows
 
 
 def account_by_id(account_id: int) -> Account | None:
-    return Account.objects.filter(pk=account_id).first()
+    # get(), not filter().first(): no ORDER BY for the one row an id can match (0.08 ms of CPU less per
+    # API read, docs/measurements.md).
+    try:
+        return Account.objects.get(pk=account_id)
+    except Account.DoesNotExist:
+        return None
 
 
 def accounts_by_identifier(identifier: str) -> QuerySet[Account]:

@@ -2,17 +2,28 @@
 same run, with each of the API's per-request costs measured on its own.
 
     .venv/bin/python bench/api.py [--quick] [--requests 500] [--rounds 5] [--conn-max-age N]
+                                  [--server gunicorn|runserver] [--client http.client|httpx]
 
 Runs on a scratch database (``<name>_bench``, created and dropped), DEBUG off on both sides, the
 product's database settings (CONN_MAX_AGE its default unless ``--conn-max-age`` says). The API is
-served in a process of its own by runserver's server, threaded (a thread per connection), with
-Nagle's algorithm off (bench/runserver_nodelay.py: stock runserver stalls every keep-alive response
-~40 ms; bench/load.py measures the API under gunicorn), on the same 2 cores as the bench and
-PostgreSQL; the client is httpx, one keep-alive connection per thread. The server adds the benches'
-views of bench/bare_site.py beside the product's. At concurrency 1 and 4 (threads, ``--requests``
-calls shared among them, in ``--rounds`` rounds where the steps take turns, so that a change in the
-shared machine's load falls on all of them; ``--quick``: 100 calls, 1 thread) it prints requests/s
-and p50/p99 per call, and each line's p50 over the line before (what that step adds), of:
+served in a process of its own, on the same 2 cores as the bench and PostgreSQL, with the benches'
+views of bench/bare_site.py beside the product's, by:
+
+- ``--server gunicorn`` (the default): production's server, gunicorn with lifecycle/ops/gunicorn_conf.py
+  (gthread workers, 8 threads each, as many workers as it chooses), except that no worker is
+  replaced after WEB_MAX_REQUESTS mid-measurement (a new process and database session that a step
+  would pay by chance);
+- ``--server runserver``: runserver's server, threaded (a thread per connection), with Nagle's
+  algorithm off (bench/runserver_nodelay.py: stock runserver stalls every keep-alive response ~40 ms).
+
+The client holds one keep-alive connection per thread: ``--client http.client`` (the default; the
+standard library's, a request in one send(), a third of httpx's CPU per call: 0.24 against 0.76 ms
+on a GET) or ``--client httpx``. The server and the client are the same for every HTTP step, the
+bare views and the API's operations alike, so that what they cost falls on the baseline as on the
+API. At concurrency 1 and 4 (threads, ``--requests`` calls shared among them, in ``--rounds`` rounds
+where the steps take turns, so that a change in the shared machine's load falls on all of them;
+``--quick``: 100 calls, 1 thread) it prints requests/s and p50/p99 per call, and each line's p50 over
+the line before (what that step adds), of:
 
 - reads: ``Account.objects.get()`` in-process; a bare Django view answering the row's JSON; + the
   bearer key's look-up; + the rate-limit hit counted with it (the API's statement); GET
@@ -29,6 +40,7 @@ replay's header and body, no account made by a replay); no time is.
 """
 
 import argparse
+import http.client
 import json
 import os
 import secrets
@@ -77,22 +89,31 @@ from tests.support import database_url_for_tests, environment, wait_for  # noqa:
 CONCURRENCIES = (1, 4)
 
 
-class Server:
-    """bench/runserver_nodelay.py on the scratch database, its output in a file (read on failure)."""
+SERVERS = {
+    "gunicorn": "gunicorn (lifecycle/ops/gunicorn_conf.py: gthread, 8 threads a worker; no worker replaced mid-run)",
+    "runserver": "runserver's server, threaded, TCP_NODELAY",
+}
 
-    def __init__(self, *, conn_max_age: int | None):
+
+class Server:
+    """The product and bench/bare_site.py's views on the scratch database, served by ``kind`` (see
+    SERVERS), its output in a file (read on failure)."""
+
+    def __init__(self, *, kind: str, conn_max_age: int | None):
         self.port = free_port()
         self.log = Path(tempfile.mkstemp(prefix="api-bench-server-")[1])
         given = {} if conn_max_age is None else {"CONN_MAX_AGE": str(conn_max_age)}
         env = environment(**SETTINGS, DATABASE_URL=database_url_for_tests(), **given)
+        if kind == "gunicorn":
+            command = [
+                *(sys.executable, "-m", "gunicorn", "bench.bare_site:application"),
+                *("--config", "python:lifecycle.ops.gunicorn_conf", "--bind", f"127.0.0.1:{self.port}"),
+                *("--max-requests", "0", "--log-level", "warning"),
+            ]
+        else:
+            command = [sys.executable, "bench/runserver_nodelay.py", str(self.port)]
         with open(self.log, "w") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "bench/runserver_nodelay.py", str(self.port)],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_for(self._up, timeout=60, interval=0.2, message="the API server")
 
     def _up(self) -> bool:
@@ -108,9 +129,62 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
+        self.process.terminate()  # gunicorn's graceful stop: its workers finish and exit
+        self.process.wait(timeout=60)
         self.log.unlink()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A response as the steps check it, whichever client got it."""
+
+    method: str
+    path: str
+    status: int
+    headers: dict[str, str]  # names in lower case
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class KeepAlive:
+    """http.client: one keep-alive connection, each request (headers and body) written in one send()."""
+
+    def __init__(self, url: str, headers: dict[str, str]):
+        host, _, port = url.removeprefix("http://").partition(":")
+        self.connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        self.headers = headers
+
+    def request(self, method: str, path: str, *, json_body=None, headers=None) -> Answer:
+        body = None if json_body is None else json.dumps(json_body).encode()
+        sent = {**self.headers, **(headers or {})}
+        if body is not None:
+            sent["Content-Type"] = "application/json"
+        self.connection.request(method, path, body=body, headers=sent)
+        response = self.connection.getresponse()
+        content = response.read()
+        return Answer(method, path, response.status, {k.lower(): v for k, v in response.getheaders()}, content)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class Httpx:
+    """httpx.Client: one keep-alive connection."""
+
+    def __init__(self, url: str, headers: dict[str, str]):
+        self.client = httpx.Client(base_url=url, headers=headers, timeout=60)
+
+    def request(self, method: str, path: str, *, json_body=None, headers=None) -> Answer:
+        response = self.client.request(method, path, json=json_body, headers=headers)
+        return Answer(method, path, response.status_code, dict(response.headers), response.content)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+CLIENTS = {"http.client": KeepAlive, "httpx": Httpx}
 
 
 @dataclass(frozen=True)
@@ -169,21 +243,24 @@ def database_session():
         connection.close()
 
 
-def http_session(server: Server, key: str, warm_id: int):
+def http_session(server: Server, client: str, key: str, warm_id: int):
     @contextmanager
     def session():
-        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
-            expect(client.get(f"/api/v1/accounts/{warm_id}"), 200)  # the connection made, the server's thread started
-            yield client
+        opened = CLIENTS[client](server.url, {"Authorization": f"Bearer {key}"})
+        try:
+            # The connection made, the server's thread started.
+            expect(opened.request("GET", f"/api/v1/accounts/{warm_id}"), 200)
+            yield opened
+        finally:
+            opened.close()
 
     return session
 
 
-def expect(response: httpx.Response, status: int) -> httpx.Response:
-    if response.status_code != status:
+def expect(response: Answer, status: int) -> Answer:
+    if response.status != status:
         raise AssertionError(
-            f"{response.request.method} {response.request.url}: expected {status}, got {response.status_code}"
-            f" {response.text[:500]}"
+            f"{response.method} {response.path}: expected {status}, got {response.status} {response.body[:500]!r}"
         )
     return response
 
@@ -196,6 +273,8 @@ def main() -> None:
     parser.add_argument(
         "--conn-max-age", type=int, help="the server's CONN_MAX_AGE (default: the product's, from the environment)"
     )
+    parser.add_argument("--server", choices=SERVERS, default="gunicorn", help="what serves the HTTP steps")
+    parser.add_argument("--client", choices=CLIENTS, default="http.client", help="what calls them")
     args = parser.parse_args()
     count = args.requests or (100 if args.quick else 500)
     concurrencies = (1,) if args.quick else CONCURRENCIES
@@ -209,14 +288,14 @@ def main() -> None:
                 version = cursor.fetchone()[0].split(" on ")[0]
             client, key = api_client_create(name="bench", scopes=list(ApiScope.values), actor=None)
             warm = account_provision(email="warm@example.com", login="warm", actor=client)
-            server = Server(conn_max_age=args.conn_max_age)
+            server = Server(kind=args.server, conn_max_age=args.conn_max_age)
             print(
-                f"{'--quick: ' if args.quick else ''}{version} - {count} calls a measurement in {args.rounds} rounds; the API on runserver's"
-                f" server, threaded, TCP_NODELAY; DEBUG off, CONN_MAX_AGE {conn_max_age}; httpx, a keep-alive"
-                f" connection per thread; load average {os.getloadavg()[0]:.1f}"
+                f"{'--quick: ' if args.quick else ''}{version} - {count} calls a measurement in {args.rounds} rounds;"
+                f" the API and the bare views on {SERVERS[args.server]}; DEBUG off, CONN_MAX_AGE {conn_max_age};"
+                f" {args.client}, a keep-alive connection per thread; load average {os.getloadavg()[0]:.1f}"
             )
             print(f"{'':52} {'threads':>7} {'calls/s':>9}   {'per call':44} p50 over the line before")
-            http = http_session(server, key, warm.pk)
+            http = http_session(server, args.client, key, warm.pk)
             aims = [measure(c, count, args.rounds, client, key, http) for c in concurrencies][0]
             print(
                 f"aims at 1 thread: the API's read {aims['read']:.2f}x the bare view's requests/s (>= 0.7x), its"
@@ -270,8 +349,10 @@ def measure(concurrency: int, count: int, rounds: int, client, key: str, http) -
     def poster(path: str, *, remember: bool = False):
         def post(session, request):
             idempotency_key, body = request
-            response = expect(session.post(path, json=body, headers={"Idempotency-Key": idempotency_key}), 201)
-            assert "Idempotent-Replayed" not in response.headers, response.headers
+            response = expect(
+                session.request("POST", path, json_body=body, headers={"Idempotency-Key": idempotency_key}), 201
+            )
+            assert "idempotent-replayed" not in response.headers, response.headers
             if remember:
                 first[idempotency_key] = response.json()
 
@@ -280,9 +361,10 @@ def measure(concurrency: int, count: int, rounds: int, client, key: str, http) -
     def replay(session, request):
         idempotency_key, body = request
         response = expect(
-            session.post("/api/v1/accounts", json=body, headers={"Idempotency-Key": idempotency_key}), 201
+            session.request("POST", "/api/v1/accounts", json_body=body, headers={"Idempotency-Key": idempotency_key}),
+            201,
         )
-        assert response.headers.get("Idempotent-Replayed") == "true", response.headers
+        assert response.headers.get("idempotent-replayed") == "true", response.headers
         replied = response.json()
         if (
             replied != first[idempotency_key]
@@ -295,7 +377,7 @@ def measure(concurrency: int, count: int, rounds: int, client, key: str, http) -
 
     def reader(path: str):
         def read(session, account_id):
-            expect(session.get(path.format(id=account_id)), 200)
+            expect(session.request("GET", path.format(id=account_id)), 200)
 
         return read
 

@@ -21,7 +21,7 @@ refuse nothing (every client is 127.0.0.1).
   reference), the admin logged in (the account list, an account's page), and a static file when
   WhiteNoise serves them. ``account_provision()`` in this process, one call after another for
   ``--seconds``, is the API write's reference: at one client, the API's read over the bare view's and
-  its write over the in-process one are printed (bench/api.py measures the same under runserver). Per step: requests/s, p50/p95/p99, errors (any other status, or no
+  its write over the in-process one are printed (bench/api.py measures the same at one and four threads, each cost on its own). Per step: requests/s, p50/p95/p99, errors (any other status, or no
   answer: each kind printed), and the CPU the load generator, gunicorn and PostgreSQL used. The
   baseline, in the same run: GET /recover/ at concurrency 1; each step's requests/s is printed as a
   ratio to it. The bend per endpoint: the first concurrency where p95 exceeds twice its value at the

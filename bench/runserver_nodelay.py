@@ -1,6 +1,6 @@
 """runserver's own server (django.core.servers.basehttp: wsgiref, a thread per connection, keep-alive)
 serving the product with the benches' views (bench/bare_site.py), with Nagle's algorithm off: the
-server bench/api.py measures the API on.
+server bench/api.py measures the API on with ``--server runserver`` (its default is gunicorn).
 
     .venv/bin/python bench/runserver_nodelay.py PORT
 

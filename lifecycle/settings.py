@@ -113,11 +113,13 @@ MIDDLEWARE = [
     # The Content-Security-Policy on every page, the CSRF failure's and django-axes' lock-out included:
     # their middleware come after it.
     "csp.middleware.CSPMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # The session, the staff user and messages: Django's own, which the client API's requests (a bearer
+    # key, no cookie) go past (lifecycle/api/middleware.py).
+    "lifecycle.api.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "lifecycle.api.middleware.AuthenticationMiddleware",
+    "lifecycle.api.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # As django-axes asks, after authentication: it turns a locked-out login into its lockout response.
     "axes.middleware.AxesMiddleware",

@@ -30,6 +30,8 @@ def test_quick_run_measures_every_step_at_one_thread_and_prints_the_aims():
     lines = stdout.splitlines()
 
     assert lines[0].startswith("--quick: ") and "CONN_MAX_AGE 60" in lines[0], report
+    # Production's server and the lean client, for the bare views and the API alike.
+    assert "the API and the bare views on gunicorn" in lines[0] and "http.client, a keep-alive" in lines[0], report
     measured = [line[:52].rstrip() for line in lines[2:-1]]
     assert measured == [step.rstrip() for step in STEPS], report
     assert all(line[52:].split()[0] == "1" for line in lines[2:-1]), report  # one thread each
