@@ -91,5 +91,7 @@ class QuickRowLinks(ChangeList):
 class ReadOnlyModelAdmin(ReadOnly, EstimatedCounts, QuickCheckboxes, DeclaredLookupsOnly, admin.ModelAdmin):
     """A read-only list of a large table, filtered only by its declared filters (lookups.py)."""
 
+    quick_rows = True  # rows.py, where the list's template asks for them
+
     def get_changelist(self, request, **kwargs):
         return QuickRowLinks

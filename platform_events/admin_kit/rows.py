@@ -9,7 +9,8 @@ HTML (tests/platform_events/admin_kit/test_rows.py holds them equal). A list who
 (``list_editable``) or a pop-up's keeps Django's own.
 
 A list takes it by its template (``{% load quick_lists %}`` and ``{% quick_result_list cl %}`` in
-place of ``{% result_list cl %}``, e.g. templates/admin/tokens/token/change_list.html).
+place of ``{% result_list cl %}``, e.g. templates/admin/tokens/token/change_list.html) and its admin
+by ``quick_rows = True`` (the read-only admins have it).
 """
 
 import datetime
@@ -31,8 +32,10 @@ from django.utils.safestring import mark_safe
 
 
 def quick_result_list(cl) -> dict:
-    """Django's ``result_list`` context, each row's cells in one piece of HTML."""
-    if cl.formset or cl.is_popup:
+    """Django's ``result_list`` context, each row's cells in one piece of HTML, for an admin that asks
+    for it (``quick_rows``): a list's template is found by app and model, so any other admin of the
+    same table (a stock one beside it, bench/admin.py's) renders through it too, and keeps Django's."""
+    if cl.formset or cl.is_popup or not getattr(cl.model_admin, "quick_rows", False):
         return result_list(cl)
     context = result_list_without_rows(cl)
     columns = [Column(cl, index, name) for index, name in enumerate(cl.list_display)]
