@@ -38,6 +38,9 @@ class TokenAction(models.TextChoices):
     EMAIL_CHANGE_UNDO = "email_change_undo"
 
 
+ACTION_LABELS = dict(TokenAction.choices)
+
+
 class MailState(models.TextChoices):
     QUEUED = "queued"
     RETRYING = "retrying"
@@ -101,7 +104,8 @@ class Token(models.Model):
         permissions = [("retry_mail", "Can retry mailing tokens now")]
 
     def __str__(self):
-        return f"{self.get_action_display()} token {self.id}"
+        # By a dict: get_action_display() rebuilds the choices per call, and a list names 100 tokens.
+        return f"{ACTION_LABELS.get(self.action, self.action)} token {self.id}"
 
 
 class JobType(models.TextChoices):

@@ -52,6 +52,22 @@ def test_admin_pages_show_no_secret_or_code(admin_client, token, url):
     assert bytes(token.secret).hex() not in page
 
 
+@pytest.mark.parametrize("query", [{}, {"q": "jane"}, {"state": "valid"}, {"o": "3"}])
+def test_the_token_list_reads_no_credential_nor_the_accounts_other_columns(admin_client, query):
+    """Its rows read what its columns show: never a secret, a code or their digests, nor the account's
+    address and times; and no query per row for what it left out."""
+    live_token(account=AccountFactory(login="jane"))
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(reverse("admin:tokens_token_changelist"), query)
+    assert response.status_code == 200 and "jane" in response.content.decode()
+    (rows,) = [query["sql"] for query in queries if query["sql"].startswith('SELECT "tokens"."id"')]
+    selected = rows.partition(" FROM ")[0]
+    for column in ("secret", "code", "secret_digest", "code_digest", "mail_claim"):
+        assert f'"tokens"."{column}"' not in selected
+    assert '"accounts"."login"' in selected and '"accounts"."email"' not in selected
+    assert not [query for query in queries if query["sql"].startswith('SELECT "tokens"') and query["sql"] != rows]
+
+
 @pytest.mark.parametrize(
     "url",
     [

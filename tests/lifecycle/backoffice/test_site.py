@@ -108,3 +108,22 @@ def test_an_ipv6_client_is_locked_out_by_its_slash_64(settings):
     assert same.status_code == 429
     other = Client().post(reverse("admin:login"), right, HTTP_X_FORWARDED_FOR="2001:db8:1:3::1", **via_proxy)
     assert other.status_code == 302
+
+
+def test_a_list_without_the_sidebar_does_not_make_the_app_list(admin_client):
+    """The wide lists hide the sidebar, so the app list it shows is never made for them."""
+    from django.utils.functional import empty
+
+    response = admin_client.get(reverse("admin:tokens_token_changelist"))
+    assert response.status_code == 200 and 'id="nav-sidebar"' not in response.content.decode()
+    assert response.context["available_apps"]._wrapped is empty
+
+
+def test_the_sidebar_and_the_app_pages_still_list_the_apps(admin_client):
+    """Where a page shows the app list (the sidebar, an app's index), it is Django's, whole."""
+    page = admin_client.get(reverse("admin:tokens_job_changelist")).content.decode()
+    assert 'id="nav-sidebar"' in page and reverse("admin:tokens_token_changelist") in page
+    assert reverse("admin:accounts_account_changelist") in page
+    app_index = admin_client.get(reverse("admin:app_list", args=["tokens"]))
+    assert app_index.status_code == 200 and reverse("admin:tokens_job_changelist") in app_index.content.decode()
+    assert admin_client.get("/admin/nonexistent/").status_code == 404

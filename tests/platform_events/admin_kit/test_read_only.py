@@ -20,6 +20,14 @@ def test_a_rows_checkbox_is_djangos_own_markup(login):
     assert 'value="7"' in ours and "<y>" not in ours
 
 
+def test_a_checkbox_for_a_key_that_needs_escaping_is_djangos_own_markup():
+    """A text key (e.g. a webhook delivery's or a session's): escaped once in the value, as the widget does."""
+    row = type("Row", (), {"pk": "x\"<y>&'z", "__str__": lambda self: "row <1>"})()
+    ours = QuickCheckboxes().action_checkbox(row)
+    assert ours == admin.ModelAdmin.action_checkbox(admin.site.get_model_admin(Account), row)
+    assert "<y>" not in ours and "<1>" not in ours
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("query", ["", "?q=jane", "?status__exact=active&q=jane%20"])
 def test_a_rows_link_carries_the_lists_filters_as_djangos_own_does(admin_client, query):
