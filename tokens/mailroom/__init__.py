@@ -16,6 +16,7 @@ Modules, in the order a run uses them:
 
 - ``claim``: lease a batch of due tokens to a run; give each back marked sent or failed.
 - ``render``: the e-mail of a token, from ``templates/emails/<action>.*``.
+- ``prerender``: a template rendered once per batch for what its e-mails share, then per e-mail.
 - ``send``: one SMTP connection per batch; each token's outcome recorded as it happens.
 - ``drain``: the run itself, batch after batch, with its row in ``jobs`` from its first claim.
 - ``listener``: ``LISTEN token_insert`` and drain at once (``manage.py listen_mailroom``).

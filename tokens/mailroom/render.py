@@ -5,7 +5,6 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
-from django.template.backends.django import Template
 from django.template.loader import get_template
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
@@ -13,6 +12,7 @@ from django.utils import timezone
 from accounts.erasure import erasure_due
 from platform_events.quantities import quantity
 from tokens.links import LANDING_PAGES, secret_to_text
+from tokens.mailroom.prerender import Prerendered, Whole, active_locale, prerendered
 from tokens.models import Token, TokenAction
 from tokens.pages import brand
 
@@ -53,23 +53,30 @@ def render_mail(token: Token, *, now: datetime | None = None) -> EmailMultiAlter
 
 class MailRenderer:
     """Renders the e-mails of one batch: what every e-mail of an action shares (the brand, the pages'
-    links, the compiled templates) is looked up once, not for each e-mail."""
+    links, the templates' text and the variables that read only those) is rendered once, and each
+    e-mail's own values are filled in (tokens/mailroom/prerender.py)."""
 
     def __init__(self):
         self._shared: dict | None = None
         self._host: str | None = None
-        self._actions: dict[str, tuple[str | None, Template, Template, Template]] = {}
+        self._actions: dict[str, tuple[bool, list[Prerendered | Whole]]] = {}
 
-    def _action(self, action: str) -> tuple[str | None, Template, Template, Template]:
+    def _action(self, action: str, own: set[str]) -> tuple[bool, list[Prerendered | Whole]]:
+        """Whether the action's templates format times, and its subject, text and HTML templates."""
         if action not in self._actions:
-            name = f"emails/{action}"
-            ask_again = (
-                f"{settings.PUBLIC_BASE_URL}{page_path(ASK_AGAIN_PAGES[action])}" if action in ASK_AGAIN_PAGES else None
-            )
-            self._actions[action] = (
-                ask_again,
-                *(get_template(f"{name}{suffix}") for suffix in (".subject.txt", ".txt", ".html")),
-            )
+            shared = {
+                **self._shared,
+                "ask_again_link": (
+                    f"{settings.PUBLIC_BASE_URL}{page_path(ASK_AGAIN_PAGES[action])}"
+                    if action in ASK_AGAIN_PAGES
+                    else None
+                ),
+            }
+            templates = [
+                prerendered(get_template(f"emails/{action}{suffix}"), shared=shared, own=set(own))
+                for suffix in (".subject.txt", ".txt", ".html")
+            ]
+            self._actions[action] = (any(template.formats_time for template in templates), templates)
         return self._actions[action]
 
     def render(self, token: Token, *, now: datetime | None = None) -> EmailMultiAlternatives:
@@ -81,9 +88,7 @@ class MailRenderer:
                 "erasure_delay": quantity(settings.ERASURE_DELAY_DAYS, "day"),  # for a deletion e-mail
             }
             self._host = urlsplit(settings.PUBLIC_BASE_URL).hostname
-        ask_again_link, subject_template, text_template, html_template = self._action(token.action)
-        context = {
-            **self._shared,
+        own = {
             "login": account.login,
             "deprovisioned_at": account.deprovisioned_at,  # for a restore e-mail
             "erased_on": erasure_due(account),
@@ -103,15 +108,16 @@ class MailRenderer:
             "expires_at": token.expires_at,
             "issued_at": token.created_at,  # for a password notice: when the password changed
             "valid_for": validity_left(token.expires_at - now),
-            "ask_again_link": ask_again_link,
             # For an address change: the address the token is for (the new one, or the old one for an undo)
             # and the account's address when the e-mail is sent.
             "address": token.email,
             "account_address": account.email,
         }
+        formats_time, (subject_template, text_template, html_template) = self._action(token.action, own.keys())
+        locale = active_locale() if formats_time else None
         message = EmailMultiAlternatives(
-            subject=" ".join(subject_template.render(context).split()),
-            body=text_template.render(context),
+            subject=" ".join(subject_template.render(own, locale=locale).split()),
+            body=text_template.render(own, locale=locale),
             # An address change's e-mail goes to the address it is for; every other one to the account's.
             to=[token.email or account.email],
             headers={
@@ -120,7 +126,7 @@ class MailRenderer:
                 "X-Lifecycle-Token": str(token.pk),
             },
         )
-        message.attach_alternative(html_template.render(context), "text/html")
+        message.attach_alternative(html_template.render(own, locale=locale), "text/html")
         return message
 
 

@@ -2,6 +2,7 @@
 left when it is sent, per action."""
 
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import transaction
@@ -169,6 +170,21 @@ def test_one_batchs_renderer_writes_each_e_mail_as_it_is_written_alone():
             alone.extra_headers,
         )
     assert renderer.render(tokens[0], now=now).body != renderer.render(tokens[1], now=now).body
+
+
+def test_each_e_mail_of_a_batch_states_its_own_expiry_in_the_active_time_zone():
+    """The batch's renderer keeps each formatted time by value and time zone: tokens expiring at other
+    times, or a time zone activated between two e-mails, each get their own."""
+    tokens = [live_token(account=AccountFactory()), live_token(account=AccountFactory())]
+    mailed_late(tokens[1], issued_ago=timedelta(minutes=9), left=timedelta(minutes=6))
+    now = timezone.now()
+    renderer = MailRenderer()
+    for zone in ["UTC", "Asia/Kolkata", "America/New_York", "UTC"]:
+        with timezone.override(ZoneInfo(zone)):
+            for token in [*tokens, *tokens]:
+                local = timezone.localtime(token.expires_at)
+                for body in (renderer.render(token, now=now).body, renderer.render(token, now=now).alternatives[0][0]):
+                    assert f"until {local:%H:%M} {local.tzname()} on {local:%Y-%m-%d}: " in body
 
 
 @pytest.mark.parametrize("action", list(TokenAction))
