@@ -8,8 +8,8 @@ shared values (the brand, the ask-again link) are written once, with the batch's
 each e-mail by its own compiled node, as Django renders it (filters, escaping, the active time zone and
 language). A variable node that only formats a time (``date`` and ``time``, constant arguments) keeps
 its output per value, time zone and language: a batch's tokens made together share their expiry. Any
-other tag (``{% if %}`` on an e-mail's own values, ``{% for %}``, ``{% include %}``) leaves the template
-to Django, rendered whole for each e-mail (tests/tokens/mailroom/test_prerender.py compares both).
+other tag (``{% if %}`` on an e-mail's own values, ``{% for %}``, ``{% include %}``), or a translated
+constant (``{{ _("...") }}``, translated in each e-mail's language), leaves the template to Django, rendered whole for each e-mail (tests/tokens/mailroom/test_prerender.py compares both).
 """
 
 from django.template import Context
@@ -19,6 +19,7 @@ from django.template.defaultfilters import date, time
 from django.template.defaulttags import CommentNode, LoadNode
 from django.template.loader_tags import BlockNode, ExtendsNode
 from django.utils import timezone, translation
+from django.utils.functional import Promise
 from django.utils.safestring import SafeString
 
 # Filters whose output depends on their value, their constant argument, the active time zone and
@@ -113,9 +114,15 @@ class Prerendered:
         """Whether the node's output is the batch's: every name it reads is shared. Raises NotPrerendered
         for a name neither shared nor each e-mail's own ({{ block.super }}, a misspelt name)."""
         expression = node.filter_expression
+        constants = [] if expression.is_var else [expression.var]
+        constants += [argument for _, arguments in expression.filters for lookup, argument in arguments if not lookup]
+        if any(isinstance(constant, Promise) for constant in constants):
+            # _("..."): translated as each e-mail is rendered, in its language, not once for the batch.
+            raise NotPrerendered(f"{expression.token} translates a constant")
         variables = [expression.var] if expression.is_var else []
         variables += [argument for _, arguments in expression.filters for lookup, argument in arguments if lookup]
-        names = {variable.lookups[0] for variable in variables if isinstance(variable, Variable)}
+        # A number or quoted text ({{ 5 }}, truncatechars:30) is a Variable without lookups: it reads no name.
+        names = {variable.lookups[0] for variable in variables if isinstance(variable, Variable) and variable.lookups}
         if names - self._names:
             raise NotPrerendered(f"{expression.token} reads {sorted(names - self._names)}")
         return not names & self._own
@@ -147,6 +154,7 @@ def _only_formats_time(node: VariableNode) -> bool:
     expression = node.filter_expression
     return (
         expression.is_var
+        and expression.var.lookups is not None
         and len(expression.var.lookups) == 1
         and bool(expression.filters)
         and all(

@@ -148,3 +148,25 @@ def test_blocks_are_taken_from_the_most_derived_template_as_django_takes_them():
     assert batch.render({"login": "<jane>"}) == whole(template, {"login": "<jane>"})
     assert "<p>&lt;jane&gt;</p>" in batch.render({"login": "<jane>"})
     assert prerendered(base, shared=SHARED, own=set()).render({}) == whole(base, {})
+
+
+def test_numbers_and_quoted_text_read_no_name_and_are_written_as_django_writes_them():
+    """A literal is a Variable without lookups: as a value or a filter's argument it reads no name."""
+    template = from_string('{{ 5 }} {{ "x&y" }} {{ login|truncatechars:3 }} {{ expires_at|date:"Y" }}')
+    batch = prerendered(template, shared=SHARED, own={"login", "expires_at"})
+    assert isinstance(batch, Prerendered)
+    for own in OWN:
+        values = {"login": own["login"], "expires_at": own["expires_at"]}
+        assert batch.render(values, locale=active_locale()) == whole(template, values)
+
+
+@pytest.mark.parametrize("text", ['{{ _("January") }} {{ login }}', '{{ ""|default:_("January") }} {{ login }}'])
+def test_a_translated_constant_is_translated_in_each_e_mails_language(text):
+    """_("...") is translated as each e-mail is rendered: laid out once, it would keep the first e-mail's
+    language for the whole batch."""
+    template = from_string(text)
+    with translation.override("en"):
+        batch = prerendered(template, shared=SHARED, own={"login"})
+    with translation.override("fr"):
+        assert batch.render({"login": ""}) == whole(template, {"login": ""})
+        assert "janvier" in batch.render({"login": ""})

@@ -172,6 +172,31 @@ def test_one_batchs_renderer_writes_each_e_mail_as_it_is_written_alone():
     assert renderer.render(tokens[0], now=now).body != renderer.render(tokens[1], now=now).body
 
 
+def test_e_mails_of_one_action_in_one_batch_each_carry_their_own_login_link_and_code():
+    """Three activations and three recoveries interleaved in one batch: each e-mail is what it is alone,
+    so no person's link or code reaches another (the templates' shared parts are laid out once)."""
+    accounts = [AccountFactory(login=f"person{n}", active=n >= 3) for n in range(6)]
+    for account in accounts[3:]:
+        token_request_mail(identifier=account.email, action=TokenAction.PASSWORD_RECOVERY, actor=None)
+    tokens = [live_token(account=account, action=TokenAction.PASSWORD_RECOVERY) for account in accounts[3:]]
+    tokens = [item for pair in zip([live_token(account=a) for a in accounts[:3]], tokens, strict=True) for item in pair]
+    now = timezone.now()
+    renderer = MailRenderer()
+    bodies = set()
+    for token in tokens:
+        batch, alone = renderer.render(token, now=now), render_mail(token, now=now)
+        assert (batch.subject, batch.body, batch.alternatives, batch.to) == (
+            alone.subject,
+            alone.body,
+            alone.alternatives,
+            alone.to,
+        )
+        for body in (batch.body, batch.alternatives[0][0]):
+            assert secret_to_text(token.secret) in body and token.code in body and token.account.login in body
+        bodies.add(batch.body)
+    assert len(bodies) == len(tokens)
+
+
 def test_each_e_mail_of_a_batch_states_its_own_expiry_in_the_active_time_zone():
     """The batch's renderer keeps each formatted time by value and time zone: tokens expiring at other
     times, or a time zone activated between two e-mails, each get their own."""
