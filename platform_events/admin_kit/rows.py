@@ -67,6 +67,8 @@ class Column:
             (index == 0 and not cl.list_display_links) or name in cl.list_display_links
         )
         try:
+            # Private to Django: items_for_result() finds a column's field with it, and the rows must find the
+            # same one (tests/platform_events/admin_kit/test_rows.py compares them with Django's).
             self.field = _get_non_gfk_field(cl.lookup_opts, name)
         except (FieldDoesNotExist, FieldIsAForeignKeyColumnName):
             self.field = None

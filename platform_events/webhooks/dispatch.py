@@ -210,7 +210,8 @@ class DeliveredRecords:
     The same statement marks their endpoints as answering: failures forgotten, the last success noted
     (at most once a minute, so that a busy endpoint's row is not rewritten by every record); one disabled
     meanwhile (a 410 later in the batch) keeps its count. No round trip of its own that the next batch
-    would wait for."""
+    would wait for. The endpoints' rows are locked in the order of their ids, so two runs recording
+    successes of the same endpoints never wait for each other in a circle."""
 
     STATEMENT = (
         "WITH recorded AS ("
@@ -223,9 +224,12 @@ class DeliveredRecords:
         "  RETURNING d.subscription_id"
         "), endpoint_answered AS ("
         "  UPDATE webhook_subscriptions SET last_success_at = now(), failure_count = 0, failing_since = NULL"
-        "  WHERE id IN (SELECT subscription_id FROM recorded) AND status <> 'DISABLED_DEAD'"
-        "   AND (failure_count <> 0 OR failing_since IS NOT NULL OR last_success_at IS NULL"
-        "    OR last_success_at < now() - interval '1 minute')"
+        "  WHERE id IN ("
+        "   SELECT id FROM webhook_subscriptions WHERE id IN (SELECT subscription_id FROM recorded)"
+        "    AND status <> 'DISABLED_DEAD' AND (failure_count <> 0 OR failing_since IS NOT NULL"
+        "     OR last_success_at IS NULL OR last_success_at < now() - interval '1 minute')"
+        "   ORDER BY id FOR NO KEY UPDATE"
+        "  )"
         ") SELECT count(*) FROM recorded"
     )
 

@@ -53,8 +53,8 @@ def test_the_account_lists_rows_are_djangos(admin_client, query):
 
 
 def test_a_list_of_other_columns_is_djangos(admin_client):
-    """A list the kit's rows do not draw yet keeps Django's: the audit trail's rows, compared all the
-    same (methods with HTML, foreign keys, empty values)."""
+    """The kit's rows of a list of other columns are Django's: the audit trail's rows (methods with HTML,
+    foreign keys, empty values), compared with Django's result_list."""
     AccountFactory(suspended=True)
     response = admin_client.get(reverse("admin:platform_events_auditevent_changelist"))
     changelist = response.context["cl"]
