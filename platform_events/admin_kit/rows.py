@@ -8,9 +8,9 @@ each column is worked out once per list and each row is written as one piece of 
 HTML (tests/platform_events/admin_kit/test_rows.py holds them equal). A list whose rows are forms
 (``list_editable``) or a pop-up's keeps Django's own.
 
-A list takes it by its template (``{% load quick_lists %}`` and ``{% quick_result_list cl %}`` in
-place of ``{% result_list cl %}``, e.g. templates/admin/tokens/token/change_list.html) and its admin
-by ``quick_rows = True`` (the read-only admins have it).
+A list takes it by its template (one extending templates/admin/quick_change_list.html, whose
+``{% quick_result_list cl %}`` stands in place of ``{% result_list cl %}``, as the token and account
+lists' do) and its admin by ``quick_rows = True`` (the read-only admins have it).
 """
 
 import datetime
