@@ -102,9 +102,9 @@ def _account_out(account: Account) -> dict:
     return _as_json(AccountOut.from_orm(account))
 
 
-def _once(request, work) -> Outcome:
+def _once(request, work, *, savepoints: bool = True) -> Outcome:
     """Run ``work`` once per the request's Idempotency-Key, as the client, with the audit trail told
-    who and from where."""
+    who and from where; ``savepoints=False`` when it never goes on after a refusal (run_once's)."""
     key = idempotency_key(request.headers.get("Idempotency-Key"))
     # The query is part of the request (DELETE's reason): the same key with another one is another request.
     fingerprint = request_fingerprint(method=request.method, path=request.get_full_path(), body=request.body)
@@ -123,6 +123,7 @@ def _once(request, work) -> Outcome:
             work=as_the_client,
             lease=timedelta(seconds=settings.API_IDEMPOTENCY_LEASE_SECONDS),
             ttl=timedelta(hours=settings.API_IDEMPOTENCY_HOURS),
+            savepoints=savepoints,
         )
 
 
@@ -162,7 +163,8 @@ def provision_account(request, body: ProvisionIn):
         account = account_provision(email=email, login=login, actor=request.auth, password_hash=password_hash)
         return Outcome(201, _account_out(account))
 
-    return _once(request, provision)
+    # A refusal of the provisioning is its answer, nothing read after it: no savepoint for the service.
+    return _once(request, provision, savepoints=False)
 
 
 @router.get("/accounts/{account_id}", auth=READ, response={200: AccountOut, **problems(404)}, summary="Read an account")
