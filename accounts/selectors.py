@@ -21,6 +21,17 @@ def account_by_id(account_id: int) -> Account | None:
         return None
 
 
+# account_by_id()'s read as SQL, for a caller that sends it inside a statement of its own (the API's
+# key and rate): the account's columns in its model's field order, so that the row builds the account.
+ACCOUNT_FIELDS = Account._meta.concrete_fields
+ACCOUNT_BY_ID = f"SELECT {', '.join(field.column for field in ACCOUNT_FIELDS)} FROM accounts WHERE id = %(account_id)s"
+
+
+def account_from_row(row: tuple) -> Account:
+    """The account an ACCOUNT_BY_ID row holds."""
+    return Account.from_db(connection.alias, [field.attname for field in ACCOUNT_FIELDS], row)
+
+
 def accounts_by_identifier(identifier: str) -> QuerySet[Account]:
     """Accounts whose e-mail (when ``identifier`` holds an @) or else login is ``identifier``, ignoring case.
 

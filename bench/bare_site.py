@@ -96,6 +96,7 @@ def provision_once(request):
         work=lambda: _provisioned(client, body),
         lease=timedelta(seconds=settings.API_IDEMPOTENCY_LEASE_SECONDS),
         ttl=timedelta(hours=settings.API_IDEMPOTENCY_HOURS),
+        savepoints=False,  # as the API's provisioning
     )
 
 

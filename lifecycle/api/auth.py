@@ -1,12 +1,13 @@
 """Who calls the client API: an API client's bearer key, checked for the operation's scope, the
 client's rate and the body's size before anything else runs."""
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
 from ninja.security.http import HttpAuthBase
 
-from platform_events.api.clients import api_client_called
+from platform_events.api.clients import ReadAlong, api_client_called_reading
 from platform_events.api.models import ApiClient, ApiScope
 from platform_events.api.problems import Problem
 from platform_events.limits.counters import Limit, LimitExceeded
@@ -24,18 +25,30 @@ class ClientKey(HttpAuthBase):
 
     openapi_scheme = "bearer"
 
-    def __init__(self, scope: ApiScope, *, query: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        scope: ApiScope,
+        *,
+        query: frozenset[str] = frozenset(),
+        read_along: Callable[[dict], tuple[str, dict] | None] | None = None,
+    ):
         self.scope = scope
         self.query = query  # the query parameters the operation takes; any other is refused
+        # The operation's row read in the key's statement: (SQL, parameters) from the path's
+        # parameters as the URL gave them, None when they name no row. Its row (or None) is
+        # request.read_along[parameters]; the operation reads as it would for any others.
+        self.read_along = read_along
         super().__init__()
 
     def __call__(self, request) -> ApiClient | None:
         scheme, _, key = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             return None
+        wanted = self.read_along(request.resolver_match.kwargs) if self.read_along else None
+        read = None if wanted is None else ReadAlong(scope=self.scope, sql=wanted[0], params=wanted[1])
         try:
-            # One round trip for the key and the client's rate.
-            client = api_client_called(key.strip(), limit=per_client_limit())
+            # One round trip for the key, the client's rate and the row read along.
+            client, row = api_client_called_reading(key.strip(), limit=per_client_limit(), read=read)
         except LimitExceeded as refusal:
             raise Problem(
                 "rate-limited",
@@ -51,6 +64,8 @@ class ClientKey(HttpAuthBase):
         if _content_length(request) > settings.API_MAX_BODY_BYTES:
             raise Problem("request-too-large", f"a request body may be at most {settings.API_MAX_BODY_BYTES} bytes")
         _check_query(request, self.query)
+        if read is not None:
+            request.read_along = {tuple(read.params.values()): row}
         return client
 
 

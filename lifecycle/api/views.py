@@ -17,7 +17,14 @@ from ninja.responses import NinjaJSONEncoder
 from accounts.erasure import account_erase
 from accounts.errors import AlreadyDeprovisioned
 from accounts.models import Account, AccountStatus
-from accounts.selectors import account_by_id, accounts_looked_up, problem_sentence, sign_up_problems
+from accounts.selectors import (
+    ACCOUNT_BY_ID,
+    account_by_id,
+    account_from_row,
+    accounts_looked_up,
+    problem_sentence,
+    sign_up_problems,
+)
 from accounts.services import (
     account_deprovision,
     account_password_check,
@@ -55,7 +62,18 @@ from tokens.services import token_request_email_change, token_resend_activation,
 
 router = Router(tags=["accounts"])
 
+
+def _account_by_path(path: dict) -> tuple[str, dict] | None:
+    """The account the path's id names, as a read along the key's statement; None for an id that is not
+    one (ninja refuses it after)."""
+    given = path.get("account_id")
+    if not (isinstance(given, str) and given.isascii() and given.isdigit() and 1 <= int(given) <= LARGEST_ID):
+        return None
+    return ACCOUNT_BY_ID, {"account_id": int(given)}
+
+
 READ = ClientKey(ApiScope.ACCOUNTS_READ)
+READ_ONE = ClientKey(ApiScope.ACCOUNTS_READ, read_along=_account_by_path)
 LOOK_UP = ClientKey(ApiScope.ACCOUNTS_READ, query=frozenset({"email", "login"}))
 WRITE = ClientKey(ApiScope.ACCOUNTS_WRITE)
 DELETE = ClientKey(ApiScope.ACCOUNTS_DELETE, query=frozenset({"reason", "erase"}))
@@ -86,7 +104,10 @@ def problems(*statuses: int) -> dict[int, type[ProblemOut]]:
 
 
 def _account(account_id: int) -> Account:
-    account = account_by_id(account_id)
+    return _found(account_id, account_by_id(account_id))
+
+
+def _found(account_id: int, account: Account | None) -> Account:
     if account is None:
         raise Problem("not-found", f"there is no account {account_id}")
     return account
@@ -102,9 +123,9 @@ def _account_out(account: Account) -> dict:
     return _as_json(AccountOut.from_orm(account))
 
 
-def _once(request, work) -> Outcome:
+def _once(request, work, *, savepoints: bool = True) -> Outcome:
     """Run ``work`` once per the request's Idempotency-Key, as the client, with the audit trail told
-    who and from where."""
+    who and from where; ``savepoints=False`` when it never goes on after a refusal (run_once's)."""
     key = idempotency_key(request.headers.get("Idempotency-Key"))
     # The query is part of the request (DELETE's reason): the same key with another one is another request.
     fingerprint = request_fingerprint(method=request.method, path=request.get_full_path(), body=request.body)
@@ -123,6 +144,7 @@ def _once(request, work) -> Outcome:
             work=as_the_client,
             lease=timedelta(seconds=settings.API_IDEMPOTENCY_LEASE_SECONDS),
             ttl=timedelta(hours=settings.API_IDEMPOTENCY_HOURS),
+            savepoints=savepoints,
         )
 
 
@@ -162,12 +184,19 @@ def provision_account(request, body: ProvisionIn):
         account = account_provision(email=email, login=login, actor=request.auth, password_hash=password_hash)
         return Outcome(201, _account_out(account))
 
-    return _once(request, provision)
+    # A refusal of the provisioning is its answer, nothing read after it: no savepoint for the service.
+    return _once(request, provision, savepoints=False)
 
 
-@router.get("/accounts/{account_id}", auth=READ, response={200: AccountOut, **problems(404)}, summary="Read an account")
+@router.get(
+    "/accounts/{account_id}", auth=READ_ONE, response={200: AccountOut, **problems(404)}, summary="Read an account"
+)
 def read_account(request, account_id: AccountId):
-    return _account(account_id)
+    read_along = getattr(request, "read_along", {})
+    if (account_id,) not in read_along:  # the path's id as ninja reads it was not the one read along
+        return _account(account_id)
+    row = read_along[(account_id,)]
+    return _found(account_id, None if row is None else account_from_row(row))
 
 
 @router.get("/accounts", auth=LOOK_UP, response={200: AccountListOut, **problems()}, summary="Look up accounts")

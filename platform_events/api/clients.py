@@ -7,6 +7,7 @@ without being able to use it. The key is shown once, to whoever made the client.
 
 import hashlib
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
@@ -205,7 +206,7 @@ CLIENT_ATTRIBUTES = [field.attname for field in CLIENT_FIELDS]
 # own transaction only (set_config(..., true)), when it is one: its commit does not wait for the WAL
 # to reach the disk, so a crash may lose the last moment's hits (a client may then make a few calls
 # more than its limit in that minute), and nothing else. A caller's transaction commits as it would.
-CALLED = f"""
+CALLED_WITH = f"""
 WITH client AS (
     SELECT {", ".join(field.column for field in CLIENT_FIELDS)}
     FROM api_clients WHERE key_hash = %(hash)s AND revoked_at IS NULL
@@ -218,8 +219,35 @@ WITH client AS (
     ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limits.hits + 1
     RETURNING hits, greatest(1, ceil(extract(epoch FROM window_end - now())))::integer AS retry_after
 )
-SELECT client.*, hit.hits, hit.retry_after FROM client, hit
 """
+CALLED = CALLED_WITH + "SELECT client.*, hit.hits, hit.retry_after FROM client, hit"
+# The same, and a row the caller reads along (ReadAlong) in the same round trip. Its query runs only for
+# a client within its limit that holds the scope: an unknown, revoked, over-limit or out-of-scope key
+# reads nothing, as when the caller read it afterwards. OFFSET 0 keeps the subquery from being pulled up
+# into the join, so that the gate is a one-time filter run before the read (as a join filter, the read
+# ran and only its row was dropped).
+CALLED_AND_READ = (
+    CALLED_WITH
+    + """
+SELECT client.*, hit.hits, hit.retry_after, read.*
+FROM client CROSS JOIN hit LEFT JOIN LATERAL (
+    SELECT true, wanted.* FROM ({read}) AS wanted
+    WHERE hit.hits <= %(max_hits)s AND %(scope)s = ANY (client.scopes)
+    OFFSET 0
+) AS read ON true
+"""
+)
+
+
+@dataclass(frozen=True)
+class ReadAlong:
+    """One row that a request reads after its key and rate, read in their statement instead: ``sql``
+    is a SELECT of at most one row, its parameters named in ``params``; ``scope`` is the one the request
+    needs (a client without it reads nothing)."""
+
+    scope: str
+    sql: str
+    params: dict
 
 
 def api_client_called(key: str, *, limit: Limit) -> ApiClient | None:
@@ -227,8 +255,17 @@ def api_client_called(key: str, *, limit: Limit) -> ApiClient | None:
     last use noted (at most once a minute); None for any other text, and nothing counted. Raises
     ``LimitExceeded`` when the hit is over the limit. Called on every API and SCIM request, outside a
     transaction (see CALLED)."""
+    client, _ = api_client_called_reading(key, limit=limit, read=None)
+    return client
+
+
+def api_client_called_reading(
+    key: str, *, limit: Limit, read: ReadAlong | None
+) -> tuple[ApiClient | None, tuple | None]:
+    """api_client_called(), and the row ``read`` reads, in one round trip: the row only for a client
+    that holds ``read.scope`` within its limit (None for no row, or no such client)."""
     if not _may_be_a_key(key):
-        return None
+        return None, None
     digest = key_digest(key)
     params = {
         "hash": digest,
@@ -236,18 +273,26 @@ def api_client_called(key: str, *, limit: Limit) -> ApiClient | None:
         "seconds": limit.seconds,
         "own_transaction": not connection.in_atomic_block,
     }
+    statement = CALLED
+    if read is not None:
+        if read.params.keys() & (params.keys() | {"max_hits", "scope"}):
+            raise ValueError(f"ReadAlong: parameter names taken by the key's statement: {sorted(read.params)}")
+        statement = CALLED_AND_READ.format(read=read.sql)
+        params = {**params, "max_hits": limit.max_hits, "scope": read.scope, **read.params}
     with connection.cursor() as cursor:
-        cursor.execute(CALLED, params)
+        cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
-        return None
-    *columns, hits, retry_after = row
+        return None, None
+    width = len(CLIENT_FIELDS)
+    columns, hits, retry_after = row[:width], row[width], row[width + 1]
     client = ApiClient.from_db(connection.alias, CLIENT_ATTRIBUTES, columns)
     if hits > limit.max_hits:
         REFUSALS.labels(limit=limit.name).inc()
         raise LimitExceeded(limit=limit, retry_after=retry_after)
     _note_use(client)
-    return client
+    found = read is not None and row[width + 2]  # the read's leading true: its row, not the join's NULLs
+    return client, row[width + 3 :] if found else None
 
 
 def _may_be_a_key(key: str) -> bool:

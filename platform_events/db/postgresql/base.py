@@ -1,4 +1,4 @@
-"""Django's PostgreSQL backend (ENGINE ``platform_events.db.postgresql``), with one change: the health
+"""Django's PostgreSQL backend (ENGINE ``platform_events.db.postgresql``), with two changes. The health
 check of a kept connection (CONN_HEALTH_CHECKS) asks the server only when something has arrived on
 the connection's socket, or when the connection was last checked more than QUIET_SECONDS ago.
 
@@ -12,6 +12,9 @@ Silence proves less the longer it lasts: a server whose host died, or whose addr
 host (a failover's floating IP), says nothing, and the first packet after it gets a reset. So the
 check is skipped only for a connection checked within the last QUIET_SECONDS (a busy thread's, the
 case the round trip costs most) and idle outside a transaction; any other gets Django's SELECT 1.
+
+And ``savepoints_skipped`` (set by platform_events/db/savepoints.py) makes the atomic blocks opened
+meanwhile make no savepoint, as ``atomic(savepoint=False)`` would.
 """
 
 import select
@@ -27,6 +30,11 @@ QUIET_SECONDS = 5.0
 class DatabaseWrapper(base.DatabaseWrapper):
     # time.monotonic() of this connection's last health check, either way.
     checked_at = float("-inf")
+    # True within platform_events.db.savepoints.savepoints_skipped().
+    savepoints_skipped = False
+
+    def _savepoint_allowed(self):
+        return not self.savepoints_skipped and super()._savepoint_allowed()
 
     def close_if_health_check_failed(self):
         due = self.connection is not None and self.health_check_enabled and not self.health_check_done

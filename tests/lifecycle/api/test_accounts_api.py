@@ -3,8 +3,11 @@ database holds after it."""
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account, AccountPassword, AccountStatus
+from lifecycle.api import views
 from lifecycle.demo.factories import AccountFactory
 from platform_events.api.clients import api_client_create
 from platform_events.audit.models import ActorType, AuditEvent
@@ -145,6 +148,45 @@ def test_read_and_look_up(api):
     assert missing.status_code == 404 and problem_type(missing) == "not-found"
     assert problem_type(api.get("/accounts")) == "validation-failed"
     assert api.get(f"/accounts/{2**63}").status_code == 422
+
+
+def test_a_read_is_one_statement_with_the_key_and_rate_and_answers_as_the_orm_reads(api):
+    """GET /accounts/{id} reads the account in the key-and-rate statement; the answer is the row as the
+    ORM reads it, every field."""
+    account = AccountFactory(suspended=True)
+    api.get(f"/accounts/{account.pk}")  # the client's use noted: no UPDATE below
+
+    with CaptureQueriesContext(connection) as queries:
+        response = api.get(f"/accounts/{account.pk}")
+
+    assert len(queries.captured_queries) == 1
+    assert response.json() == views._account_out(Account.objects.get(pk=account.pk))
+
+
+@pytest.mark.parametrize("given", ["00{id}", "{id}.0", "%20{id}", "0", "-1", str(2**63)])
+def test_a_path_id_written_otherwise_is_read_as_ninja_reads_it(api, given):
+    """An id written otherwise is the account ninja reads it as (read along, or after the key's statement
+    when the two readings could differ), or refused as ninja refuses it."""
+    account = AccountFactory()
+
+    response = api.get(f"/accounts/{given.format(id=account.pk)}")
+
+    if "{id}" in given:
+        assert response.status_code == 200 and response.json()["id"] == account.pk
+    else:
+        assert response.status_code == 422 and problem_type(response) == "validation-failed"
+
+
+def test_a_key_without_the_scope_reads_no_account(make_api):
+    """A client without accounts:read is refused before any account is read: the same answer for an
+    account that exists and for one that does not."""
+    account = AccountFactory()
+    api = make_api("sessions")
+
+    there, missing = api.get(f"/accounts/{account.pk}"), api.get("/accounts/999999999")
+
+    assert there.status_code == missing.status_code == 403
+    assert there.json()["type"] == missing.json()["type"] == "/api/v1/problems/insufficient-scope"
 
 
 def test_suspend_and_unsuspend_with_a_reason(api):

@@ -4,6 +4,8 @@ key, the first response replayed, and the answers for a reused, running, missing
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account
 from lifecycle.api import views
@@ -242,3 +244,33 @@ def test_a_finished_key_cannot_be_reopened_changed_or_deleted_before_it_expires(
     ]:
         refused(statement, [key], match="a finished Idempotency-Key is kept as it is until it expires")
     assert api.post("/accounts", BODY, key=key)["Idempotent-Replayed"] == "true"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_provisioning_is_one_transaction_without_savepoints(api):
+    """POST /accounts runs the provisioning service in the key's transaction without a savepoint: the key,
+    the account and the stored response commit together."""
+    with CaptureQueriesContext(connection) as queries:
+        response = api.post("/accounts", BODY)
+
+    statements = [query["sql"].split()[0].upper() for query in queries.captured_queries]
+    assert response.status_code == 201
+    assert "SAVEPOINT" not in statements and "RELEASE" not in statements
+    assert statements.count("BEGIN") == statements.count("COMMIT") == 1
+    assert IdempotencyKey.objects.get().response_body == response.json()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_provisioning_the_database_refuses_is_stored_and_keeps_nothing(api):
+    """A login the database finds taken (past the form's checks) is refused inside the service; without a
+    savepoint the key's transaction rolls back whole, and the refusal is stored and replayed."""
+    AccountFactory(login="eve", email="eve@example.com")
+    key = new_key()
+
+    refused = api.post("/accounts", {"email": "other@example.com", "login": "EVE"}, key=key)
+    again = api.post("/accounts", {"email": "other@example.com", "login": "EVE"}, key=key)
+
+    assert refused.status_code == 409 and kind(refused) == "login-taken"
+    assert again.content == refused.content and again["Idempotent-Replayed"] == "true"
+    assert list(Account.objects.values_list("login", flat=True)) == ["eve"]
+    assert IdempotencyKey.objects.get().response_status == 409

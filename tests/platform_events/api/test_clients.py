@@ -8,13 +8,15 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 
 from platform_events.api.clients import (
     CALLED,
     ApiClientError,
+    ReadAlong,
     api_client_by_key,
     api_client_called,
+    api_client_called_reading,
     api_client_change_scopes,
     api_client_create,
     api_client_revoke,
@@ -241,6 +243,66 @@ class TestCalled:
         with transaction.atomic():
             api_client_called(key, limit=LIMIT)
             assert synchronous_commit() == "on"
+
+
+# A read that fails whenever it runs: random() is volatile, so the division is made at run time.
+FAILING_READ = "SELECT 1 / floor(random())::integer AS x, %(n)s AS n"
+
+
+def failing_read(scope: str) -> ReadAlong:
+    return ReadAlong(scope=scope, sql=FAILING_READ, params={"n": 7})
+
+
+@pytest.mark.django_db
+class TestCalledReading:
+    def test_the_row_comes_with_the_client_in_one_statement(self, django_assert_num_queries):
+        client, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+        api_client_called(key, limit=LIMIT)  # its use noted: no UPDATE below
+        read = ReadAlong(scope="accounts:read", sql="SELECT %(n)s::integer + 1, 'x'", params={"n": 41})
+
+        with django_assert_num_queries(1):
+            assert api_client_called_reading(key, limit=LIMIT, read=read) == (client, (42, "x"))
+
+    def test_no_row_is_none(self):
+        client, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+        read = ReadAlong(scope="accounts:read", sql="SELECT 1 WHERE %(n)s::integer < 0", params={"n": 1})
+
+        assert api_client_called_reading(key, limit=LIMIT, read=read) == (client, None)
+
+    def test_the_read_runs_for_a_client_within_its_limit_that_holds_the_scope(self):
+        """The control for the three below: FAILING_READ fails when it runs."""
+        _, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+
+        with pytest.raises(DataError, match="division by zero"):
+            api_client_called_reading(key, limit=LIMIT, read=failing_read("accounts:read"))
+
+    def test_an_unknown_or_revoked_key_reads_nothing(self):
+        client, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+        api_client_revoke(client=client, reason="leaked", actor=None)
+
+        assert api_client_called_reading(key, limit=LIMIT, read=failing_read("accounts:read")) == (None, None)
+        unknown = "lc_" + "x" * 43
+        assert api_client_called_reading(unknown, limit=LIMIT, read=failing_read("accounts:read")) == (None, None)
+
+    def test_a_key_over_its_limit_reads_nothing(self):
+        _, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+        api_client_called(key, limit=LIMIT)
+        api_client_called(key, limit=LIMIT)
+
+        with pytest.raises(LimitExceeded):
+            api_client_called_reading(key, limit=LIMIT, read=failing_read("accounts:read"))
+
+    def test_a_key_without_the_scope_reads_nothing(self):
+        client, key = api_client_create(name="billing", scopes=["sessions"], actor=None)
+
+        assert api_client_called_reading(key, limit=LIMIT, read=failing_read("accounts:read")) == (client, None)
+
+    def test_a_parameter_of_the_keys_statement_is_refused(self):
+        _, key = api_client_create(name="billing", scopes=["accounts:read"], actor=None)
+        read = ReadAlong(scope="accounts:read", sql="SELECT %(hash)s", params={"hash": b"x"})
+
+        with pytest.raises(ValueError, match="taken by the key's statement"):
+            api_client_called_reading(key, limit=LIMIT, read=read)
 
 
 @pytest.mark.django_db(transaction=True)
