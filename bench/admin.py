@@ -78,6 +78,7 @@ stock_site.register(
         },
     ),
 )
+admin.autodiscover()  # the product's pages, as its URLconf registers them (lifecycle/urls.py)
 urlpatterns = [path("admin/", admin.site.urls), path("stock/", stock_site.urls)]
 
 

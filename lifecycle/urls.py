@@ -18,6 +18,10 @@ def favicon(request):
     return response
 
 
+# Every app's admin module registers its pages here, where the site is served (LifecycleAdminConfig, in
+# lifecycle/apps.py, leaves them out of processes that serve no page).
+admin.autodiscover()
+
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("favicon.ico", favicon),

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.django_db
 # Columns that hold a credential or its hash, whatever the model.
 CREDENTIAL_FIELDS = {"secret", "code", "password", "password_hash"}
 
+admin.autodiscover()  # as the URLconf does, before any page is asked for
 REGISTERED = sorted(admin.site._registry.items(), key=lambda item: item[0]._meta.label)
 
 
