@@ -1,5 +1,6 @@
 """Who calls the client API: an API client's bearer key, checked for the operation's scope, the
-client's rate and the body's size before anything else runs."""
+client's rate, the body's size and the query's parameters before the operation runs (a row it reads
+along the key's statement is read only for a key within its rate that holds the scope)."""
 
 from collections.abc import Callable
 from datetime import timedelta
@@ -35,8 +36,8 @@ class ClientKey(HttpAuthBase):
         self.scope = scope
         self.query = query  # the query parameters the operation takes; any other is refused
         # The operation's row read in the key's statement: (SQL, parameters) from the path's
-        # parameters as the URL gave them, None when they name no row. Its row (or None) is
-        # request.read_along[parameters]; the operation reads as it would for any others.
+        # parameters as the URL gave them, None when they name no row. request.read_along is then
+        # (parameters, its row or None); an operation whose own parameters differ reads as it would.
         self.read_along = read_along
         super().__init__()
 
@@ -65,7 +66,7 @@ class ClientKey(HttpAuthBase):
             raise Problem("request-too-large", f"a request body may be at most {settings.API_MAX_BODY_BYTES} bytes")
         _check_query(request, self.query)
         if read is not None:
-            request.read_along = {tuple(read.params.values()): row}
+            request.read_along = (read.params, row)
         return client
 
 

@@ -64,10 +64,14 @@ router = Router(tags=["accounts"])
 
 
 def _account_by_path(path: dict) -> tuple[str, dict] | None:
-    """The account the path's id names, as a read along the key's statement; None for an id that is not
-    one (ninja refuses it after)."""
+    """The account the path's id names, as a read along the key's statement; None for an id written
+    other than as plain digits in range (``007`` is one, ``+7`` or ``7.0`` is not), which the view then
+    reads itself from ninja's reading of it, or refuses."""
     given = path.get("account_id")
-    if not (isinstance(given, str) and given.isascii() and given.isdigit() and 1 <= int(given) <= LARGEST_ID):
+    # The length first: int() refuses more than 4,300 digits with a ValueError (Python's own limit).
+    if not (isinstance(given, str) and given.isascii() and given.isdigit() and len(given) <= len(str(LARGEST_ID))):
+        return None
+    if not 1 <= int(given) <= LARGEST_ID:
         return None
     return ACCOUNT_BY_ID, {"account_id": int(given)}
 
@@ -192,10 +196,9 @@ def provision_account(request, body: ProvisionIn):
     "/accounts/{account_id}", auth=READ_ONE, response={200: AccountOut, **problems(404)}, summary="Read an account"
 )
 def read_account(request, account_id: AccountId):
-    read_along = getattr(request, "read_along", {})
-    if (account_id,) not in read_along:  # the path's id as ninja reads it was not the one read along
+    params, row = getattr(request, "read_along", (None, None))
+    if params != {"account_id": account_id}:  # the path's id as ninja reads it was not the one read along
         return _account(account_id)
-    row = read_along[(account_id,)]
     return _found(account_id, None if row is None else account_from_row(row))
 
 

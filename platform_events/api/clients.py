@@ -224,8 +224,8 @@ CALLED = CALLED_WITH + "SELECT client.*, hit.hits, hit.retry_after FROM client, 
 # The same, and a row the caller reads along (ReadAlong) in the same round trip. Its query runs only for
 # a client within its limit that holds the scope: an unknown, revoked, over-limit or out-of-scope key
 # reads nothing, as when the caller read it afterwards. OFFSET 0 keeps the subquery from being pulled up
-# into the join, so that the gate is a one-time filter run before the read (as a join filter, the read
-# ran and only its row was dropped).
+# into the join, so that the gate is a one-time filter run before the read (pulled up into a join filter,
+# the read would run and only its row be dropped).
 CALLED_AND_READ = (
     CALLED_WITH
     + """

@@ -50,7 +50,9 @@ def translate(error: DatabaseError) -> Exception | None:
 def lifecycle_rules():
     """Raise the database's refusals as their registered classes; anything else unchanged.
 
-    Put it outside ``transaction.atomic()`` so the failed block is rolled back first.
+    Put it outside ``transaction.atomic()`` so the failed block is rolled back first (within
+    platform_events/db/savepoints.py's ``savepoints_skipped()`` there is no savepoint to roll back to:
+    the whole transaction is marked for rollback instead).
     """
     try:
         yield

@@ -20,7 +20,9 @@ def savepoints_skipped(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
 
     Only around work that never goes on after a failed statement: code within that caught a database
     error and carried on would get TransactionManagementError at its next statement (loudly, as
-    Django's savepoint=False does), and the whole transaction is rolled back."""
+    Django's savepoint=False does), and the whole transaction is rolled back. Code that calls
+    ``transaction.savepoint()`` itself gets none (its id is None, and rolling back to it does nothing):
+    its next statement fails, the transaction being aborted."""
     connection = connections[using]
     if not connection.in_atomic_block:
         raise TransactionManagementError("savepoints_skipped() belongs inside an atomic block")

@@ -177,9 +177,17 @@ def test_a_path_id_written_otherwise_is_read_as_ninja_reads_it(api, given):
         assert response.status_code == 422 and problem_type(response) == "validation-failed"
 
 
-def test_a_key_without_the_scope_reads_no_account(make_api):
-    """A client without accounts:read is refused before any account is read: the same answer for an
-    account that exists and for one that does not."""
+def test_an_id_of_more_digits_than_python_converts_is_refused_as_ninja_refuses_it(api):
+    """int() refuses more than 4,300 digits: the read along the key's statement leaves such an id to
+    ninja, whose answer is a validation problem, not a server error."""
+    response = api.get("/accounts/" + "9" * 4301)
+
+    assert response.status_code == 422 and problem_type(response) == "validation-failed"
+
+
+def test_a_key_without_the_scope_is_refused_alike_for_an_account_and_for_none(make_api):
+    """A client without accounts:read gets the same answer for an account that exists and for one that
+    does not (that its key's statement reads no row is platform_events/api/clients.py's test)."""
     account = AccountFactory()
     api = make_api("sessions")
 

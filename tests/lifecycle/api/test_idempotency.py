@@ -2,15 +2,18 @@
 key, the first response replayed, and the answers for a reused, running, missing or malformed key."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Account
+from accounts.services import account_provision
 from lifecycle.api import views
+from lifecycle.api.refusals import as_problem
 from lifecycle.demo.factories import AccountFactory
-from platform_events.api.idempotency import request_fingerprint
+from platform_events.api.idempotency import Outcome, request_fingerprint, run_once
 from platform_events.api.models import IdempotencyKey
 from platform_events.api.problems import Problem
 from tests.lifecycle.api.conftest import new_key
@@ -274,3 +277,49 @@ def test_a_provisioning_the_database_refuses_is_stored_and_keeps_nothing(api):
     assert again.content == refused.content and again["Idempotent-Replayed"] == "true"
     assert list(Account.objects.values_list("login", flat=True)) == ["eve"]
     assert IdempotencyKey.objects.get().response_status == 409
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "email, login",
+    [
+        ("not an address", "fine1"),
+        ("ok@example.com", "bad login"),
+        ("ok@example.com", "a@b"),
+        ("ok@example.com", "EVE"),
+        ("claimed@example.com", "x1"),
+        ("ok@example.com", "l" * 300),
+        ("ok@example.com", "l\x00"),
+    ],
+)
+def test_each_refusal_inside_a_provisioning_without_savepoints_is_stored_and_replayed(make_api, email, login):
+    """Every way the database refuses a provisioning, reached inside the service with no savepoint (the
+    API's pre-checks bypassed), is a problem stored under the key and replayed, and keeps nothing: no
+    code on the service's way runs a statement after a refused one."""
+    AccountFactory(login="eve", email="eve@example.com")
+    AccountFactory(login="holder", email="claimed@example.com", active=True)
+    client = make_api("accounts:write").api_client
+    key = new_key()
+
+    def provision() -> Outcome:
+        with as_problem():
+            account_provision(email=email, login=login, actor=client, password_hash=None)
+        return Outcome(201, {})
+
+    def once():
+        return run_once(
+            client_id=client.pk,
+            key=key,
+            fingerprint="a" * 64,
+            work=provision,
+            lease=timedelta(seconds=30),
+            ttl=timedelta(hours=1),
+            savepoints=False,
+        )
+
+    first, again = once(), once()
+
+    assert first.status_code in (409, 422) and "Idempotent-Replayed" not in first
+    assert again.content == first.content and again["Idempotent-Replayed"] == "true"
+    assert sorted(Account.objects.values_list("login", flat=True)) == ["eve", "holder"]
+    assert IdempotencyKey.objects.get().response_status == first.status_code
