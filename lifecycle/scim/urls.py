@@ -1,20 +1,35 @@
-from django.urls import path
+from importlib import import_module
 
-from lifecycle.scim import views
+from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
 
 app_name = "scim"
 
+
+def served_by(name: str):
+    """The view ``name`` of lifecycle.scim.views, imported at the first SCIM request: scim2-models builds
+    its pydantic models on import (0.35 s of CPU), which every process that loads the URLconf paid
+    (manage.py check, each web worker) though few serve SCIM. CSRF-exempt, as every SCIM view is."""
+
+    @csrf_exempt
+    def view(request, *args, **kwargs):
+        return getattr(import_module("lifecycle.scim.views"), name)(request, *args, **kwargs)
+
+    view.__name__ = view.__qualname__ = name
+    return view
+
+
 urlpatterns = [
-    path("", views.service_provider_config, name="root"),
-    path("ServiceProviderConfig", views.service_provider_config, name="service-provider-config"),
-    path("ResourceTypes", views.resource_types, name="resource-types"),
-    path("ResourceTypes/<str:name>", views.resource_types, name="resource-type"),
-    path("Schemas", views.schemas, name="schemas"),
-    path("Schemas/<str:name>", views.schemas, name="schema"),
-    path("Users", views.users, name="users"),
+    path("", served_by("service_provider_config"), name="root"),
+    path("ServiceProviderConfig", served_by("service_provider_config"), name="service-provider-config"),
+    path("ResourceTypes", served_by("resource_types"), name="resource-types"),
+    path("ResourceTypes/<str:name>", served_by("resource_types"), name="resource-type"),
+    path("Schemas", served_by("schemas"), name="schemas"),
+    path("Schemas/<str:name>", served_by("schemas"), name="schema"),
+    path("Users", served_by("users"), name="users"),
     # A search by POST (RFC 7644 §3.4.3) is not served; "/.search" is no User's id.
-    path("Users/.search", views.not_served, {"rest": "Users/.search"}),
-    path("Users/<str:user_id>", views.user, name="user"),
+    path("Users/.search", served_by("not_served"), {"rest": "Users/.search"}),
+    path("Users/<str:user_id>", served_by("user"), name="user"),
     # Anything else (Groups, Bulk, /.search): a SCIM error, not Django's page.
-    path("<path:rest>", views.not_served, name="not-served"),
+    path("<path:rest>", served_by("not_served"), name="not-served"),
 ]
