@@ -1,9 +1,12 @@
 """``{% quick_result_list cl %}``: Django's ``{% result_list cl %}`` with the admin kit's rows
-(platform_events/admin_kit/rows.py), in the same template (admin/change_list_results.html)."""
+(platform_events/admin_kit/rows.py), in the same template (admin/change_list_results.html); and
+``{% quick_app_list app_list %}``: Django's admin/app_list.html, written by the admin kit
+(platform_events/admin_kit/app_list.py)."""
 
 from django import template
 from django.contrib.admin.templatetags.base import InclusionAdminNode
 
+from platform_events.admin_kit.app_list import app_list_html
 from platform_events.admin_kit.rows import quick_result_list
 
 register = template.Library()
@@ -14,3 +17,8 @@ def quick_result_list_tag(parser, token):
     return InclusionAdminNode(
         parser, token, func=quick_result_list, template_name="change_list_results.html", takes_context=False
     )
+
+
+@register.simple_tag(takes_context=True)
+def quick_app_list(context, app_list, show_changelinks=False):
+    return app_list_html(app_list, context["request"].path, show_changelinks=show_changelinks)
