@@ -149,6 +149,16 @@ def staff_client(role: str, username: str | None = None) -> Client:
     return client
 
 
+def djangos_admin_template(template_name: str, context: dict) -> str:
+    """``admin/<template_name>`` as Django's own file renders it, whatever the project's templates
+    override (the admin kit writes some of them itself: tests compare the two)."""
+    import django.contrib.admin
+    from django.template import Context, Template, engines
+
+    path = Path(django.contrib.admin.__file__).parent / "templates" / "admin" / template_name
+    return Template(path.read_text(), engine=engines["django"].engine).render(Context(context))
+
+
 def admin_action(client: Client, action: str, accounts, reason: str | None = None, **meta):
     """Run an action of the account list on ``accounts``; without a reason, only its confirmation page.
     ``meta``: request headers and REMOTE_ADDR, as the test client takes them."""

@@ -2,27 +2,17 @@
 HTML, element for element (blank lines aside)."""
 
 import re
-from pathlib import Path
 
-import django.contrib.admin
 import pytest
-from django.template import Context, Template, engines
 from django.test.html import parse_html
 from django.urls import reverse
 
 from lifecycle.demo.factories import AccountFactory
 from platform_events.admin_kit.app_list import app_list_html
+from tests.support import djangos_admin_template as djangos
 from tests.support import staff_client
 
 pytestmark = pytest.mark.django_db
-
-DJANGOS_TEMPLATES = Path(django.contrib.admin.__file__).parent / "templates" / "admin"
-
-
-def djangos(template_name: str, context: dict) -> str:
-    """``template_name`` as Django's own file renders it, whatever the project's templates override."""
-    template = Template((DJANGOS_TEMPLATES / template_name).read_text(), engine=engines["django"].engine)
-    return template.render(Context(context))
 
 
 def sidebar(page: str) -> str:
