@@ -3,13 +3,16 @@
 ``{% quick_app_list app_list %}``: Django's admin/app_list.html, written by the admin kit
 (platform_events/admin_kit/app_list.py); and ``{% quick_fieldset fieldset ... %}``: Django's
 admin/includes/fieldset.html, written by the admin kit for a fieldset of read-only fields
-(platform_events/admin_kit/fieldsets.py)."""
+(platform_events/admin_kit/fieldsets.py); and ``{% quick_inline inline_admin_formset last=... %}``: the
+inline's own template, written by the admin kit for a view-only tabular inline
+(platform_events/admin_kit/inlines.py)."""
 
 from django import template
 from django.contrib.admin.templatetags.base import InclusionAdminNode
 
 from platform_events.admin_kit.app_list import app_list_html
 from platform_events.admin_kit.fieldsets import fieldset_html
+from platform_events.admin_kit.inlines import tabular_inline_html
 from platform_events.admin_kit.rows import quick_result_list
 
 register = template.Library()
@@ -35,3 +38,16 @@ def quick_fieldset(context, fieldset, *, heading_level, prefix, id_prefix, id_su
         return html
     with context.push(fieldset=fieldset, **names):
         return context.template.engine.get_template("admin/includes/fieldset.html").render(context)
+
+
+@register.simple_tag(takes_context=True)
+def quick_inline(context, inline_admin_formset, *, last):
+    # The current app as {% url %} finds it.
+    request = context.get("request")
+    current_app = getattr(request, "current_app", None) or getattr(
+        getattr(request, "resolver_match", None), "namespace", None
+    )
+    html = tabular_inline_html(inline_admin_formset, last=last, current_app=current_app)
+    if html is not None:
+        return html
+    return context.template.engine.get_template(inline_admin_formset.opts.template).render(context)
