@@ -76,7 +76,8 @@ def tabular_inline_html(inline_admin_formset, *, last: bool, current_app: str | 
                 url = change_url(model_admin.opts, original.pk, current_app)
                 if url is None:
                     return None
-                parts.append(f'<a href="{escape(url)}" class="inlineviewlink">{link_word}</a>')
+                # The space before the link shows, as the template's line break does.
+                parts.append(f' <a href="{escape(url)}" class="inlineviewlink">{link_word}</a>')
             parts.append("</p>")
         keys = []
         if inline_admin_form.needs_explicit_pk_field():

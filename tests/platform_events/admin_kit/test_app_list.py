@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from lifecycle.demo.factories import AccountFactory
 from platform_events.admin_kit.app_list import app_list_html
+from tests.support import as_shown, staff_client
 from tests.support import djangos_admin_template as djangos
-from tests.support import staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -21,6 +21,7 @@ def sidebar(page: str) -> str:
 
 def assert_same_html(ours: str, theirs: str):
     assert parse_html(ours) == parse_html(theirs)
+    assert as_shown(ours) == as_shown(theirs)
 
 
 @pytest.mark.parametrize("staff", ["superuser", "Support", "Integrator"])

@@ -12,7 +12,7 @@ from accounts.services import account_suspend
 from lifecycle.demo.factories import AccountFactory
 from platform_events.admin_kit.fieldsets import fieldset_html
 from platform_events.audit.context import audit_context
-from tests.support import djangos_admin_template
+from tests.support import as_shown, djangos_admin_template
 
 pytestmark = pytest.mark.django_db
 
@@ -45,6 +45,7 @@ def test_the_account_pages_fieldsets_are_djangos(admin_client, admin_user, state
         written = ours(fieldset, index)
         assert written in page
         assert parse_html(written) == parse_html(djangos(fieldset, index))
+        assert as_shown(written) == as_shown(djangos(fieldset, index))
 
 
 def test_collapsible_described_and_shared_lines_are_djangos(rf, admin_user):
@@ -66,6 +67,7 @@ def test_collapsible_described_and_shared_lines_are_djangos(rf, admin_user):
     fieldsets = list(admin_form(stock, rf, admin_user, account))
     for index, fieldset in enumerate(fieldsets):
         assert parse_html(ours(fieldset, index)) == parse_html(djangos(fieldset, index))
+        assert as_shown(ours(fieldset, index)) == as_shown(djangos(fieldset, index))
 
 
 def test_a_fieldset_with_a_form_field_is_left_to_django(rf, admin_user):

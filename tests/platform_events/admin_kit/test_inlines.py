@@ -10,7 +10,7 @@ from django.urls import reverse
 from accounts.nodes import services
 from lifecycle.demo.factories import AccountFactory
 from platform_events.admin_kit.inlines import hidden_input_html, tabular_inline_html
-from tests.support import djangos_admin_template, staff_client
+from tests.support import as_shown, djangos_admin_template, staff_client
 from tokens.models import MailState, Token
 
 pytestmark = pytest.mark.django_db
@@ -35,6 +35,7 @@ def assert_inlines_are_djangos(response) -> int:
         theirs = djangos_admin_template("edit_inline/tabular.html", context)
         assert ours is not None and ours in page
         assert parse_html(ours) == parse_html(theirs)
+        assert as_shown(ours) == as_shown(theirs)
     return len(formsets)
 
 
