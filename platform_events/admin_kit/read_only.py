@@ -81,10 +81,18 @@ class QuickRowLinks(ChangeList):
         key = str(key) if type(key) is int else quote(str(admin_quote(key)), safe=RFC3986_SUBDELIMS + "/~:@")
         return self.change_url.replace(self.PK_PLACEHOLDER, key, 1)
 
+    @cached_property
+    def row_query(self) -> str:
+        return urlencode(self.row_filters)
+
     def url_for_result(self, result):
+        """The row's link as Django's add_preserved_filters writes it: the list's filters, then the row's
+        own query (rows.py puts it in the page as it is)."""
         url = self.row_url(result)
         if not self.row_filters:
             return url
+        if "?" not in url and "#" not in url:  # the list's filters, encoded once per list
+            return f"{url}?{self.row_query}"
         parts = urlsplit(url)
         query = urlencode({**self.row_filters, **dict(parse_qsl(parts.query))})
         return urlunsplit(parts._replace(query=query))
