@@ -149,6 +149,30 @@ def staff_client(role: str, username: str | None = None) -> Client:
     return client
 
 
+def djangos_admin_template(template_name: str, context: dict) -> str:
+    """``admin/<template_name>`` as Django's own file renders it, whatever the project's templates
+    override (the admin kit writes some of them itself: tests compare the two)."""
+    import django.contrib.admin
+    from django.template import Context, Template, engines
+
+    path = Path(django.contrib.admin.__file__).parent / "templates" / "admin" / template_name
+    return Template(path.read_text(), engine=engines["django"].engine).render(Context(context))
+
+
+# Whitespace beside these tags (and hidden inputs) does not show: a browser drops it at a line's ends.
+BLOCK_TAG = re.compile(
+    r"\s*(</?(?:p|div|table|thead|tbody|tr|th|td|caption|fieldset|details|summary|nav|h[1-6]|ul|li)\b[^>]*>"
+    r"|<input type=\"hidden\"[^>]*>)\s*"
+)
+
+
+def as_shown(html: str) -> str:
+    """``html`` with the whitespace a browser does not show taken out, the rest as one space: two pieces of
+    HTML the same by this are laid out alike (parse_html's equality also drops a space that shows, as
+    between a row's name and its link)."""
+    return re.sub(r"\s+", " ", BLOCK_TAG.sub(r"\1", html)).strip()
+
+
 def admin_action(client: Client, action: str, accounts, reason: str | None = None, **meta):
     """Run an action of the account list on ``accounts``; without a reason, only its confirmation page.
     ``meta``: request headers and REMOTE_ADDR, as the test client takes them."""

@@ -18,6 +18,10 @@ class LifecycleAdminSite(admin.AdminSite):
     def index(self, request, extra_context=None):
         return super().index(request, {**(extra_context or {}), "dashboard": dashboard(request, self)})
 
+    def each_context(self, request):
+        # The sidebar's app list written by the admin kit (templates/admin/nav_sidebar.html).
+        return {**super().each_context(request), "quick_app_list": True}
+
     def get_app_list(self, request, app_label=None):
         """Django's, made when a page reads it: every page's context carries it for the sidebar, which
         the wide lists hide (templates/admin/tokens/token/change_list.html), and making it checks every

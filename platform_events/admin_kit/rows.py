@@ -30,6 +30,8 @@ from django.urls import NoReverseMatch
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
 
+from platform_events.admin_kit.read_only import QuickRowLinks
+
 
 def quick_result_list(cl) -> dict:
     """Django's ``result_list`` context, each row's cells in one piece of HTML, for an admin that asks
@@ -138,8 +140,11 @@ def row_html(cl, columns: list[Column], result) -> str:
         except NoReverseMatch:
             cells.append(f'<{tag} class="{css}">{shown}</{tag}>')
             continue
-        # A bare path, no filters to add: what add_preserved_filters would give back, without its parsing.
-        if cl.preserved_filters or not url.isascii() or any(mark in url for mark in "?#;"):
+        # A bare path, no filters to add, or the kit's own link with them: what add_preserved_filters would
+        # give back, without its parsing.
+        if not isinstance(cl, QuickRowLinks) and (
+            cl.preserved_filters or not url.isascii() or any(mark in url for mark in "?#;")
+        ):
             url = add_preserved_filters({"preserved_filters": cl.preserved_filters, "opts": cl.opts}, url)
         cells.append(f'<{tag} class="{css}"><a href="{conditional_escape(url)}">{shown}</a></{tag}>')
     return mark_safe("".join(cells))

@@ -27,6 +27,9 @@ class TieredPaginator(EstimatingPaginator):
             top = self.count
         return self._get_page(self._rows(bottom, top), number, self)
 
+    def _first_rows(self, count: int) -> list:
+        return self._rows(0, count)
+
     def _rows(self, bottom: int, top: int) -> list:
         """Rows ``bottom`` to ``top`` of the tiers taken one after another."""
         rows = []

@@ -86,3 +86,43 @@ def test_a_rows_key_is_written_as_reverse_writes_it():
         row = types.SimpleNamespace(id=key)
         assert links.url_for_result(row) == ChangeList.url_for_result(links, row)
     assert links.change_url == reverse("admin:accounts_account_change", args=["0pk0"])
+
+
+@pytest.mark.django_db
+def test_a_search_shorter_than_a_page_is_read_once_and_not_counted(admin_client):
+    """The first page, read with a row more, is the whole list: no count (a search's count reads the
+    same indexes again); the rows in the order Django's list gives them (exact, start, the rest)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+
+    from lifecycle.demo.factories import AccountFactory
+
+    for login in ("mary.jane", "janet", "jane", "joe"):
+        AccountFactory(login=login)
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(reverse("admin:accounts_account_changelist"), {"q": "jane"})
+    changelist = response.context["cl"]
+    assert [account.login for account in changelist.result_list] == ["jane", "janet", "mary.jane"]
+    assert list(changelist.result_list) == list(changelist.queryset)
+    assert changelist.result_count == 3 and "3 accounts" in response.content.decode()
+    assert not [query for query in queries if "COUNT(" in query["sql"]]
+
+
+@pytest.mark.django_db
+def test_a_list_longer_than_a_page_is_counted_and_shows_djangos_first_page(admin_client, monkeypatch):
+    """One row more than a page: the list is counted as before, and its first page is Django's."""
+    from django.contrib.admin import site
+    from django.urls import reverse
+
+    from accounts.models import Account
+    from lifecycle.demo.factories import AccountFactory
+
+    monkeypatch.setattr(site._registry[Account], "list_per_page", 2)
+    for login in ("mary.jane", "janet", "jane", "joe"):
+        AccountFactory(login=login)
+    response = admin_client.get(reverse("admin:accounts_account_changelist"), {"q": "jane"})
+    changelist = response.context["cl"]
+    assert changelist.result_count == 3 and changelist.multi_page
+    djangos = changelist.model_admin.get_paginator(response.wsgi_request, changelist.queryset, 2).page(1).object_list
+    assert [account.login for account in changelist.result_list] == ["jane", "janet"] == [a.login for a in djangos]

@@ -52,11 +52,13 @@ def test_the_account_lists_rows_are_djangos(admin_client, query):
     assert_rows_are_djangos(admin_client.get(reverse("admin:accounts_account_changelist"), query))
 
 
-def test_a_list_of_other_columns_is_djangos(admin_client):
+@pytest.mark.parametrize("query", [{}, {"action__exact": "account.created"}])
+def test_a_list_of_other_columns_is_djangos(admin_client, query):
     """The kit's rows of a list of other columns are Django's: the audit trail's rows (methods with HTML,
-    foreign keys, empty values), compared with Django's result_list."""
+    foreign keys, empty values, links with the row's time and the list's filters), compared with Django's
+    result_list."""
     AccountFactory(suspended=True)
-    response = admin_client.get(reverse("admin:platform_events_auditevent_changelist"))
+    response = admin_client.get(reverse("admin:platform_events_auditevent_changelist"), query)
     changelist = response.context["cl"]
     assert quick_rows(changelist) == djangos_rows(changelist)
 
