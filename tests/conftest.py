@@ -28,6 +28,15 @@ def django_db_setup(django_test_environment, django_db_blocker, django_db_modify
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _admin_pages_registered():
+    """Every app's admin page registered, as the URLconf registers them before a served process's first
+    page: a test that reads the admin's registry before any request finds it filled (lifecycle/apps.py)."""
+    from django.contrib import admin
+
+    admin.autodiscover()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _quick_password_hashing():
     """Argon2id at its least cost in the tests' own process (tests/support.py, QuickArgon2PasswordHasher)."""
     from django.conf import settings

@@ -6,16 +6,24 @@ from django.views.decorators.csrf import csrf_exempt
 app_name = "scim"
 
 
+VIEWS = "lifecycle.scim.views"
+# The names served_by() was given: `check --deploy` imports the views and finds each (lifecycle/scim/checks.py).
+SERVED: set[str] = set()
+
+
 def served_by(name: str):
     """The view ``name`` of lifecycle.scim.views, imported at the first SCIM request: scim2-models builds
-    its pydantic models on import (0.35 s of CPU), which every process that loads the URLconf paid
-    (manage.py check, each web worker) though few serve SCIM. CSRF-exempt, as every SCIM view is."""
+    its pydantic models on import (0.35 s of CPU), which a process that loads the URLconf (manage.py
+    check, each web worker) would otherwise pay whether it serves SCIM or not. CSRF-exempt, as every
+    SCIM view is; named as the view itself, for resolve() and the request metrics' labels."""
+    SERVED.add(name)
 
     @csrf_exempt
     def view(request, *args, **kwargs):
-        return getattr(import_module("lifecycle.scim.views"), name)(request, *args, **kwargs)
+        return getattr(import_module(VIEWS), name)(request, *args, **kwargs)
 
     view.__name__ = view.__qualname__ = name
+    view.__module__ = VIEWS
     return view
 
 

@@ -47,3 +47,18 @@ def test_the_sites_urlconf_registers_every_admin_page():
 def test_the_system_checks_check_every_admin_page():
     """The admin's checks run over every registered page, also before any URLconf is loaded."""
     assert registered_after("from django.core import checks; checks.run_checks(tags=['admin'])") == REGISTERED
+
+
+PRINT_ADMIN_MODULES = (
+    "import sys; from django.apps import apps;"
+    " print(*[app.name for app in apps.get_app_configs() if f'{app.name}.admin' in sys.modules], sep=chr(10))"
+)
+
+
+def test_a_process_that_loads_no_urlconf_and_skips_the_checks_imports_no_admin_module():
+    """Django set up without the URLconf or the checks (as drain_mailroom runs) imports no app's admin
+    module: the start-up LifecycleAdminConfig saves."""
+    done = manage("shell", "--no-imports", "-c", PRINT_ADMIN_MODULES, DATABASE_URL=database_url_for_tests())
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == []

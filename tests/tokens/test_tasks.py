@@ -35,8 +35,10 @@ def test_the_task_the_schedule_names_drains(smtp_server):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_django_q2_worker_drains_on_its_schedule(psql):
+    """The product's cluster, as deployed, runs the product's drain schedule when it is due: the e-mail
+    can come only from the scheduler (nothing else queues the drain here)."""
     # Due by the database's clock, and the only schedule due: the worker's one process has this to do.
-    Schedule.objects.filter(name="mailroom: drain").update(next_run=Now() - timedelta(minutes=1))
+    assert Schedule.objects.filter(name="mailroom: drain").update(next_run=Now() - timedelta(minutes=1)) == 1
     later = {
         pk: next_run for pk, next_run in Schedule.objects.exclude(name="mailroom: drain").values_list("pk", "next_run")
     }
