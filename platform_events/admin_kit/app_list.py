@@ -10,7 +10,7 @@ test_app_list.py holds it equal to Django's template, also for a user who may on
 
 from urllib.parse import quote
 
-from django.utils.html import conditional_escape as escape
+from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
@@ -19,27 +19,27 @@ def app_list_html(app_list, path: str, *, show_changelinks: bool) -> SafeString:
     """What ``{% include 'admin/app_list.html' with app_list=... show_changelinks=... %}`` writes on
     the page at ``path``."""
     if not app_list:
-        return mark_safe(f"<p>{escape(gettext('You don’t have permission to view or edit anything.'))}</p>")
+        return mark_safe(f"<p>{conditional_escape(gettext('You don’t have permission to view or edit anything.'))}</p>")
     # As the template's ``request.path|urlencode``: a link is the current app's or model's when inside it.
     path = quote(path)
     model_name_header, add_header, link_header = (
-        escape(gettext(text)) for text in ("Model name", "Add link", "Change or view list link")
+        conditional_escape(gettext(text)) for text in ("Model name", "Add link", "Change or view list link")
     )
-    add, view, change = (escape(gettext(text)) for text in ("Add", "View", "Change"))
+    add, view, change = (conditional_escape(gettext(text)) for text in ("Add", "View", "Change"))
     parts = []
     for app in app_list:
-        label, url = escape(app["app_label"]), escape(app["app_url"])
+        label, url = conditional_escape(app["app_label"]), conditional_escape(app["app_url"])
         current_app = " current-app" if app["app_url"] in path else ""
-        title = gettext("Models in the %(name)s application") % {"name": escape(app["name"])}
+        title = gettext("Models in the %(name)s application") % {"name": conditional_escape(app["name"])}
         parts.append(
             f'<div class="app-{label} module{current_app}"><table><caption>'
-            f'<a href="{url}" class="section" title="{title}">{escape(app["name"])}</a></caption>'
+            f'<a href="{url}" class="section" title="{title}">{conditional_escape(app["name"])}</a></caption>'
             f'<thead class="visually-hidden"><tr><th scope="col">{model_name_header}</th>'
             f'<th scope="col">{add_header}</th><th scope="col">{link_header}</th></tr></thead>'
         )
         for model in app["models"]:
             admin_url, add_url = model["admin_url"], model["add_url"]
-            name = escape(model["object_name"].lower())
+            name = conditional_escape(model["object_name"].lower())
             row_id = f"{label}-{name}"
             current = bool(admin_url) and admin_url in path
             parts.append(
@@ -47,20 +47,22 @@ def app_list_html(app_list, path: str, *, show_changelinks: bool) -> SafeString:
             )
             if admin_url:
                 aria_current = ' aria-current="page"' if current else ""
-                parts.append(f'<a href="{escape(admin_url)}"{aria_current}>{escape(model["name"])}</a>')
+                parts.append(
+                    f'<a href="{conditional_escape(admin_url)}"{aria_current}>{conditional_escape(model["name"])}</a>'
+                )
             else:
-                parts.append(escape(model["name"]))
+                parts.append(conditional_escape(model["name"]))
             parts.append("</th>")
             if add_url:
                 parts.append(
-                    f'<td><a href="{escape(add_url)}" class="addlink" aria-describedby="{row_id}">{add}</a></td>'
+                    f'<td><a href="{conditional_escape(add_url)}" class="addlink" aria-describedby="{row_id}">{add}</a></td>'
                 )
             else:
                 parts.append("<td></td>")
             if admin_url and show_changelinks:
                 kind, word = ("viewlink", view) if model.get("view_only") else ("changelink", change)
                 parts.append(
-                    f'<td><a href="{escape(admin_url)}" class="{kind}" aria-describedby="{row_id}">{word}</a></td>'
+                    f'<td><a href="{conditional_escape(admin_url)}" class="{kind}" aria-describedby="{row_id}">{word}</a></td>'
                 )
             elif show_changelinks:
                 parts.append("<td></td>")

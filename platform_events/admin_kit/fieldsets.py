@@ -9,7 +9,7 @@ shown here than there), the same elements, attributes and text (tests/platform_e
 test_fieldsets.py holds them equal). A fieldset with a form field (one that takes input) is Django's.
 """
 
-from django.utils.html import conditional_escape as escape
+from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 
 
@@ -19,14 +19,16 @@ def fieldset_html(fieldset, *, heading_level=2, prefix, id_prefix, id_suffix) ->
     lines = [(line, list(line)) for line in fieldset]
     if not all(field.is_readonly for _, fields in lines for field in fields):
         return None
-    heading_id = escape(f"{prefix}-{id_prefix}-{id_suffix}-heading")
-    level = escape(heading_level or 2)
-    parts = [f'<fieldset class="module aligned {escape(fieldset.classes)}"']
+    heading_id = conditional_escape(f"{prefix}-{id_prefix}-{id_suffix}-heading")
+    level = conditional_escape(heading_level or 2)
+    parts = [f'<fieldset class="module aligned {conditional_escape(fieldset.classes)}"']
     if fieldset.name:
         parts.append(f' aria-labelledby="{heading_id}">')
         if fieldset.is_collapsible:
             parts.append("<details><summary>")
-        parts.append(f'<h{level} id="{heading_id}" class="fieldset-heading">{escape(fieldset.name)}</h{level}>')
+        parts.append(
+            f'<h{level} id="{heading_id}" class="fieldset-heading">{conditional_escape(fieldset.name)}</h{level}>'
+        )
         if fieldset.is_collapsible:
             parts.append("</summary>")
     else:
@@ -35,7 +37,7 @@ def fieldset_html(fieldset, *, heading_level=2, prefix, id_prefix, id_suffix) ->
         parts.append(f'<div class="description">{fieldset.description}</div>')
     for line, fields in lines:
         single = len(line.fields) == 1
-        names = "".join(f" field-{escape(field.field['name'])}" for field in fields if field.field["name"])
+        names = "".join(f" field-{conditional_escape(field.field['name'])}" for field in fields if field.field["name"])
         hidden = "" if line.has_visible_field else " hidden"
         # Read-only fields have no errors (Fieldline.errors() lists only the form's fields').
         parts.append(f'<div class="form-row{hidden}{names}">')
@@ -45,7 +47,11 @@ def fieldset_html(fieldset, *, heading_level=2, prefix, id_prefix, id_suffix) ->
             name, field_hidden = field.field["name"], field.field.get("is_hidden")
             box = ""
             if not single:
-                box = " fieldBox" + (f" field-{escape(name)}" if name else "") + (" hidden" if field_hidden else "")
+                box = (
+                    " fieldBox"
+                    + (f" field-{conditional_escape(name)}" if name else "")
+                    + (" hidden" if field_hidden else "")
+                )
             parts.append(
                 f'<div><div class="flex-container{box}">{field.label_tag()}'
                 f'<div class="readonly">{field.contents()}</div></div>'

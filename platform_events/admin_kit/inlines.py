@@ -14,7 +14,7 @@ from django.contrib.admin.utils import quote
 from django.forms import HiddenInput
 from django.template.defaultfilters import capfirst  # the filter's: a safe label stays safe, as in the template
 from django.urls import NoReverseMatch, reverse
-from django.utils.html import conditional_escape as escape
+from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
@@ -42,17 +42,17 @@ def tabular_inline_html(inline_admin_formset, *, last: bool, current_app: str | 
     management_form = hidden_fields_html(formset.management_form)
     if management_form is None:
         return None
-    prefix = escape(formset.prefix)
+    prefix = conditional_escape(formset.prefix)
     collapsible = inline_admin_formset.is_collapsible
     opts = inline_admin_formset.opts
     heading = opts.verbose_name if formset.max_num == 1 else opts.verbose_name_plural
     parts = [
         f'<div class="js-inline-admin-formset inline-group" id="{prefix}-group" data-inline-type="tabular"'
-        f' data-inline-formset="{escape(inline_admin_formset.inline_formset_data())}">'
+        f' data-inline-formset="{conditional_escape(inline_admin_formset.inline_formset_data())}">'
         f'<div class="tabular inline-related {"last-related" if last else ""}">{management_form}'
-        f'<fieldset class="module {escape(inline_admin_formset.classes)}" aria-labelledby="{prefix}-heading">',
+        f'<fieldset class="module {conditional_escape(inline_admin_formset.classes)}" aria-labelledby="{prefix}-heading">',
         "<details><summary>" if collapsible else "",
-        f'<h2 id="{prefix}-heading" class="inline-heading">{escape(capfirst(heading))}</h2>',
+        f'<h2 id="{prefix}-heading" class="inline-heading">{conditional_escape(capfirst(heading))}</h2>',
         "</summary>" if collapsible else "",
         '<table><thead><tr><th class="original"></th>',
     ]
@@ -60,24 +60,24 @@ def tabular_inline_html(inline_admin_formset, *, last: bool, current_app: str | 
         required = " required" if column["required"] else ""
         hidden = " hidden" if column["widget"]["is_hidden"] else ""
         parts.append(
-            f'<th class="column-{escape(column["name"])}{required}{hidden}">{escape(capfirst(column["label"]))}</th>'
+            f'<th class="column-{conditional_escape(column["name"])}{required}{hidden}">{conditional_escape(capfirst(column["label"]))}</th>'
         )
     parts.append("<th></th></tr></thead><tbody>")
-    link_word = escape(gettext("View"))
+    link_word = conditional_escape(gettext("View"))
     for index, inline_admin_form in enumerate(forms):
         original = inline_admin_form.original
         parts.append(
             f'<tr class="form-row {"has_original" if original else ""}" id="{prefix}-{index}"><td class="original">'
         )
         if original:
-            parts.append(f"<p>{escape(original)}")
+            parts.append(f"<p>{conditional_escape(original)}")
             model_admin = inline_admin_form.model_admin
             if model_admin.show_change_link and model_admin.has_registered_model:
                 url = change_url(model_admin.opts, original.pk, current_app)
                 if url is None:
                     return None
                 # The space before the link shows, as the template's line break does.
-                parts.append(f' <a href="{escape(url)}" class="inlineviewlink">{link_word}</a>')
+                parts.append(f' <a href="{conditional_escape(url)}" class="inlineviewlink">{link_word}</a>')
             parts.append("</p>")
         keys = []
         if inline_admin_form.needs_explicit_pk_field():
@@ -94,7 +94,7 @@ def tabular_inline_html(inline_admin_formset, *, last: bool, current_app: str | 
             for line in fieldset:
                 for field in line:
                     name = field.field["name"]
-                    css = (f"field-{escape(name)}" if name else "") + (
+                    css = (f"field-{conditional_escape(name)}" if name else "") + (
                         " hidden" if field.field.get("is_hidden") else ""
                     )
                     parts.append(f'<td class="{css}"><p>{field.contents()}</p></td>')
@@ -132,10 +132,10 @@ def hidden_input_html(bound_field) -> str | None:
     if bound_field.auto_id and "id" not in widget.attrs:
         attrs.setdefault("id", bound_field.auto_id)
     context = widget.get_context(bound_field.html_name, bound_field.value(), attrs)["widget"]
-    value = "" if context["value"] is None else f' value="{escape(str(context["value"]))}"'
+    value = "" if context["value"] is None else f' value="{conditional_escape(str(context["value"]))}"'
     attributes = "".join(
-        f" {escape(name)}" + ("" if shown is True else f'="{escape(str(shown))}"')
+        f" {conditional_escape(name)}" + ("" if shown is True else f'="{conditional_escape(str(shown))}"')
         for name, shown in context["attrs"].items()
         if shown is not False
     )
-    return f'<input type="{escape(context["type"])}" name="{escape(context["name"])}"{value}{attributes}>'
+    return f'<input type="{conditional_escape(context["type"])}" name="{conditional_escape(context["name"])}"{value}{attributes}>'

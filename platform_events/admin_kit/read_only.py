@@ -57,9 +57,14 @@ class QuickRowLinks(ChangeList):
     so that the row's page leads back to the same list) put in here, where Django's
     add_preserved_filters resolves every row's URL against the whole URL map to learn whether it is
     the list's own (some 15% of a filtered or searched list's time; bench/admin.py). A row's link is
-    its page, never the list."""
+    its page, never the list: a subclass changes it in ``row_url`` (``url_for_result`` here adds the
+    list's filters to it)."""
 
     PK_PLACEHOLDER = "0pk0"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.row_filters, self.preserved_filters = dict(parse_qsl(self.preserved_filters)), ""
 
     def get_results(self, request):
         """Django's, with page 1 read before the list is counted, one row more than a page: when that
@@ -73,6 +78,7 @@ class QuickRowLinks(ChangeList):
             or self.list_editable
             or self.model_admin.show_full_result_count
             or not hasattr(paginator, "first_rows")
+            or paginator.orphans  # page 1 may then hold more than a page's rows: Django's reading
         ):
             return super().get_results(request)
         rows = paginator.first_rows(self.list_per_page + 1)  # when they are all, they are its count
@@ -85,10 +91,6 @@ class QuickRowLinks(ChangeList):
         self.can_show_all = self.result_count <= self.list_max_show_all
         self.multi_page = self.result_count > self.list_per_page
         self.paginator = paginator
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.row_filters, self.preserved_filters = dict(parse_qsl(self.preserved_filters)), ""
 
     @cached_property
     def change_url(self) -> str:

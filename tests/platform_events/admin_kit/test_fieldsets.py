@@ -59,7 +59,10 @@ def test_collapsible_described_and_shared_lines_are_djangos(rf, admin_user):
             "readonly_fields": ["login", "email", "status", "created_at", lambda account: "<i>x</i>"],
             "fieldsets": [
                 (None, {"fields": ["login", ("email", "status")]}),
-                ("Dates", {"fields": ["created_at"], "classes": ["collapse", "wide"], "description": "<b>When</b>"}),
+                (
+                    "<i>Dates</i> & times",
+                    {"fields": ["created_at"], "classes": ["collapse", "wide"], "description": "<b>When</b>"},
+                ),
             ],
         },
     )(Account, admin.site)

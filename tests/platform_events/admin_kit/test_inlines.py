@@ -11,6 +11,7 @@ from accounts.nodes import services
 from lifecycle.demo.factories import AccountFactory
 from platform_events.admin_kit.inlines import hidden_input_html, tabular_inline_html
 from tests.support import as_shown, djangos_admin_template, staff_client
+from tokens.admin import TokenInline
 from tokens.models import MailState, Token
 
 pytestmark = pytest.mark.django_db
@@ -98,3 +99,19 @@ def test_hidden_inputs_are_djangos(admin_client, account_with_rows):
     account_form = response.context["adminform"].form
     visible = Token._meta.get_field("mail_error").formfield().get_bound_field(account_form, "mail_error")
     assert hidden_input_html(visible) is None
+
+
+EVIL = "<script>alert(\"x\")</script> & 'q' %41 é"
+
+
+def test_an_inlines_names_and_labels_are_escaped_as_djangos(admin_client, monkeypatch):
+    """A row's name, the inline's heading and a column's label written with what HTML would read as markup."""
+    account = AccountFactory(login="jane")
+    monkeypatch.setattr(Token, "__str__", lambda token: EVIL)
+    monkeypatch.setattr(TokenInline, "verbose_name_plural", EVIL)
+    monkeypatch.setattr(Token._meta.get_field("action"), "verbose_name", EVIL)
+
+    response = account_page(admin_client, account)
+
+    assert assert_inlines_are_djangos(response) == 2
+    assert "<script>" not in response.content.decode()

@@ -126,3 +126,69 @@ def test_a_list_longer_than_a_page_is_counted_and_shows_djangos_first_page(admin
     assert changelist.result_count == 3 and changelist.multi_page
     djangos = changelist.model_admin.get_paginator(response.wsgi_request, changelist.queryset, 2).page(1).object_list
     assert [account.login for account in changelist.result_list] == ["jane", "janet"] == [a.login for a in djangos]
+
+
+def _djangos_and_ours(client, params: dict):
+    """The account list's rows, page flags and count as the kit made them, and as Django's own
+    ChangeList.get_results makes them from the same list."""
+    import copy
+
+    from django.contrib.admin.views.main import ChangeList
+    from django.urls import reverse
+
+    response = client.get(reverse("admin:accounts_account_changelist"), params)
+    ours = response.context["cl"]
+    djangos = copy.copy(ours)
+    ChangeList.get_results(djangos, response.wsgi_request)
+    return [
+        (
+            [account.login for account in changelist.result_list],
+            changelist.result_count,
+            changelist.multi_page,
+            changelist.can_show_all,
+        )
+        for changelist in (djangos, ours)
+    ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "params", [{"q": "jane"}, {"q": "jane", "o": "-1"}, {"q": "nobody"}, {"status__exact": "active"}, {"q": "joe"}]
+)
+def test_page_one_read_before_counting_is_djangos(admin_client, monkeypatch, params):
+    from django.contrib.admin import site
+
+    from lifecycle.demo.factories import AccountFactory
+
+    monkeypatch.setattr(site._registry[Account], "list_per_page", 2)
+    for login in ("mary.jane", "janet", "jane", "joe"):
+        AccountFactory(login=login, active=login != "joe")
+
+    djangos, ours = _djangos_and_ours(admin_client, params)
+
+    assert ours == djangos
+
+
+@pytest.mark.django_db
+def test_page_one_with_orphans_is_djangos(admin_client, monkeypatch):
+    """A paginator with orphans puts them on the last page, which may be page 1: Django's reading then."""
+    from django.contrib.admin import site
+
+    from lifecycle.demo.factories import AccountFactory
+
+    model_admin = site._registry[Account]
+    get_paginator = model_admin.get_paginator
+    monkeypatch.setattr(model_admin, "list_per_page", 2)
+    monkeypatch.setattr(
+        model_admin,
+        "get_paginator",
+        lambda request, queryset, per_page, orphans=1, **kwargs: get_paginator(
+            request, queryset, per_page, orphans, **kwargs
+        ),
+    )
+    for login in ("jane", "janet", "jane.b"):
+        AccountFactory(login=login)
+
+    djangos, ours = _djangos_and_ours(admin_client, {"q": "jane"})
+
+    assert ours == djangos and len(ours[0]) == 3
