@@ -1,8 +1,11 @@
 """Lists never COUNT(*) a large table: exact up to the limit, the estimate (and the page says so) past it."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from accounts.models import Account
 from lifecycle.demo.factories import AccountFactory
 from tests.support import analyze
 
@@ -36,3 +39,32 @@ class TestNoFullCounts:
         AccountFactory.create_batch(3)
         analyze("audit_events")
         assert estimated_rows("audit_events") >= 6  # account.created and token.issued for each
+
+
+class TestFirstRows:
+    """Page 1 read with a row more before counting (the admin kit's lists): a short list's rows are its
+    count, a longer one is counted as before."""
+
+    def test_fewer_rows_than_asked_are_the_count_and_nothing_is_counted(self):
+        from platform_events.db.estimates import EstimatingPaginator
+
+        AccountFactory.create_batch(2)
+        paginator = EstimatingPaginator(Account.objects.order_by("pk"), 2)
+
+        with CaptureQueriesContext(connection) as queries:
+            rows = paginator.first_rows(3)
+            count = paginator.count
+
+        assert [row.pk for row in rows] == sorted(Account.objects.values_list("pk", flat=True))
+        assert count == 2 and len(queries) == 1 and "COUNT(" not in queries[0]["sql"].upper()
+
+    def test_as_many_rows_as_asked_leave_the_count_to_be_counted(self):
+        from platform_events.db.estimates import EstimatingPaginator
+
+        AccountFactory.create_batch(4)
+        paginator = EstimatingPaginator(Account.objects.order_by("pk"), 2)
+
+        assert len(paginator.first_rows(3)) == 3
+        with CaptureQueriesContext(connection) as queries:
+            assert paginator.count == 4
+        assert len(queries) == 1 and "COUNT(" in queries[0]["sql"].upper()

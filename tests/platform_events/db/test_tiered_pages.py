@@ -56,3 +56,15 @@ def test_a_page_reads_no_row_past_its_own(tiers):
 def test_no_tiers_is_one_empty_page():
     paginator = TieredPaginator(Account.objects.none(), 100, tiers=[])
     assert list(paginator.page(1).object_list) == [] and paginator.count == 0
+
+
+def test_the_first_rows_are_the_tiers_rows_and_a_short_list_is_its_count(tiers):
+    """first_rows() reads page 1 as a page does (the tiers one after another, no row past those asked);
+    fewer than asked are the whole list, so its count is not read."""
+    paginator = TieredPaginator(Account.objects.all(), 2, tiers=tiers)
+    assert paginator.first_rows(3) == rows_of(tiers)[:3]
+
+    short = TieredPaginator(Account.objects.all(), 10, tiers=tiers)
+    with CaptureQueriesContext(connection) as queries:
+        assert short.first_rows(11) == rows_of(tiers) and short.count == 7
+    assert not any("COUNT(" in query["sql"].upper() for query in queries.captured_queries)
